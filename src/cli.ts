@@ -1,0 +1,209 @@
+/**
+ * The offcloud binary: `offcloud up` starts every component, `offcloud
+ * <component>` starts one, and a few helper commands (`offcloud ca`).
+ */
+import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
+import type { ComponentDefinition, RunningComponent } from './common/component.ts';
+import { OffcloudError, UsageError } from './common/errors.ts';
+import { createLogger } from './common/log.ts';
+import { closeOnSignals } from './common/shutdown.ts';
+import { ensureLocalCa } from './common/ca.ts';
+import { components } from './components.ts';
+import { formatTable } from './common/table.ts';
+
+interface ParsedArgs {
+  flags: Record<string, string | boolean>;
+  positionals: string[];
+}
+
+/** `--key value`, `--key=value`, `--flag`, `--no-flag`, and container-style `Key=Value`. */
+export function parseArgs(args: string[], known: Map<string, string>): ParsedArgs {
+  const flags: Record<string, string | boolean> = {};
+  const positionals: string[] = [];
+  const byLowerKey = new Map([...known.values()].map((key) => [key.toLowerCase(), key]));
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      let name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+      let value: string | boolean | undefined = eq > 0 ? arg.slice(eq + 1) : undefined;
+      if (!known.has(name) && name.startsWith('no-') && known.has(name.slice(3)) && value === undefined) {
+        name = name.slice(3);
+        value = false;
+      }
+      const key = known.get(name);
+      if (!key) throw new UsageError(`unknown option --${name}`);
+      if (value === undefined) {
+        const next = args[i + 1];
+        value = next !== undefined && !next.startsWith('--') ? (i++, next) : true;
+      }
+      flags[key] = value;
+      continue;
+    }
+    const assignment = /^([A-Za-z][A-Za-z0-9]*)=(.*)$/s.exec(arg);
+    const key = assignment && byLowerKey.get(assignment[1]!.toLowerCase());
+    if (assignment && key) flags[key] = assignment[2]!;
+    else positionals.push(arg);
+  }
+  return { flags, positionals };
+}
+
+function flagNames(schema: OptionSchema, prefix = ''): Map<string, string> {
+  return new Map(Object.keys(schema).map((key) => [`${prefix}${kebab(key)}`, key]));
+}
+
+function optionHelp(schema: OptionSchema, prefix = ''): string[] {
+  return Object.entries(schema).map(([key, spec]) => {
+    const shown = Array.isArray(spec.default) ? spec.default.join(',') : String(spec.default);
+    const choices = spec.type === 'string' && spec.choices ? ` (${spec.choices.join('|')})` : '';
+    return `  --${prefix}${kebab(key)}  ${spec.description}${choices}${shown === '' ? '' : ` [default: ${shown}]`}`;
+  });
+}
+
+const GLOBAL_OPTIONS = { ...commonOptions, config: { type: 'string', default: '', description: 'JSON or YAML config file with a section per component' } } as const satisfies OptionSchema;
+
+function usage(): string {
+  return [
+    'usage: offcloud <command> [options]',
+    '',
+    'commands:',
+    '  up                 start every component on its defaults and print their URLs, keys and CA file',
+    ...components.map((c) => `  ${c.name.padEnd(18)} ${c.summary}`),
+    '  ca                 print the local CA file and how clients trust it',
+    '',
+    'Run `offcloud <command> --help` for its options. Every option can also be set with',
+    'OFFCLOUD_<COMPONENT>_<OPTION> or in the --config file; flags win over both.',
+  ].join('\n');
+}
+
+function fileSection(path: string, component: string): Record<string, unknown> | undefined {
+  return path ? readConfigFile(path)[component] : undefined;
+}
+
+function printStarted(started: Map<string, RunningComponent>): void {
+  const rows: string[][] = [];
+  for (const [name, running] of started) {
+    running.urls.forEach((endpoint, i) => {
+      rows.push([
+        i === 0 ? name : '',
+        endpoint.label,
+        endpoint.url,
+        i === 0 ? (running.credentials ?? []).join('; ') : '',
+        i === 0 ? (running.caCertPath ?? '') : '',
+      ]);
+    });
+  }
+  process.stdout.write(formatTable(['component', 'what', 'url', 'credentials / keys', 'CA file'], rows) + '\n');
+}
+
+async function closeAll(started: Map<string, RunningComponent>): Promise<void> {
+  await Promise.allSettled([...started.values()].reverse().map((running) => running.close()));
+}
+
+async function runUp(args: string[]): Promise<number> {
+  const known = flagNames(GLOBAL_OPTIONS);
+  for (const c of components) for (const [flag, key] of flagNames(c.options, `${c.name}-`)) known.set(flag, `${c.name}.${key}`);
+  const { flags, positionals } = parseArgs(args, known);
+  if (flags.help) {
+    process.stdout.write(['usage: offcloud up [options]', '', ...optionHelp(GLOBAL_OPTIONS), ...components.flatMap((c) => optionHelp(c.options, `${c.name}-`))].join('\n') + '\n');
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const global = resolveConfig('', GLOBAL_OPTIONS, { flags, env: {} });
+  const logger = createLogger(global.logLevel, 'offcloud');
+  await ensureLocalCa(global.dataDir);
+  const started = new Map<string, RunningComponent>();
+  closeOnSignals(() => closeAll(started), logger);
+  try {
+    for (const component of components) {
+      const own: Record<string, string | boolean> = {};
+      for (const [key, value] of Object.entries(flags)) {
+        if (key.startsWith(`${component.name}.`)) own[key.slice(component.name.length + 1)] = value;
+        else if (key in commonOptions) own[key] = value;
+      }
+      const file = { ...component.upDefaults, ...component.wireUp?.(started), ...fileSection(global.config, component.name) };
+      const options = resolveConfig(component.name, component.options, { flags: own, env: process.env, file, flagPrefix: `${component.name}-` });
+      started.set(component.name, await component.start(options));
+    }
+  } catch (err) {
+    await closeAll(started);
+    throw err;
+  }
+  printStarted(started);
+  return -1;
+}
+
+async function runComponent(component: ComponentDefinition, args: string[]): Promise<number> {
+  const sub = args[0] && !args[0].startsWith('-') && !args[0].includes('=') ? args[0] : undefined;
+  if (sub) {
+    const command = component.subcommands?.[sub];
+    if (!command) throw new UsageError(`unknown command "offcloud ${component.name} ${sub}"; see offcloud ${component.name} --help`);
+    return command.run(args.slice(1));
+  }
+  const schema = { ...component.options, config: GLOBAL_OPTIONS.config, help: { type: 'boolean', default: false, description: 'show this help' } } as OptionSchema;
+  const { flags, positionals } = parseArgs(args, flagNames(schema));
+  if (flags.help) {
+    const subs = Object.entries(component.subcommands ?? {}).map(([name, s]) => `  offcloud ${component.name} ${name} — ${s.summary}`);
+    process.stdout.write([`usage: offcloud ${component.name} [options]`, component.summary, '', ...optionHelp(component.options), ...(subs.length ? ['', 'commands:', ...subs] : [])].join('\n') + '\n');
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const configPath = typeof flags.config === 'string' ? flags.config : (process.env.OFFCLOUD_CONFIG ?? '');
+  delete flags.config;
+  delete flags.help;
+  const options = resolveConfig(component.name, component.options, { flags, env: process.env, file: fileSection(configPath, component.name) });
+  const running = await component.start(options);
+  const started = new Map([[component.name, running]]);
+  closeOnSignals(() => closeAll(started), createLogger(String(options.logLevel ?? 'info'), 'offcloud'));
+  printStarted(started);
+  return -1;
+}
+
+async function runCa(args: string[]): Promise<number> {
+  const { flags, positionals } = parseArgs(args, flagNames({ dataDir: commonOptions.dataDir, help: { type: 'boolean', default: false, description: '' } }));
+  if (flags.help) {
+    process.stdout.write('usage: offcloud ca [--data-dir DIR]\nprints the local CA certificate file (made on first use) and how clients trust it\n');
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const dataDir = typeof flags.dataDir === 'string' ? flags.dataDir : (process.env.OFFCLOUD_DATA_DIR ?? commonOptions.dataDir.default);
+  const ca = await ensureLocalCa(dataDir);
+  process.stdout.write(
+    [
+      ca.caCertPath,
+      '',
+      'Trust it from a client:',
+      `  Node.js:  NODE_EXTRA_CA_CERTS=${ca.caCertPath} node app.js`,
+      `  curl:     curl --cacert ${ca.caCertPath} https://localhost:…`,
+      `  Python:   REQUESTS_CA_BUNDLE=${ca.caCertPath} (requests) or SSL_CERT_FILE=${ca.caCertPath}`,
+      `  Debian:   cp ${ca.caCertPath} /usr/local/share/ca-certificates/offcloud.crt && update-ca-certificates`,
+    ].join('\n') + '\n',
+  );
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage() + '\n');
+    return command ? 0 : 2;
+  }
+  if (command === 'up') return runUp(args);
+  if (command === 'ca') return runCa(args);
+  const component = components.find((c) => c.name === command);
+  if (component) return runComponent(component, args);
+  throw new UsageError(`unknown command "${command}"; run offcloud --help for the list`);
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  // -1: servers are running; the process lives until a signal closes them.
+  if (code >= 0) process.exit(code);
+} catch (err) {
+  if (err instanceof OffcloudError) {
+    process.stderr.write(`offcloud: ${err.message}\n`);
+    process.exit(err instanceof UsageError ? 2 : 1);
+  }
+  throw err;
+}
+

@@ -1,0 +1,89 @@
+/**
+ * The HTTP server factory every component uses: fastify with structured
+ * logging, optional TLS, body limits, GET /health and GET /ready, and a
+ * listen() that turns a taken port into a message naming the option.
+ */
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { StartupError } from './errors.ts';
+import { describeKey } from './config.ts';
+import type { TlsMaterial } from './tls.ts';
+
+export interface HttpServerOptions {
+  logger: Logger;
+  /** Serve HTTPS with this certificate; plain HTTP when absent. */
+  tls?: TlsMaterial | null;
+  /** Largest request body accepted, in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Answers GET /ready: true once the component can serve. */
+  ready?: () => boolean;
+  /** Leave GET /health and /ready to the component (it has its own). */
+  withoutProbes?: boolean;
+}
+
+export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    // On close, idle keep-alive sockets end at once; busy ones finish first.
+    forceCloseConnections: 'idle',
+    // Per-request lines would drown the logs at load; components log what matters.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
+  }) as unknown as FastifyInstance;
+  if (!options.withoutProbes) {
+    const ready = options.ready ?? (() => true);
+    app.get('/health', async () => ({ status: 'ok' }));
+    app.get('/ready', async (_req, reply) => {
+      if (ready()) return { status: 'ready' };
+      return reply.code(503).send({ status: 'starting' });
+    });
+  }
+  return app;
+}
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  /** Component and option key that set this port, for the "port in use" message. */
+  component: string;
+  portKey?: string;
+}
+
+/** Listens and returns the bound address as a URL base (`http://127.0.0.1:8082`). */
+export async function listen(app: FastifyInstance, options: ListenOptions): Promise<string> {
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    throw translateListenError(err, options);
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const scheme = 'setSecureContext' in app.server ? 'https' : 'http';
+  return `${scheme}://${formatHost(options.host)}:${port}`;
+}
+
+export function formatHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Turns EADDRINUSE/EACCES from any server's listen into a clear StartupError. */
+export function translateListenError(err: unknown, options: ListenOptions): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  const key = options.portKey ?? 'port';
+  const how = `change it with ${describeKey(options.component, key)}, or --${options.component}-${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} under \`offcloud up\``;
+  if (code === 'EADDRINUSE') {
+    return new StartupError(`${options.component}: port ${options.port} on ${options.host} is already in use; ${how}`);
+  }
+  if (code === 'EACCES') {
+    return new StartupError(
+      `${options.component}: not allowed to listen on port ${options.port} (ports below 1024 need root or CAP_NET_BIND_SERVICE); ${how}`,
+    );
+  }
+  if (code === 'EADDRNOTAVAIL') {
+    return new StartupError(`${options.component}: address ${options.host} is not available on this machine; change it with --host`);
+  }
+  return err as Error;
+}

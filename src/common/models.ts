@@ -1,0 +1,46 @@
+/**
+ * Where model weights come from, the same for every component (DESIGN "Models"):
+ * an explicit --model file, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models,
+ * then ../shared/models beside the package. Otherwise a clear message that
+ * points at `offcloud models pull`.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { StartupError } from './errors.ts';
+
+/** The package's root folder (where package.json is). */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ModelLookup {
+  /** The model's path relative to a models folder, e.g. `imagenet-mobilenetv2-int8/mobilenetv2-12-int8.onnx`. */
+  relativePath: string;
+  /** The --model flag's value; used as is when set. */
+  explicit?: string;
+  dataDir: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The folders searched, in order, for a model's relative path. */
+export function modelSearchPath(dataDir: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  return [
+    ...(env.OFFCLOUD_MODELS_DIR ? [resolve(env.OFFCLOUD_MODELS_DIR)] : []),
+    resolve(dataDir, 'models'),
+    resolve(PACKAGE_ROOT, '..', 'shared', 'models'),
+  ];
+}
+
+export function resolveModelFile(lookup: ModelLookup): string {
+  if (lookup.explicit) {
+    const path = resolve(lookup.explicit);
+    if (!existsSync(path)) throw new StartupError(`model file ${path} (--model) does not exist`);
+    return path;
+  }
+  const searched = modelSearchPath(lookup.dataDir, lookup.env).map((dir) => resolve(dir, lookup.relativePath));
+  const found = searched.find((path) => existsSync(path));
+  if (found) return found;
+  throw new StartupError(
+    `model ${lookup.relativePath} not found (looked in ${searched.join(', ')}); ` +
+      'run `offcloud models pull` to download it, or give --model <file>',
+  );
+}

@@ -1,0 +1,32 @@
+import { readFile } from 'node:fs/promises';
+import { ConfigError } from './errors.ts';
+import { ensureLocalCa } from './ca.ts';
+
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+  /** The CA file a client trusts to reach this server, when it is ours. */
+  caCertPath: string | null;
+}
+
+/**
+ * The certificate a TLS server presents: the user's files when both
+ * --tls-cert and --tls-key are given, otherwise the local CA's leaf.
+ */
+export async function resolveTls(options: { tlsCert: string; tlsKey: string; dataDir: string }): Promise<TlsMaterial> {
+  if (options.tlsCert || options.tlsKey) {
+    if (!options.tlsCert || !options.tlsKey) {
+      throw new ConfigError('--tls-cert and --tls-key must be given together');
+    }
+    const read = async (path: string, flag: string) => {
+      try {
+        return await readFile(path, 'utf8');
+      } catch (err) {
+        throw new ConfigError(`cannot read ${flag} ${path}: ${(err as Error).message}`);
+      }
+    };
+    return { cert: await read(options.tlsCert, '--tls-cert'), key: await read(options.tlsKey, '--tls-key'), caCertPath: null };
+  }
+  const ca = await ensureLocalCa(options.dataDir);
+  return { cert: ca.cert, key: ca.key, caCertPath: ca.caCertPath };
+}
