@@ -1,0 +1,17 @@
+export interface BenchResult {
+  name: string;
+  unit: string;
+  /** Our server's figure. */
+  ours: number;
+  /** What the baseline is (e.g. "bare node:http"). */
+  baseline: string;
+  baselineValue: number;
+  /** ours / baseline. */
+  ratio: number;
+  better: 'higher' | 'lower';
+  details?: Record<string, unknown>;
+}
+
+export function result(fields: Omit<BenchResult, 'ratio'>): BenchResult {
+  return { ...fields, ratio: fields.ours / fields.baselineValue };
+}
