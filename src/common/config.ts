@@ -33,8 +33,14 @@ export interface ListOption extends BaseSpec<string[]> {
 export type OptionSpec = StringOption | IntegerOption | BooleanOption | ListOption;
 export type OptionSchema = Record<string, OptionSpec>;
 
+interface ValueOfType {
+  string: string;
+  integer: number;
+  boolean: boolean;
+  list: string[];
+}
 export type OptionValues<S extends OptionSchema> = {
-  -readonly [K in keyof S]: S[K] extends BaseSpec<infer T> ? T : never;
+  -readonly [K in keyof S]: ValueOfType[S[K]['type']];
 };
 
 /** Options every component has. */
