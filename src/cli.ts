@@ -3,12 +3,12 @@
  * <component>` starts one, and a few helper commands (`offcloud ca`).
  */
 import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
-import type { ComponentDefinition, RunningComponent } from './common/component.ts';
+import type { CommandGroup, ComponentDefinition, RunningComponent } from './common/component.ts';
 import { OffcloudError, UsageError } from './common/errors.ts';
 import { createLogger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
-import { components } from './components.ts';
+import { commandGroups, components } from './components.ts';
 import { formatTable } from './common/table.ts';
 
 interface ParsedArgs {
@@ -69,6 +69,7 @@ function usage(): string {
     'commands:',
     '  up                 start every component on its defaults and print their URLs, keys and CA file',
     ...components.map((c) => `  ${c.name.padEnd(18)} ${c.summary}`),
+    ...commandGroups.map((g) => `  ${g.name.padEnd(18)} ${g.summary}`),
     '  ca                 print the local CA file and how clients trust it',
     '',
     'Run `offcloud <command> --help` for its options. Every option can also be set with',
@@ -159,6 +160,17 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
   return -1;
 }
 
+async function runCommandGroup(group: CommandGroup, args: string[]): Promise<number> {
+  const command = args[0] ? group.subcommands[args[0]] : undefined;
+  if (!command) {
+    const lines = Object.entries(group.subcommands).map(([name, s]) => `  offcloud ${group.name} ${name.padEnd(10)} ${s.summary}\n      ${s.usage}`);
+    process.stdout.write([`usage: offcloud ${group.name} <command>`, group.summary, '', ...lines].join('\n') + '\n');
+    if (!args[0] || args[0] === '--help') return 0;
+    throw new UsageError(`unknown command "offcloud ${group.name} ${args[0]}"`);
+  }
+  return command.run(args.slice(1));
+}
+
 async function runCa(args: string[]): Promise<number> {
   const { flags, positionals } = parseArgs(args, flagNames({ dataDir: commonOptions.dataDir, help: { type: 'boolean', default: false, description: '' } }));
   if (flags.help) {
@@ -192,6 +204,8 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'ca') return runCa(args);
   const component = components.find((c) => c.name === command);
   if (component) return runComponent(component, args);
+  const group = commandGroups.find((g) => g.name === command);
+  if (group) return runCommandGroup(group, args);
   throw new UsageError(`unknown command "${command}"; run offcloud --help for the list`);
 }
 

@@ -46,3 +46,10 @@ export interface Subcommand {
 export function defineComponent<S extends OptionSchema>(definition: ComponentDefinition<S>): ComponentDefinition<S> {
   return definition;
 }
+
+/** `offcloud <name> <sub> …` for management commands that belong to no server (`offcloud models pull`). */
+export interface CommandGroup {
+  name: string;
+  summary: string;
+  subcommands: Record<string, Subcommand>;
+}
