@@ -32,6 +32,15 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     return503OnClosing: true,
     ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
   }) as unknown as FastifyInstance;
+  // Responses finished while closing carry `Connection: close`, so keep-alive
+  // clients let go and close() completes as soon as in-flight work is done.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   if (!options.withoutProbes) {
     const ready = options.ready ?? (() => true);
     app.get('/health', async () => ({ status: 'ok' }));

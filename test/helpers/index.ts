@@ -26,3 +26,50 @@ export const DEBIAN_PYTHON = '/usr/bin/python3';
 
 /** Options that keep a component quiet in tests. */
 export const quiet = { logLevel: 'silent', host: '127.0.0.1', port: 0 } as const;
+
+/** Collects a stream's lines and lets a test wait for one matching a pattern (seen before or later). */
+export class LineWatcher {
+  private readonly lines: string[] = [];
+  private readonly waiters: { match: RegExp; resolve: (line: string) => void }[] = [];
+
+  constructor(stream: NodeJS.ReadableStream) {
+    let partial = '';
+    stream.setEncoding?.('utf8');
+    stream.on('data', (chunk: string | Buffer) => {
+      const parts = (partial + chunk.toString()).split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) this.push(line);
+    });
+    stream.on('end', () => {
+      if (partial) this.push(partial);
+    });
+  }
+
+  private push(line: string): void {
+    this.lines.push(line);
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      const waiter = this.waiters[i]!;
+      if (waiter.match.test(line)) {
+        this.waiters.splice(i, 1);
+        waiter.resolve(line);
+      }
+    }
+  }
+
+  get text(): string {
+    return this.lines.join('\n');
+  }
+
+  waitFor(match: RegExp, timeoutMs = 60_000): Promise<string> {
+    const seen = this.lines.find((line) => match.test(line));
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no line matching ${match} within ${timeoutMs} ms; got:\n${this.text.slice(-2000)}`)), timeoutMs);
+      const done = (line: string) => {
+        clearTimeout(timer);
+        resolve(line);
+      };
+      this.waiters.push({ match, resolve: done });
+    });
+  }
+}

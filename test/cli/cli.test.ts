@@ -1,0 +1,120 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { components } from '../../src/components.ts';
+import { kebab } from '../../src/common/config.ts';
+import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+
+const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
+
+function offcloud(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  return { child, stdout: new LineWatcher(child.stdout), stderr: new LineWatcher(child.stderr) };
+}
+
+async function exitOf(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const run = offcloud(args, env);
+  const [code] = (await once(run.child, 'exit')) as [number];
+  return { code, stdout: run.stdout.text, stderr: run.stderr.text };
+}
+
+test('CLI: unknown command or option → a clear message and exit code 2', async () => {
+  const unknownCommand = await exitOf(['frobnicate']);
+  assert.equal(unknownCommand.code, 2);
+  assert.match(unknownCommand.stderr, /unknown command "frobnicate"/);
+  const unknownOption = await exitOf(['calculator', '--prot', '1']);
+  assert.equal(unknownOption.code, 2);
+  assert.match(unknownOption.stderr, /unknown option --prot/);
+  const unknownUpOption = await exitOf(['up', '--calculater-port', '1']);
+  assert.equal(unknownUpOption.code, 2);
+});
+
+test('CLI: --help lists every component and each component its options', async () => {
+  const help = await exitOf(['--help']);
+  assert.equal(help.code, 0);
+  for (const c of components) assert.match(help.stdout, new RegExp(`\\b${c.name}\\b`));
+  const calculatorHelp = await exitOf(['calculator', '--help']);
+  assert.equal(calculatorHelp.code, 0);
+  assert.match(calculatorHelp.stdout, /--port .*\[default: 8082\]/);
+});
+
+test('CLI: a bad option value names the key; a taken port names the port and the flag', async (t) => {
+  const bad = await exitOf(['calculator', '--port', 'eighty']);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /--port \(OFFCLOUD_CALCULATOR_PORT\)/);
+
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.after(() => blocker.close());
+  const port = (blocker.address() as AddressInfo).port;
+  const taken = await exitOf(['calculator', '--port', String(port), '--data-dir', await tempDataDir(t)]);
+  assert.equal(taken.code, 1);
+  assert.match(taken.stderr, new RegExp(`port ${port} .*already in use.*--port`));
+});
+
+test('CLI: offcloud ca prints the CA file and how clients trust it', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const ca = await exitOf(['ca', '--data-dir', dataDir]);
+  assert.equal(ca.code, 0);
+  const path = ca.stdout.split('\n')[0]!;
+  assert.equal(path, join(dataDir, 'ca', 'ca.crt'));
+  assert.match(await readFile(path, 'utf8'), /BEGIN CERTIFICATE/);
+  assert.match(ca.stdout, /NODE_EXTRA_CA_CERTS=/);
+  assert.match(ca.stdout, /--cacert/);
+});
+
+/** Every listening-port option of every component set to 0, as `offcloud up` flags. */
+function anyFreePortFlags(): string[] {
+  return components.flatMap((c) =>
+    Object.entries(c.options)
+      .filter(([key, spec]) => spec.type === 'integer' && /^(port|.*Port)$/.test(key))
+      .flatMap(([key]) => [`--${c.name}-${kebab(key)}`, '0']),
+  );
+}
+
+test('CLI: offcloud up starts every component, prints one table, /health answers on each, SIGTERM stops all within 5 s', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const run = offcloud(['up', '--data-dir', dataDir, '--log-level', 'warn', ...anyFreePortFlags()]);
+  t.after(() => run.child.kill('SIGKILL'));
+  await run.stdout.waitFor(/^component\s+what\s+url/, 240_000).catch((err: Error) => {
+    throw new Error(`${err.message}\nstderr:\n${run.stderr.text.slice(-3000)}`);
+  });
+  // The table is written in one piece: wait for the process to finish printing it.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const table = run.stdout.text;
+  for (const c of components) assert.match(table, new RegExp(`^${c.name}\\s`, 'm'), `${c.name} is in the table`);
+  const caPath = join(dataDir, 'ca', 'ca.crt');
+  const agent = new Agent({ connect: { ca: await readFile(caPath, 'utf8') } });
+  t.after(() => agent.close());
+  // Rows belong to the component named in the first column until the next name.
+  const originsByComponent = new Map<string, Set<string>>();
+  let current = '';
+  for (const line of table.split('\n').slice(2)) {
+    const name = /^(\S+)\s/.exec(line)?.[1];
+    if (name) current = name;
+    const set = originsByComponent.get(current) ?? new Set<string>();
+    for (const m of line.matchAll(/\bhttps?:\/\/[^\s/]+/g)) set.add(m[0]);
+    originsByComponent.set(current, set);
+  }
+  for (const [name, origins] of originsByComponent) {
+    if (!origins.size) continue;
+    const statuses: string[] = [];
+    for (const origin of origins) {
+      const response = await request(`${origin}/health`, { dispatcher: agent });
+      await response.body.dump();
+      statuses.push(`${origin} ${response.statusCode}`);
+    }
+    assert.ok(statuses.some((s) => s.endsWith(' 200')), `${name}: /health on one of its URLs (${statuses.join(', ')})`);
+  }
+  const started = Date.now();
+  run.child.kill('SIGTERM');
+  const [code] = await once(run.child, 'exit');
+  assert.equal(code, 0);
+  assert.ok(Date.now() - started < 5000, `stopped in ${Date.now() - started} ms`);
+});
