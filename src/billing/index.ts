@@ -1,0 +1,12 @@
+import { defineComponent } from '../common/component.ts';
+import { billingSubcommands } from './commands.ts';
+import { billingOptions, startBilling } from './server.ts';
+
+export const billing = defineComponent({
+  name: 'billing',
+  summary: 'Billing endpoint for the cognitive containers: validates their ApiKey, records usage counts (§5)',
+  options: billingOptions,
+  start: startBilling,
+  upDefaults: { demoResources: true },
+  subcommands: billingSubcommands(),
+});

@@ -1,0 +1,88 @@
+/**
+ * The billing endpoint (the "cloud resource" side of the containers'
+ * contract): POST /billing/v1/validate and POST /billing/v1/usage, keyed by
+ * the container's ApiKey in Ocp-Apim-Subscription-Key.
+ */
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { writeFileAtomic } from '../common/files.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { API_KEY_HEADER, API_STATUS_MESSAGES, BILLING_PATHS, CONTAINER_KIND_NAMES, type ContainerKind } from '../cognitive/protocol.ts';
+import { toWireError } from './errors.ts';
+import { acceptUsageReport, authorizeContainer, parseIdentity } from './metering.ts';
+import { BillingStore } from './store.ts';
+
+export const billingOptions = {
+  ...commonOptions,
+  port: portOption(5100),
+  demoResources: {
+    type: 'boolean',
+    default: false,
+    description: 'make (once) a demo resource of each kind and publish its key, as `offcloud up` does',
+  },
+} as const;
+export type BillingOptions = OptionValues<typeof billingOptions>;
+
+/** Keys of the demo resources, kept in the data dir so restarts reuse them. */
+async function ensureDemoResources(store: BillingStore): Promise<Record<ContainerKind, string>> {
+  const path = join(store.dir, 'demo-keys.json');
+  const known = await readFile(path, 'utf8').then((text) => JSON.parse(text) as Partial<Record<ContainerKind, string>>, () => ({}) as Partial<Record<ContainerKind, string>>);
+  const keys = {} as Record<ContainerKind, string>;
+  let changed = false;
+  for (const kind of CONTAINER_KIND_NAMES) {
+    const existing = known[kind];
+    if (existing && store.resources.some((r) => r.kind === kind && r.name === `demo-${kind}`)) {
+      keys[kind] = existing;
+      continue;
+    }
+    keys[kind] = (await store.createResource({ kind, name: `demo-${kind}` })).key;
+    changed = true;
+  }
+  if (changed) await writeFileAtomic(path, JSON.stringify(keys, null, 2) + '\n', 0o600);
+  return keys;
+}
+
+export async function startBilling(given: Partial<BillingOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(billingOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'billing');
+  const store = await BillingStore.open(options.dataDir);
+  const demoKeys = options.demoResources ? await ensureDemoResources(store) : null;
+  const app = createHttpServer({ logger, bodyLimit: 64 * 1024 });
+  const keyOf = (headers: Record<string, string | string[] | undefined>) => {
+    const value = headers[API_KEY_HEADER];
+    return typeof value === 'string' ? value : undefined;
+  };
+
+  app.post(BILLING_PATHS.validate, async (request) => {
+    const resource = await authorizeContainer(store, keyOf(request.headers), parseIdentity(request.body));
+    store.checkQuota(resource);
+    return { apiStatus: 'Valid', apiStatusMessage: API_STATUS_MESSAGES.Valid };
+  });
+  app.post(BILLING_PATHS.usage, async (request) => {
+    await acceptUsageReport(store, keyOf(request.headers), request.body);
+    return { apiStatus: 'Valid', apiStatusMessage: API_STATUS_MESSAGES.Valid };
+  });
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send({ error: { code: 'NotFound', message: `no billing operation at ${request.method} ${request.url.split('?')[0]}` } }),
+  );
+  app.setErrorHandler(async (error, _request, reply) => {
+    const wire = toWireError(error);
+    if (wire.statusCode >= 500) logger.error({ err: error }, 'billing request failed');
+    return reply.code(wire.statusCode).send(wire.body);
+  });
+
+  const url = await listen(app, { host: options.host, port: options.port, component: 'billing' });
+  logger.info({ url }, 'billing endpoint listening');
+  return {
+    urls: [{ label: 'billing endpoint (Billing=)', url }],
+    credentials: demoKeys ? CONTAINER_KIND_NAMES.map((kind) => `ApiKey for ${kind}: ${demoKeys[kind]}`) : [],
+    exports: {
+      billingUrl: url,
+      ...(demoKeys ? Object.fromEntries(CONTAINER_KIND_NAMES.map((kind) => [`apiKey.${kind}`, demoKeys[kind]])) : {}),
+    },
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * The billing endpoint's state in the data dir: resources (kind, hashed key,
+ * quota) in resources.json, written atomically; usage reports appended to
+ * usage.jsonl, one JSON line each, flushed to disk before a report is
+ * acknowledged. A line torn by a crash was never acknowledged: it is cut off
+ * when the log is opened.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { open, readFile, stat, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../common/files.ts';
+import { CONTAINER_KINDS, type ContainerKind, type UsageReport } from '../cognitive/protocol.ts';
+import { QuotaExceededError, UnknownResourceError } from './errors.ts';
+
+export interface Resource {
+  id: string;
+  name: string;
+  kind: ContainerKind;
+  /** sha256 of the key, hex; the key itself is shown once, at creation. */
+  keyHash: string;
+  /** Most billed-meter units per calendar month (UTC); null = no limit. */
+  quota: number | null;
+  createdAt: string;
+}
+
+/** One line of usage.jsonl. */
+export interface UsageRecord extends UsageReport {
+  reportId: string;
+  resourceId: string;
+  receivedAt: string;
+}
+
+export type Period = 'hour' | 'day' | 'month' | 'all';
+export const PERIODS: readonly Period[] = ['hour', 'day', 'month', 'all'];
+
+export interface UsageTotal {
+  resourceId: string;
+  resourceName: string;
+  kind: ContainerKind;
+  period: string;
+  meter: string;
+  quantity: number;
+}
+
+export function billingDir(dataDir: string): string {
+  return join(dataDir, 'billing');
+}
+
+function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+export function periodOf(isoTime: string, period: Period): string {
+  if (period === 'all') return 'all';
+  return isoTime.slice(0, period === 'month' ? 7 : period === 'day' ? 10 : 13);
+}
+
+export class BillingStore {
+  #resources: Resource[] = [];
+  #resourcesMtime = 0;
+  #usage: UsageRecord[] = [];
+  #reportIds = new Set<string>();
+  #appending: Promise<void> = Promise.resolve();
+
+  private constructor(readonly dir: string) {}
+
+  /** Loads resources and the usage log (cutting off a torn last line). */
+  static async open(dataDir: string): Promise<BillingStore> {
+    const store = new BillingStore(billingDir(dataDir));
+    await store.refreshResources();
+    const log = await readFile(store.#usagePath, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return '';
+      throw err;
+    });
+    const complete = log.slice(0, log.lastIndexOf('\n') + 1);
+    if (complete.length < log.length) await truncate(store.#usagePath, Buffer.byteLength(complete));
+    for (const line of complete.split('\n')) {
+      if (!line) continue;
+      const record = JSON.parse(line) as UsageRecord;
+      store.#usage.push(record);
+      store.#reportIds.add(record.reportId);
+    }
+    return store;
+  }
+
+  get #resourcesPath(): string {
+    return join(this.dir, 'resources.json');
+  }
+
+  get #usagePath(): string {
+    return join(this.dir, 'usage.jsonl');
+  }
+
+  get resources(): readonly Resource[] {
+    return this.#resources;
+  }
+
+  /** Re-reads resources.json when it changed on disk (`offcloud billing resource create` beside a running endpoint). */
+  async refreshResources(): Promise<void> {
+    const mtime = await stat(this.#resourcesPath).then((s) => s.mtimeMs, () => 0);
+    if (mtime === this.#resourcesMtime) return;
+    this.#resources = mtime ? (JSON.parse(await readFile(this.#resourcesPath, 'utf8')) as Resource[]) : [];
+    this.#resourcesMtime = mtime;
+  }
+
+  /** Creates a resource and returns it with its key (the only time the key is seen). */
+  async createResource(fields: { kind: ContainerKind; name?: string; quota?: number | null; key?: string }): Promise<{ resource: Resource; key: string }> {
+    await this.refreshResources();
+    const key = fields.key ?? randomBytes(16).toString('hex');
+    const resource: Resource = {
+      id: randomUUID(),
+      name: fields.name || `${fields.kind}-${this.#resources.length + 1}`,
+      kind: fields.kind,
+      keyHash: hashKey(key).toString('hex'),
+      quota: fields.quota ?? null,
+      createdAt: new Date().toISOString(),
+    };
+    this.#resources = [...this.#resources, resource];
+    await writeFileAtomic(this.#resourcesPath, JSON.stringify(this.#resources, null, 2) + '\n', 0o600);
+    return { resource, key };
+  }
+
+  /** The resource a key belongs to; every stored hash is compared, in constant time each. */
+  resourceForKey(key: string): Resource {
+    const given = hashKey(key);
+    let found: Resource | undefined;
+    for (const resource of this.#resources) {
+      if (timingSafeEqual(given, Buffer.from(resource.keyHash, 'hex'))) found = resource;
+    }
+    if (!found) throw new UnknownResourceError();
+    return found;
+  }
+
+  /** Billed-meter units the resource used in the calendar month (UTC) of `at`. */
+  usedThisMonth(resource: Resource, at = new Date()): number {
+    const month = periodOf(at.toISOString(), 'month');
+    const meter = CONTAINER_KINDS[resource.kind].billedMeter;
+    return this.#usage
+      .filter((record) => record.resourceId === resource.id && periodOf(record.receivedAt, 'month') === month)
+      .flatMap((record) => record.meters)
+      .filter((m) => m.name === meter)
+      .reduce((sum, m) => sum + m.quantity, 0);
+  }
+
+  /** Throws QuotaExceededError when the resource has used its monthly quota. */
+  checkQuota(resource: Resource): void {
+    if (resource.quota !== null && this.usedThisMonth(resource) >= resource.quota) throw new QuotaExceededError(resource.quota);
+  }
+
+  /**
+   * Appends a report to the log and fsyncs it before returning. A report id
+   * seen before is acknowledged without counting again (the container retries
+   * a batch whose answer it lost).
+   */
+  recordUsage(resource: Resource, report: UsageReport & { reportId: string }): Promise<void> {
+    const write = this.#appending.then(async () => {
+      if (this.#reportIds.has(report.reportId) || report.meters.length === 0) return;
+      const record: UsageRecord = { ...report, resourceId: resource.id, receivedAt: new Date().toISOString() };
+      const handle = await open(this.#usagePath, 'a', 0o600);
+      try {
+        await handle.write(JSON.stringify(record) + '\n');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      this.#usage.push(record);
+      this.#reportIds.add(record.reportId);
+    });
+    this.#appending = write.catch(() => undefined);
+    return write;
+  }
+
+  /** Totals per resource, period and meter, oldest period first. */
+  totals(period: Period, resourceFilter?: string): UsageTotal[] {
+    const byKey = new Map<string, UsageTotal>();
+    for (const record of this.#usage) {
+      const resource = this.#resources.find((r) => r.id === record.resourceId);
+      if (!resource || (resourceFilter && resource.id !== resourceFilter && resource.name !== resourceFilter)) continue;
+      for (const meter of record.meters) {
+        const when = periodOf(record.receivedAt, period);
+        const key = `${resource.id}\u0000${when}\u0000${meter.name}`;
+        const total = byKey.get(key) ?? { resourceId: resource.id, resourceName: resource.name, kind: resource.kind, period: when, meter: meter.name, quantity: 0 };
+        total.quantity += meter.quantity;
+        byKey.set(key, total);
+      }
+    }
+    return [...byKey.values()].sort((a, b) => a.period.localeCompare(b.period) || a.resourceName.localeCompare(b.resourceName) || a.meter.localeCompare(b.meter));
+  }
+
+  /** Every stored usage record (for tests and audits: proof that no payload is kept). */
+  get usageRecords(): readonly UsageRecord[] {
+    return this.#usage;
+  }
+}
