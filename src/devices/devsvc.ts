@@ -1,0 +1,173 @@
+/**
+ * The device lookup service (§2.4, §4.5.1): DevSvc.Get over gRPC, plus the
+ * standard health service and server reflection. It listens on any free
+ * port, registers a node in the chosen registry with a TTL, re-registers on
+ * every heartbeat and deregisters on shutdown.
+ */
+import { randomUUID } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
+import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { ReflectionService } from '@grpc/reflection';
+import { commonOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { ConfigError } from '../common/errors.ts';
+import { translateListenError } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
+import { openRegistry, registryOptions } from './registry/index.ts';
+import { staticRegistry } from './registry/static.ts';
+import { serviceRecord, type Registry } from './registry/types.ts';
+import { DeviceStore, deviceFilePath, type Device } from './store.ts';
+
+/** go-micro-style service names: one key segment, one DNS label. */
+const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+export const serviceNameOption = {
+  serviceName: {
+    type: 'string',
+    default: 'devsvc',
+    description: 'name DevSvc registers under and the data service looks up',
+  },
+} as const satisfies OptionSchema;
+
+export const devsvcOptions = {
+  ...commonOptions,
+  address: {
+    type: 'string',
+    default: '',
+    description: 'host:port for gRPC (default: --host on any free port)',
+  },
+  advertiseAddress: {
+    type: 'string',
+    default: '',
+    description: 'host:port written to the registry (default: the bound address; a wildcard host becomes this machine\'s first IPv4)',
+  },
+  ...serviceNameOption,
+  ...registryOptions,
+  registerTtl: { type: 'integer', default: 90, min: 1, max: 86_400, description: 'seconds a registration lives without a heartbeat' },
+  registerInterval: { type: 'integer', default: 30, min: 1, max: 86_400, description: 'seconds between heartbeats (re-registrations)' },
+} as const satisfies OptionSchema;
+export type DevSvcOptions = OptionValues<typeof devsvcOptions>;
+
+export function checkServiceName(name: string): string {
+  if (!SERVICE_NAME.test(name)) throw new ConfigError(`invalid --service-name ${JSON.stringify(name)}: letters, digits, '.', '_' and '-', at most 63`);
+  return name;
+}
+
+/** §4.5.1: an unknown name is not an error; it answers an empty Device. */
+export function lookupDevice(store: DeviceStore, name: string): Device {
+  return store.get(name) ?? { name: '', active: false };
+}
+
+function splitHostPort(address: string): { host: string; port: number } {
+  const match = /^\[?([^\]]*)\]?:(\d{1,5})$/.exec(address);
+  if (!match || Number(match[2]) > 65535) throw new ConfigError(`invalid --address ${JSON.stringify(address)}: expected host:port`);
+  return { host: match[1]!, port: Number(match[2]) };
+}
+
+function joinHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** What to tell the registry: a wildcard bind is reachable on this machine's first external IPv4. */
+function advertisedHost(host: string): string {
+  if (host !== '0.0.0.0' && host !== '::' && host !== '') return host;
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal);
+  return external?.address ?? '127.0.0.1';
+}
+
+/** In mdns mode: does a watcher on this machine see our own node? Multicast may be off. */
+async function mdnsSeesItself(registry: Registry, serviceName: string, nodeId: string): Promise<boolean> {
+  let seen: (value: boolean) => void = () => undefined;
+  const result = new Promise<boolean>((resolve) => (seen = resolve));
+  const watch = await registry.watch(serviceName, (nodes) => nodes.some((n) => n.id === nodeId) && seen(true));
+  const timer = setTimeout(() => seen(false), 2000);
+  try {
+    return await result;
+  } finally {
+    clearTimeout(timer);
+    await watch.stop();
+  }
+}
+
+export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(devsvcOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'devsvc');
+  const serviceName = checkServiceName(options.serviceName);
+  const bind = options.address ? splitHostPort(options.address) : { host: options.host, port: 0 };
+  if (options.registerInterval >= options.registerTtl) {
+    throw new ConfigError(`--register-interval (${options.registerInterval}s) must be shorter than --register-ttl (${options.registerTtl}s)`);
+  }
+
+  // The registry first: an unreachable etcd stops start-up before a port is taken.
+  let registry = await openRegistry(options);
+  const store = await DeviceStore.open(deviceFilePath(options.dataDir), logger).catch(async (err: unknown) => {
+    await registry.close();
+    throw err;
+  });
+
+  const server = new Server();
+  server.addService(devSvcDefinition, {
+    Get: (call: ServerUnaryCall<{ name: string }, Device>, callback: sendUnaryData<Device>) => {
+      callback(null, lookupDevice(store, call.request.name));
+    },
+  });
+  const health = new HealthImplementation({ '': 'SERVING', [DEVSVC_SERVICE]: 'SERVING' });
+  health.addToServer(server);
+  new ReflectionService(devicesPackage).addToServer(server);
+
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(joinHostPort(bind.host, bind.port), ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
+    );
+  } catch (err) {
+    store.close();
+    await registry.close();
+    throw translateListenError(err, { host: bind.host, port: bind.port, component: 'devsvc', portKey: 'address' });
+  }
+  const address = joinHostPort(bind.host, port);
+  const advertised = options.advertiseAddress || joinHostPort(advertisedHost(bind.host), port);
+  const nodeId = `${serviceName}-${randomUUID()}`;
+  const record = serviceRecord(serviceName, nodeId, advertised, registry.kind);
+
+  await registry.register(record, options.registerTtl);
+  if (registry.kind === 'mdns' && !(await mdnsSeesItself(registry, serviceName, nodeId))) {
+    logger.warn('multicast DNS does not reach this machine itself; falling back to static wiring (give the data service --registry static --registry-address ' + advertised + ')');
+    await registry.deregister(record);
+    await registry.close();
+    registry = staticRegistry([advertised]);
+  }
+  const heartbeat = setInterval(() => {
+    registry.register(record, options.registerTtl).catch((err: unknown) => logger.error({ err }, 'registry heartbeat failed; retrying on the next one'));
+  }, options.registerInterval * 1000);
+  logger.info({ address, node: nodeId, registry: registry.where }, 'DevSvc listening and registered');
+
+  return {
+    urls: [
+      { label: 'gRPC DevSvc', url: `grpc://${address}` },
+      { label: 'registry', url: `${registry.where}: ${serviceName} node ${nodeId}` },
+    ],
+    credentials: [`proto: ${PROTO_PATH}`],
+    exports: { registry: registry.kind, serviceName, address: advertised },
+    async close() {
+      clearInterval(heartbeat);
+      health.setStatus('', 'NOT_SERVING');
+      health.setStatus(DEVSVC_SERVICE, 'NOT_SERVING');
+      // Leave the registry first so callers stop picking this node, then drain.
+      await registry.deregister(record).catch((err: unknown) => logger.warn({ err }, 'deregistration failed; the TTL will remove the node'));
+      await registry.close();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.forceShutdown(), 5000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Two components and one command group from this folder: `devsvc` (gRPC
+ * device lookup, registered in a service registry), `devdata` (REST
+ * GET /data/<device>, port 8081) and `offcloud devices …`.
+ */
+import { defineComponent } from '../common/component.ts';
+import { devdataOptions, startDevData } from './devdata.ts';
+import { devsvcOptions, startDevSvc } from './devsvc.ts';
+
+export { devicesCommands } from './commands.ts';
+
+export const devsvc = defineComponent({
+  name: 'devsvc',
+  summary: 'Device lookup service: gRPC DevSvc.Get on any free port, registered in etcd|mdns|kubernetes (§4.5.1)',
+  options: devsvcOptions,
+  start: startDevSvc,
+  // `offcloud up` needs nothing installed: multicast DNS, or static wiring where multicast is off.
+  upDefaults: { registry: 'mdns' },
+});
+
+export const devdata = defineComponent({
+  name: 'devdata',
+  summary: 'Device data service: GET /data/<device> on :8081, asks DevSvc through the registry (§4.4.1)',
+  options: devdataOptions,
+  start: startDevData,
+  upDefaults: { registry: 'mdns' },
+  // Under `offcloud up`, find DevSvc the way it registered (mdns, or its address if it fell back to static).
+  wireUp(started) {
+    const exports = started.get('devsvc')?.exports;
+    if (!exports?.registry) return {};
+    return {
+      registry: exports.registry,
+      serviceName: exports.serviceName,
+      registryAddress: exports.registry === 'static' && exports.address ? [exports.address] : [],
+    };
+  },
+});

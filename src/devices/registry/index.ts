@@ -1,0 +1,55 @@
+/** The registry chosen at start-up (§4.5.1): etcd (default), mdns, kubernetes or static. */
+import type { OptionSchema } from '../../common/config.ts';
+import { ConfigError } from '../../common/errors.ts';
+import { connectEtcdRegistry } from './etcd.ts';
+import { connectKubernetesRegistry, inClusterOptions } from './kubernetes.ts';
+import { openMdnsRegistry } from './mdns.ts';
+import { staticRegistry } from './static.ts';
+import { REGISTRY_KINDS, type Registry, type RegistryKind } from './types.ts';
+
+export const DEFAULT_ETCD_ADDRESS = '127.0.0.1:2379';
+
+/** The registry options DevSvc and the data service share. */
+export const registryOptions = {
+  registry: {
+    type: 'string',
+    // OFFCLOUD_REGISTRY picks the registry of every devices component at once.
+    default: process.env.OFFCLOUD_REGISTRY ?? 'etcd',
+    choices: REGISTRY_KINDS,
+    description: 'service registry: etcd (key-value), mdns (one machine/LAN), kubernetes (pod labels), static (fixed addresses)',
+  },
+  registryAddress: {
+    type: 'list',
+    default: [],
+    description: `registry addresses: etcd host:port list [${DEFAULT_ETCD_ADDRESS}], kubernetes API URL [in-cluster], static DevSvc host:port list`,
+  },
+  registryRefreshMs: {
+    type: 'integer',
+    default: 5000,
+    min: 50,
+    max: 600_000,
+    description: 'how often mdns and kubernetes watchers ask the registry again, in ms',
+  },
+} as const satisfies OptionSchema;
+
+export interface RegistryChoice {
+  registry: string;
+  registryAddress: string[];
+  registryRefreshMs: number;
+}
+
+export async function openRegistry(choice: RegistryChoice): Promise<Registry> {
+  const kind = choice.registry as RegistryKind;
+  switch (kind) {
+    case 'etcd':
+      return connectEtcdRegistry(choice.registryAddress.length ? choice.registryAddress : [DEFAULT_ETCD_ADDRESS]);
+    case 'mdns':
+      return openMdnsRegistry({ queryIntervalMs: choice.registryRefreshMs });
+    case 'kubernetes':
+      return connectKubernetesRegistry({ ...inClusterOptions(choice.registryAddress[0] ?? ''), pollIntervalMs: choice.registryRefreshMs });
+    case 'static':
+      return staticRegistry(choice.registryAddress);
+    default:
+      throw new ConfigError(`unknown registry "${String(kind)}"; choose one of ${REGISTRY_KINDS.join(', ')}`);
+  }
+}

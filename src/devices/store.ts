@@ -1,0 +1,136 @@
+/**
+ * The device records DevSvc serves (§2.4, §3): a JSON file in the data dir,
+ * written atomically, seeded with a few devices on first use. The spec does
+ * not show how `active` changes; `offcloud devices add|set-active|remove`
+ * edit the file and a running DevSvc reloads it when it changes.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { writeFileAtomic } from '../common/files.ts';
+import { DeviceStoreError } from './errors.ts';
+import { validateDeviceName } from './names.ts';
+
+export interface Device {
+  name: string;
+  active: boolean;
+}
+
+/** What a new data dir starts with, so `GET /data/sensor-1` answers true out of the box. */
+export const SEED_DEVICES: readonly Device[] = [
+  { name: 'sensor-1', active: true },
+  { name: 'sensor-2', active: false },
+  { name: 'camera-1', active: true },
+];
+
+export function deviceFilePath(dataDir: string): string {
+  return join(dataDir, 'devices', 'devices.json');
+}
+
+function parseDevices(path: string, text: string): Device[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new DeviceStoreError(`${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  const list = (parsed as { devices?: unknown } | null)?.devices;
+  if (!Array.isArray(list)) throw new DeviceStoreError(`${path} must hold {"devices": [{"name": …, "active": …}]}`);
+  return list.map((entry: unknown, i) => {
+    const { name, active } = (entry ?? {}) as { name?: unknown; active?: unknown };
+    if (typeof name !== 'string' || typeof active !== 'boolean') {
+      throw new DeviceStoreError(`${path}: devices[${i}] needs a string "name" and a boolean "active"`);
+    }
+    try {
+      return { name: validateDeviceName(name), active };
+    } catch (err) {
+      throw new DeviceStoreError(`${path}: devices[${i}]: ${(err as Error).message}`);
+    }
+  });
+}
+
+/** The stored devices; a missing file is created with the seed devices. */
+export async function readDevices(path: string): Promise<Device[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await writeDevices(path, SEED_DEVICES);
+    return [...SEED_DEVICES];
+  }
+  return parseDevices(path, text);
+}
+
+export async function writeDevices(path: string, devices: readonly Device[]): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify({ devices }, null, 2) + '\n', 0o644);
+}
+
+/** Adds a device, or sets the flag of one that exists; returns the stored record. */
+export async function addDevice(path: string, name: string, active: boolean): Promise<Device> {
+  const device = { name: validateDeviceName(name), active };
+  const devices = (await readDevices(path)).filter((d) => d.name !== device.name);
+  await writeDevices(path, [...devices, device]);
+  return device;
+}
+
+/** Changes the active flag; false when there is no such device. */
+export async function setDeviceActive(path: string, name: string, active: boolean): Promise<boolean> {
+  const devices = await readDevices(path);
+  const device = devices.find((d) => d.name === name);
+  if (!device) return false;
+  device.active = active;
+  await writeDevices(path, devices);
+  return true;
+}
+
+/** Removes a device; false when there was none. */
+export async function removeDevice(path: string, name: string): Promise<boolean> {
+  const devices = await readDevices(path);
+  const kept = devices.filter((d) => d.name !== name);
+  if (kept.length === devices.length) return false;
+  await writeDevices(path, kept);
+  return true;
+}
+
+/** DevSvc's in-memory view of the file, reloaded whenever the file changes. */
+export class DeviceStore {
+  private constructor(
+    private devices: Map<string, Device>,
+    private readonly watcher: FSWatcher,
+  ) {}
+
+  static async open(path: string, logger: Logger): Promise<DeviceStore> {
+    const toMap = (list: Device[]) => new Map(list.map((d) => [d.name, d]));
+    const initial = toMap(await readDevices(path));
+    let pending: NodeJS.Timeout | undefined;
+    // Watch the folder, not the file: an atomic write replaces the file by rename.
+    const watcher = watch(dirname(path), (_event, file) => {
+      if (file !== basename(path)) return;
+      clearTimeout(pending);
+      pending = setTimeout(() => {
+        readDevices(path).then(
+          (list) => {
+            store.devices = toMap(list);
+            logger.info({ devices: list.length }, 'device file reloaded');
+          },
+          // A hand edit that broke the file keeps the last good records in service.
+          (err: unknown) => logger.error({ err }, 'device file not reloaded; keeping the previous records'),
+        );
+      }, 20);
+    });
+    watcher.on('close', () => clearTimeout(pending));
+    const store = new DeviceStore(initial, watcher);
+    return store;
+  }
+
+  /** The record for a name, or undefined when there is none (§4.5.1: the caller answers an empty Device). */
+  get(name: string): Device | undefined {
+    return this.devices.get(name);
+  }
+
+  close(): void {
+    this.watcher.close();
+  }
+}
