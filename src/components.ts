@@ -4,8 +4,9 @@ import type { OptionSchema } from './common/config.ts';
 import { calculator } from './calculator/index.ts';
 import { identity } from './identity/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';
+import { scripts } from './scripttrigger/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, identity, devsvc, devdata] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [calculator, identity, devsvc, devdata, scripts] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands];

@@ -1,0 +1,62 @@
+/**
+ * The script-trigger server's one wire-error mapping. The spec shows no error
+ * bodies for script endpoints (§7), so every error is JSON
+ * `{"error":{"code","message"}}` with a status that says what went wrong.
+ */
+import type { FastifyReply } from 'fastify';
+
+export class ScriptError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (path: string) => new ScriptError(404, 'ScriptNotFound', `no script is served at ${path}`);
+
+export const methodNotAllowed = (method: string, allowed: readonly string[]) =>
+  new ScriptError(405, 'MethodNotAllowed', `${method} is not allowed here; use ${allowed.join(' or ')}`, {
+    allow: allowed.join(', '),
+  });
+
+export const badParameter = (message: string) => new ScriptError(400, 'InvalidParameter', message);
+
+export const badSettings = (path: string, message: string) =>
+  new ScriptError(500, 'InvalidScriptSettings', `the settings line of ${path} is invalid: ${message}`);
+
+export const scriptBusy = (path: string, limit: number) =>
+  new ScriptError(429, 'ScriptBusy', `${path} already runs ${limit} time(s), its limit; try again shortly`, {
+    'retry-after': '1',
+  });
+
+export const serverBusy = (limit: number) =>
+  new ScriptError(503, 'ServerBusy', `${limit} scripts are running, the server's limit; try again shortly`, {
+    'retry-after': '1',
+  });
+
+export const cannotStart = (path: string, reason: string) =>
+  new ScriptError(500, 'ScriptNotStarted', `${path} could not be started: ${reason}`);
+
+export const unauthorized = (realm: string) =>
+  new ScriptError(401, 'Unauthorized', 'a valid user name and password are required', {
+    'www-authenticate': `Basic realm="${realm}", charset="UTF-8"`,
+  });
+
+export function errorBody(code: string, message: string): string {
+  return JSON.stringify({ error: { code, message } });
+}
+
+/** Sends any error raised while handling a request in the interface's shape. */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof ScriptError) {
+    return reply.code(error.status).headers(error.headers).type('application/json').send(errorBody(error.code, error.message));
+  }
+  const status = (error as { statusCode?: number }).statusCode ?? 500;
+  const code = status === 413 ? 'BodyTooLarge' : status >= 500 ? 'InternalError' : 'BadRequest';
+  const message = status >= 500 ? 'internal error' : (error as Error).message;
+  return reply.code(status).type('application/json').send(errorBody(code, message));
+}

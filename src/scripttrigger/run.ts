@@ -1,0 +1,194 @@
+/**
+ * Running one script: spawned directly (its shebang, no `sh -c`), in its own
+ * process group so a timeout or a client that leaves takes its children down
+ * too; stdout and stderr cut into lines as they are produced; the client's
+ * pace holds the script back (stdout is paused while the client's buffer is
+ * full), so a script printing gigabytes does not grow the server.
+ */
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+import type { Logger } from 'pino';
+import type { Script } from './catalog.ts';
+
+/** A longer line is sent in pieces of this many characters. */
+export const MAX_LINE_CHARS = 64 * 1024;
+/** After SIGTERM to the group, SIGKILL follows this much later. */
+const KILL_GRACE_MS = 2000;
+/** stderr lines logged per run; the rest are counted, not logged. */
+const LOGGED_STDERR_LINES = 50;
+
+export type OutputStream = 'stdout' | 'stderr';
+export type EndReason = 'exited' | 'timeout' | 'disconnected' | 'shutdown';
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  reason: EndReason;
+}
+
+/**
+ * Cuts a byte stream into lines. Lines end at LF (a CR before it is dropped);
+ * a lone CR also ends a line, since SSE framing treats it as a line break.
+ */
+export class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+
+  push(chunk: Buffer): string[] {
+    this.pending += this.decoder.write(chunk);
+    const lines: string[] = [];
+    let newline: number;
+    while ((newline = this.pending.indexOf('\n')) >= 0) {
+      lines.push(...this.pending.slice(0, newline).replace(/\r$/, '').split('\r'));
+      this.pending = this.pending.slice(newline + 1);
+    }
+    while (this.pending.length > MAX_LINE_CHARS) {
+      lines.push(this.pending.slice(0, MAX_LINE_CHARS));
+      this.pending = this.pending.slice(MAX_LINE_CHARS);
+    }
+    return lines;
+  }
+
+  /** What is left when the stream ends (a last line without a newline). */
+  end(): string[] {
+    const rest = (this.pending + this.decoder.end()).replace(/\r$/, '');
+    this.pending = '';
+    return rest ? rest.split('\r') : [];
+  }
+}
+
+export interface RunOutput {
+  /** Sends one line; false when the client's buffer is full. */
+  writeLine(stream: OutputStream, line: string): boolean;
+  /** Calls `resume` once the client has taken what was buffered. */
+  onDrain(resume: () => void): void;
+}
+
+export interface RunOptions {
+  script: Script;
+  env: Record<string, string>;
+  stdin: Buffer | null;
+  timeoutMs: number;
+  streamStderr: boolean;
+  output: RunOutput;
+  logger: Logger;
+}
+
+export interface ScriptRun {
+  pid: number;
+  /** Settles when the script has exited and its output is closed. */
+  done: Promise<RunResult>;
+  /** Ends the whole process group (client gone, server closing). */
+  stop(reason: EndReason): void;
+}
+
+/** Signals every process of the group; false when none is left. */
+function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts a script; rejects when it cannot be started at all (ENOENT, EACCES). */
+export async function startRun(options: RunOptions): Promise<ScriptRun> {
+  const { script, output, logger } = options;
+  const child = spawn(script.command, script.args, {
+    cwd: script.file.slice(0, script.file.lastIndexOf('/')) || '/',
+    env: options.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
+  const pid = child.pid as number;
+  let endReason: EndReason = 'exited';
+  let finished = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  const stop = (reason: EndReason) => {
+    if (finished || endReason !== 'exited') return;
+    endReason = reason;
+    signalGroup(pid, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), KILL_GRACE_MS);
+    killTimer.unref();
+    // Output paused for a slow client must flow again, or the pipes never report their end.
+    child.stdout.resume();
+    child.stderr.resume();
+  };
+  const timeout = setTimeout(() => stop('timeout'), options.timeoutMs);
+
+  // A script that never reads stdin closes it early: EPIPE is expected then.
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(options.stdin ?? undefined);
+
+  const pipe = (stream: OutputStream) => {
+    const source = child[stream];
+    const splitter = new LineSplitter();
+    let logged = 0;
+    const deliver = (lines: string[]) => {
+      let ok = true;
+      for (const line of lines) {
+        if (stream === 'stderr' && logged++ < LOGGED_STDERR_LINES) logger.info({ script: script.urlPath, pid, stderr: line }, 'script stderr');
+        if (stream === 'stdout' || options.streamStderr) ok = output.writeLine(stream, line) && ok;
+      }
+      // Once stopping, what is left is at most a pipe's buffer: let it through.
+      if (!ok && endReason === 'exited' && !source.isPaused()) {
+        source.pause();
+        output.onDrain(() => source.resume());
+      }
+    };
+    source.on('data', (chunk: Buffer) => deliver(splitter.push(chunk)));
+    return new Promise<void>((resolve) => source.once('close', () => {
+      deliver(splitter.end());
+      resolve();
+    }));
+  };
+  const outputsClosed = Promise.all([pipe('stdout'), pipe('stderr')]);
+
+  const done = new Promise<RunResult>((resolve) => {
+    child.once('exit', (code, signal) => {
+      void outputsClosed.then(() => {
+        finished = true;
+        clearTimeout(timeout);
+        if (killTimer) clearTimeout(killTimer);
+        resolve({ code, signal, reason: endReason });
+      });
+    });
+  });
+  // A script that exits while a child of it still holds stdout open keeps the stream
+  // going until the timeout ends the group; that is the script's own doing.
+  return { pid, done, stop };
+}
+
+/** The global and per-script limits on runs at once. */
+export class RunLimiter {
+  private running = 0;
+  private readonly perScript = new Map<string, number>();
+
+  constructor(readonly globalLimit: number) {}
+
+  /**
+   * Takes a slot, or says which limit is full: 'script' (429) or 'server' (503).
+   * The returned release must be called exactly once.
+   */
+  acquire(file: string, scriptLimit: number): (() => void) | 'script' | 'server' {
+    const mine = this.perScript.get(file) ?? 0;
+    if (scriptLimit > 0 && mine >= scriptLimit) return 'script';
+    if (this.running >= this.globalLimit) return 'server';
+    this.running++;
+    this.perScript.set(file, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.running--;
+      const left = (this.perScript.get(file) ?? 1) - 1;
+      if (left > 0) this.perScript.set(file, left);
+      else this.perScript.delete(file);
+    };
+  }
+}

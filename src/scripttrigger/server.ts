@@ -1,0 +1,287 @@
+/**
+ * The script-trigger server (§1, §4.5, §5, §8): every script of a folder is a
+ * URL; calling it runs the script and streams its output back line by line.
+ * Optional basic authentication from an htpasswd file; optional TLS from
+ * files, the local CA, or ACME HTTP-01, with plain HTTP then redirecting.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Server as HttpsServer } from 'node:https';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { RunningComponent } from '../common/component.ts';
+import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { resolveTls, type TlsMaterial } from '../common/tls.ts';
+import { CertificateManager, LETS_ENCRYPT_DIRECTORY, type Certificate } from './acme.ts';
+import { ScriptCatalog, type Script } from './catalog.ts';
+import {
+  badSettings,
+  cannotStart,
+  methodNotAllowed,
+  notFound,
+  scriptBusy,
+  sendError,
+  serverBusy,
+  unauthorized,
+} from './errors.ts';
+import { scriptsFolder } from './examples.ts';
+import { PasswordFile } from './htpasswd.ts';
+import { renderIndex } from './index-page.ts';
+import { parameterVariables, scriptEnvironment } from './params.ts';
+import { RunLimiter, startRun, type ScriptRun } from './run.ts';
+import { chooseFraming, EXIT_EVENT_ID_PREFIX, ScriptResponse } from './stream.ts';
+
+export const scriptsOptions = {
+  ...commonOptions,
+  ...tlsOptions,
+  port: portOption(8080, 'HTTP port when TLS is off (0 = any free port)'),
+  httpsPort: portOption(443, 'HTTPS port when TLS is on (--tls, --tls-cert or --acme)'),
+  httpPort: portOption(80, 'with TLS: the HTTP port that answers ACME challenges and redirects everything else to HTTPS'),
+  tls: { type: 'boolean', default: false, description: 'serve HTTPS (with --tls-cert/--tls-key, else the local CA certificate)' },
+  scriptsDir: { type: 'string', default: '', description: 'folder of scripts to serve (default <data-dir>/scripts, made with two examples)' },
+  htpasswd: { type: 'string', default: '', description: 'htpasswd file; when set, every call needs HTTP basic authentication' },
+  realm: { type: 'string', default: 'offcloud scripts', description: 'basic authentication realm' },
+  acme: { type: 'string', default: '', description: 'DNS name to get a certificate for by ACME HTTP-01 (turns TLS on)' },
+  acmeDirectory: { type: 'string', default: LETS_ENCRYPT_DIRECTORY, description: 'ACME directory URL (staging or a private CA)' },
+  acmeEmail: { type: 'string', default: '', description: 'contact e-mail for the ACME account' },
+  acmeCaFile: { type: 'string', default: '', description: 'PEM CA file to trust for the ACME directory (a private ACME server)' },
+  timeout: { type: 'integer', default: 120, min: 1, max: 86_400, description: 'seconds a script may run (a script can set its own)' },
+  maxRunning: { type: 'integer', default: 16, min: 1, max: 10_000, description: 'scripts running at once; more are answered 503' },
+  streamStderr: { type: 'boolean', default: false, description: 'send stderr lines as `event: stderr` (else only logged)' },
+  bodyLimit: { type: 'integer', default: 1024 * 1024, min: 0, max: 1024 ** 3, description: 'largest request body (bytes), passed to stdin' },
+} as const satisfies OptionSchema;
+export type ScriptsOptions = OptionValues<typeof scriptsOptions>;
+
+export interface RunningScripts extends RunningComponent {
+  /** With --acme: orders a new certificate now and serves it without a restart. */
+  renewCertificate(): Promise<Certificate>;
+}
+
+/** Paths the server answers itself; scripts with these names at the top are not served. */
+const RESERVED = new Set(['/health', '/ready']);
+const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+const FORM = 'application/x-www-form-urlencoded';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated user, when basic authentication is on. */
+    remoteUser: string | null;
+  }
+}
+
+interface Context {
+  options: ScriptsOptions;
+  catalog: ScriptCatalog;
+  limiter: RunLimiter;
+  passwords: PasswordFile | null;
+  runs: Set<ScriptRun>;
+  logger: Logger;
+}
+
+function splitUrl(url: string): { path: string; query: string } {
+  const mark = url.indexOf('?');
+  return mark < 0 ? { path: url, query: '' } : { path: url.slice(0, mark), query: url.slice(mark + 1) };
+}
+
+function shownPath(path: string): string {
+  return path.length > 200 ? `${path.slice(0, 200)}…` : path;
+}
+
+/** Runs the script behind the request and streams its output (the one handler every script shares). */
+async function callScript(ctx: Context, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { path, query } = splitUrl(request.url);
+  const script = await ctx.catalog.find(path);
+  if (!script) throw notFound(shownPath(path));
+  if (script.settingsError) throw badSettings(script.urlPath, script.settingsError);
+  if (!(script.settings.methods as string[]).includes(request.method)) throw methodNotAllowed(request.method, script.settings.methods);
+  if (String(request.headers['last-event-id'] ?? '').startsWith(EXIT_EVENT_ID_PREFIX)) {
+    await reply.code(204).send();
+    return;
+  }
+  const body = Buffer.isBuffer(request.body) ? request.body : null;
+  const contentType = request.headers['content-type'];
+  const sources = [new URLSearchParams(query)];
+  if (body && contentType?.toLowerCase().startsWith(FORM)) sources.push(new URLSearchParams(body.toString('utf8')));
+  const env = scriptEnvironment(
+    {
+      method: request.method,
+      urlPath: script.urlPath,
+      queryString: query,
+      remoteAddress: request.ip,
+      contentType,
+      contentLength: body?.length ?? 0,
+      user: request.remoteUser,
+    },
+    parameterVariables(sources),
+    process.env,
+  );
+  const slot = ctx.limiter.acquire(script.file, script.settings.concurrency);
+  if (slot === 'script') throw scriptBusy(script.urlPath, script.settings.concurrency);
+  if (slot === 'server') throw serverBusy(ctx.limiter.globalLimit);
+  try {
+    await streamRun(ctx, script, env, body, request, reply);
+  } finally {
+    slot();
+  }
+}
+
+async function streamRun(ctx: Context, script: Script, env: Record<string, string>, stdin: Buffer | null, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const response = new ScriptResponse(reply.raw, chooseFraming(request.headers.accept));
+  const started = Date.now();
+  let run: ScriptRun;
+  try {
+    run = await startRun({
+      script,
+      env,
+      stdin,
+      timeoutMs: script.settings.timeoutMs || ctx.options.timeout * 1000,
+      streamStderr: script.settings.streamStderr ?? ctx.options.streamStderr,
+      output: response,
+      logger: ctx.logger,
+    });
+  } catch (err) {
+    throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
+  reply.hijack();
+  ctx.runs.add(run);
+  response.open();
+  reply.raw.once('close', () => {
+    if (response.clientGone) run.stop('disconnected');
+  });
+  const result = await run.done;
+  ctx.runs.delete(run);
+  response.finish(result, `${run.pid}-${randomBytes(4).toString('hex')}`);
+  ctx.logger.info(
+    { script: script.urlPath, user: request.remoteUser, pid: run.pid, code: result.code, signal: result.signal, reason: result.reason, ms: Date.now() - started },
+    'script run ended',
+  );
+}
+
+/** The app that serves the scripts (HTTP, or HTTPS when `tls` is given). */
+function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
+  const app = createHttpServer({ logger: ctx.logger, tls, bodyLimit: ctx.options.bodyLimit });
+  // Bodies stay raw: they go to the script's stdin as sent; form fields are read from them too.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.decorateRequest('remoteUser', null);
+  app.addHook('onRequest', async (request) => {
+    if (!ctx.passwords || RESERVED.has(request.routeOptions.url ?? '')) return;
+    const user = await ctx.passwords.authenticate(request.headers.authorization);
+    if (user === null) throw unauthorized(ctx.options.realm);
+    request.remoteUser = user;
+  });
+  app.get('/', async (request, reply) => {
+    const scripts = await ctx.catalog.list();
+    const base = `${request.protocol}://${request.host}`;
+    const wantsJson = (request.headers.accept ?? '').includes('application/json');
+    return renderIndex(reply, scripts, base, wantsJson ? 'json' : 'html');
+  });
+  app.route({ method: ROUTE_METHODS, url: '/*', exposeHeadRoute: false, handler: (request, reply) => callScript(ctx, request, reply) });
+  app.setNotFoundHandler(async (request, reply) => sendError(reply, notFound(shownPath(splitUrl(request.url).path))));
+  app.setErrorHandler(async (error, _request, reply) => {
+    if (((error as { statusCode?: number }).statusCode ?? 500) >= 500) ctx.logger.error({ err: error }, 'request failed');
+    return sendError(reply, error);
+  });
+  return app;
+}
+
+/** With TLS, the plain HTTP port: ACME challenges first, every other request redirected (301) to HTTPS. */
+function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort: () => number | null, fallbackHost: string): FastifyInstance {
+  const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 0 });
+  app.get<{ Params: { token: string } }>('/.well-known/acme-challenge/:token', async (request, reply) => {
+    const answer = challenges.get(request.params.token);
+    if (answer === undefined) return sendError(reply, notFound(shownPath(request.url)));
+    return reply.type('text/plain').send(answer);
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const port = httpsPort();
+    if (port === null) return reply.code(503).header('retry-after', '5').type('application/json').send('{"error":{"code":"Starting","message":"HTTPS is not up yet"}}');
+    const hostHeader = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d+)?$/.exec(request.headers.host ?? '');
+    const host = hostHeader?.[1] ?? fallbackHost;
+    return reply.redirect(`https://${host}${port === 443 ? '' : `:${port}`}${request.url}`, 301);
+  });
+  app.setErrorHandler(async (error, _request, reply) => sendError(reply, error));
+  return app;
+}
+
+/** Starts the server; close() stops running scripts, then the listeners. */
+export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtras = {}): Promise<RunningScripts> {
+  const options = withDefaults(scriptsOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'scripts');
+  const folder = await scriptsFolder(options.scriptsDir, options.dataDir);
+  const ctx: Context = {
+    options,
+    catalog: new ScriptCatalog(folder, RESERVED),
+    limiter: new RunLimiter(options.maxRunning),
+    passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
+    runs: new Set(),
+    logger,
+  };
+  const credentials = [`scripts folder: ${folder}`];
+  if (ctx.passwords) credentials.push(`basic authentication: users of ${options.htpasswd}`);
+  const stopRuns = () => {
+    for (const run of ctx.runs) run.stop('shutdown');
+  };
+
+  if (!options.acme && !options.tls && !options.tlsCert && !options.tlsKey) {
+    const app = scriptApp(ctx, null);
+    const url = await listen(app, { host: options.host, port: options.port, component: 'scripts' });
+    logger.info({ url, folder }, 'script-trigger server listening');
+    return {
+      urls: [{ label: 'scripts (index at /)', url: `${url}/` }],
+      credentials,
+      close: async () => {
+        stopRuns();
+        await app.close();
+      },
+      renewCertificate: () => Promise.reject(new Error('no ACME certificate: start with --acme')),
+    };
+  }
+
+  const challenges = new Map<string, string>();
+  let httpsPort: number | null = null;
+  const redirect = redirectApp(logger, challenges, () => httpsPort, options.acme || 'localhost');
+  const httpUrl = await listen(redirect, { host: options.host, port: options.httpPort, component: 'scripts', portKey: 'httpPort' });
+  const manager = options.acme
+    ? new CertificateManager(
+        { domain: options.acme, directoryUrl: options.acmeDirectory, email: options.acmeEmail, caFile: options.acmeCaFile, dataDir: options.dataDir },
+        challenges,
+        logger,
+      )
+    : null;
+  let app: FastifyInstance | null = null;
+  try {
+    const tls: TlsMaterial = manager ? { ...(await manager.current()), caCertPath: null } : await resolveTls(options);
+    app = scriptApp(ctx, tls);
+    const url = await listen(app, { host: options.host, port: options.httpsPort, component: 'scripts', portKey: 'httpsPort' });
+    httpsPort = Number(new URL(url).port || 443);
+    const server = app.server as HttpsServer;
+    const install = (cert: Certificate) => server.setSecureContext({ cert: cert.cert, key: cert.key });
+    manager?.scheduleRenewal(install);
+    logger.info({ url, httpUrl, folder, acme: options.acme || null }, 'script-trigger server listening (HTTPS)');
+    const httpsApp = app;
+    return {
+      urls: [
+        { label: 'scripts over HTTPS (index at /)', url: `${options.acme ? url.replace(/\/\/[^:/]+/, `//${options.acme}`) : url}/` },
+        { label: 'HTTP (ACME challenges, redirect)', url: httpUrl },
+      ],
+      credentials,
+      caCertPath: tls.caCertPath,
+      close: async () => {
+        manager?.stop();
+        stopRuns();
+        await Promise.all([httpsApp.close(), redirect.close()]);
+      },
+      renewCertificate: async () => {
+        if (!manager) throw new Error('no ACME certificate: start with --acme');
+        const cert = await manager.renew();
+        install(cert);
+        return cert;
+      },
+    };
+  } catch (err) {
+    await Promise.all([redirect.close(), app?.close()]);
+    throw err;
+  }
+}
