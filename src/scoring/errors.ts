@@ -1,0 +1,64 @@
+/**
+ * The scoring container's and front-end's one error mapping. The spec leaves
+ * error statuses and bodies open (§7: "not shown"); ours is one JSON envelope
+ * for every failure: `{"error": {"code", "message", "path"?}}`.
+ */
+import type { FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+
+export class ScoringError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Where in the request body the problem is (`data[0][2][17]`), when it is in the body. */
+    readonly path?: string,
+  ) {
+    super(message);
+    this.name = 'ScoringError';
+  }
+}
+
+/** The body is not JSON, or not the JSON a request needs (wrong shape, a non-number). */
+export function invalidBody(message: string, path?: string): ScoringError {
+  return new ScoringError(400, 'InvalidRequestBody', message, path);
+}
+
+export function unauthorized(message: string): ScoringError {
+  return new ScoringError(401, 'Unauthorized', message);
+}
+
+export function notFound(message: string): ScoringError {
+  return new ScoringError(404, 'NotFound', message);
+}
+
+export function notReady(message: string): ScoringError {
+  return new ScoringError(503, 'ServiceUnavailable', message);
+}
+
+export function badGateway(message: string): ScoringError {
+  return new ScoringError(502, 'BadGateway', message);
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; path?: string };
+}
+
+export function errorBody(code: string, message: string, path?: string): ErrorBody {
+  return { error: { code, message, ...(path === undefined ? {} : { path }) } };
+}
+
+/** Fastify's own errors (body too large, bad content length) carry a statusCode; keep it. */
+function fromFrameworkError(error: unknown): ScoringError {
+  const status = (error as { statusCode?: number }).statusCode ?? 500;
+  if (status === 413) return new ScoringError(413, 'PayloadTooLarge', (error as Error).message);
+  if (status >= 400 && status < 500) return new ScoringError(status, 'BadRequest', (error as Error).message);
+  return new ScoringError(500, 'InternalError', 'internal error');
+}
+
+/** The one place a failure becomes a response, for both servers. */
+export function sendError(reply: FastifyReply, error: unknown, logger: Logger): FastifyReply {
+  const mapped = error instanceof ScoringError ? error : fromFrameworkError(error);
+  if (mapped.status >= 500 && !(error instanceof ScoringError)) logger.error({ err: error }, 'request failed');
+  return reply.code(mapped.status).type('application/json; charset=utf-8').send(errorBody(mapped.code, mapped.message, mapped.path));
+}

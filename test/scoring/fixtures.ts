@@ -1,0 +1,99 @@
+/** Test inputs made at test time: deterministic random numbers, tensors, mutations, drawn pictures. */
+import sharp from 'sharp';
+
+/** A small deterministic generator (mulberry32), so a failing case can be replayed. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function nestedTensor<T>(shape: readonly number[], value: () => T): unknown {
+  const [dim, ...rest] = shape;
+  if (dim === undefined) return value();
+  return Array.from({ length: dim }, () => nestedTensor(rest, value));
+}
+
+/** Number tokens in the many spellings JSON allows (as strings, to keep their spelling). */
+export function randomNumberText(random: () => number): string {
+  const sign = random() < 0.3 ? '-' : '';
+  switch (Math.floor(random() * 7)) {
+    case 0:
+      return sign + String(Math.floor(random() * 256));
+    case 1:
+      return sign + (random() * 3).toFixed(Math.floor(random() * 8) + 1);
+    case 2:
+      return sign + String(random());
+    case 3:
+      return sign + String(Math.fround(random() * 1000));
+    case 4:
+      return `${sign}${Math.floor(random() * 99) + 1}e${random() < 0.5 ? '-' : '+'}${Math.floor(random() * 30)}`;
+    case 5:
+      return sign + (random() * 1e-3).toPrecision(Math.floor(random() * 21) + 1);
+    default:
+      return `${sign}${Math.floor(random() * 9) + 1}.${'0'.repeat(Math.floor(random() * 20))}${Math.floor(random() * 1e9)}E${Math.floor(random() * 10)}`;
+  }
+}
+
+const NOISE = ['', ' ', '[', ']', '{', '}', ',', ':', '"', '-', '.', 'e', '0', '01', '1.', 'NaN', 'null', 'true', '\\', '\u0000', '\u00ff', '1e999', '"x"', '[]', '\n'];
+
+/** One random edit: drop, insert, replace or duplicate a stretch of the text. */
+export function mutate(text: string, random: () => number): string {
+  const at = Math.floor(random() * text.length);
+  const noise = NOISE[Math.floor(random() * NOISE.length)]!;
+  switch (Math.floor(random() * 5)) {
+    case 0:
+      return text.slice(0, at) + text.slice(at + 1 + Math.floor(random() * 3));
+    case 1:
+      return text.slice(0, at) + noise + text.slice(at);
+    case 2:
+      return text.slice(0, at) + noise + text.slice(at + 1);
+    case 3:
+      return text.slice(0, at);
+    default: {
+      const end = Math.min(text.length, at + 1 + Math.floor(random() * 12));
+      return text.slice(0, end) + text.slice(at, end) + text.slice(end);
+    }
+  }
+}
+
+/**
+ * Pictures drawn at test time that the default model knows at once: a honeycomb
+ * of hexagonal cells (class 599 "honeycomb") and a crossword grid (918 "crossword_puzzle").
+ */
+export function honeycombSvg(size = 320): Buffer {
+  const cells: string[] = [];
+  for (let row = 0; row < Math.ceil(size / 22) + 1; row++) {
+    for (let col = 0; col < Math.ceil(size / 26) + 1; col++) {
+      const cx = col * 26 + (row % 2) * 13;
+      const cy = row * 22;
+      const points = Array.from({ length: 6 }, (_, k) => {
+        const angle = (Math.PI / 3) * k + Math.PI / 6;
+        return `${(cx + 14 * Math.cos(angle)).toFixed(2)},${(cy + 14 * Math.sin(angle)).toFixed(2)}`;
+      }).join(' ');
+      cells.push(`<polygon points="${points}" fill="#e0a020" stroke="#8a5a00" stroke-width="3"/>`);
+    }
+  }
+  return Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}"><rect width="100%" height="100%" fill="#8a5a00"/>${cells.join('')}</svg>`);
+}
+
+export function crosswordSvg(): Buffer {
+  const squares: string[] = [];
+  for (let y = 0; y < 15; y++) {
+    for (let x = 0; x < 15; x++) {
+      const black = (x * 7 + y * 13) % 5 === 0;
+      squares.push(`<rect x="${x * 20}" y="${y * 20}" width="20" height="20" fill="${black ? 'black' : 'white'}" stroke="black" stroke-width="1"/>`);
+    }
+  }
+  return Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="300" height="300">${squares.join('')}</svg>`);
+}
+
+/** The drawing as an image file in the given format, as a client would have it on disk. */
+export async function pictureFile(svg: Buffer, format: 'jpeg' | 'png' | 'webp'): Promise<Buffer> {
+  return sharp(svg).toFormat(format).toBuffer();
+}

@@ -1,0 +1,155 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { INPUT_SHAPE, MAX_NESTING, readTensorBody } from '../../src/scoring/tensor-body.ts';
+import { ScoringError } from '../../src/scoring/errors.ts';
+import { mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
+
+const SMALL = [1, 3, 4, 5];
+
+/** What JSON.parse makes of a body, reduced to the same question: which float32 tensor, or an error. */
+function reference(body: string, shape: readonly number[]): Float32Array | 'error' {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return 'error';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !('data' in parsed)) return 'error';
+  const out: number[] = [];
+  const walk = (value: unknown, level: number): boolean => {
+    if (level === shape.length) {
+      if (typeof value !== 'number') return false;
+      out.push(value);
+      return true;
+    }
+    return Array.isArray(value) && value.length === shape[level] && value.every((v) => walk(v, level + 1));
+  };
+  if (!walk((parsed as { data: unknown }).data, 0)) return 'error';
+  const values = Float32Array.from(out);
+  return values.every(Number.isFinite) ? values : 'error';
+}
+
+function ours(body: string, shape: readonly number[]): Float32Array | 'error' {
+  try {
+    return readTensorBody(Buffer.from(body), shape).values;
+  } catch (err) {
+    assert.ok(err instanceof ScoringError, `not a ScoringError: ${String(err)}`);
+    assert.equal(err.status, 400);
+    return 'error';
+  }
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  return a.length === b.length && Buffer.from(a.buffer).equals(Buffer.from(b.buffer));
+}
+
+test('R-SCORE-1 random valid tensors parse to exactly the float32 of what JSON.parse gives', () => {
+  const random = seededRandom(1);
+  for (let i = 0; i < 400; i++) {
+    const body = JSON.stringify({ data: nestedTensor(SMALL, () => randomNumberText(random)) }).replace(/"(-?[0-9][^"]*)"/g, '$1');
+    const expected = reference(body, SMALL);
+    const got = ours(body, SMALL);
+    assert.notEqual(expected, 'error', body);
+    assert.ok(got !== 'error' && expected !== 'error' && sameBits(got, expected), `mismatch for ${body}`);
+  }
+});
+
+test('R-SCORE-1 a full [1,3,224,224] body of 17-digit doubles parses bit for bit like JSON.parse', () => {
+  const random = seededRandom(2);
+  const body = JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => random() * 2.4 - 0.3) });
+  const expected = reference(body, INPUT_SHAPE);
+  const got = readTensorBody(Buffer.from(body));
+  assert.ok(expected !== 'error' && sameBits(got.values, expected));
+  assert.equal(got.allIntegers, false);
+});
+
+test('R-SCORE-1 numbers at float32 ties and edges round like JSON.parse then float32', () => {
+  const tokens = [
+    '0', '-0', '-0.0', '255', '1e2', '1E+2', '2.5e-3', '0.1', '16777217', '16777216.999999999999999',
+    '1.00000005960464477539062', '1.000000059604644775390625', '1.0000000596046447753906251', '3.4028235677973366e38',
+    '3.4028234663852886e38', '1.401298464324817e-45', '7.006492321624085e-46', '7.006492321624086e-46',
+    '123456789012345678901234567890', '0.000000000000000000000000000001', '9007199254740993', '4.9406564584124654e-324',
+    '0.30000000000000004', '1.1754943508222875e-38', '-1.7976931348623157e308e0'.slice(0, 24),
+  ];
+  for (const token of tokens) {
+    const body = `{"data":[[[[${token}]]]]}`;
+    assert.deepEqual(ours(body, [1, 1, 1, 1]), reference(body, [1, 1, 1, 1]), token);
+  }
+});
+
+test('R-SCORE-1 long tokens right beside float32 ties round like JSON.parse then float32', () => {
+  const random = seededRandom(4);
+  const shape = [1, 1, 1, 1];
+  const scratch = new Float32Array(1);
+  const bits = new Uint32Array(scratch.buffer);
+  for (let i = 0; i < 3000; i++) {
+    scratch[0] = random() * 300;
+    const low = scratch[0]!;
+    bits[0]! += 1;
+    const tie = (low + scratch[0]!) / 2; // exact in a double: the float32 midpoint
+    const nudge = [0, 1e-13, -1e-13, 1e-16, -1e-16][i % 5]!;
+    const token = (tie * (1 + nudge)).toPrecision(17 + (i % 5));
+    const body = `{"data":[[[[${token}]]]]}`;
+    assert.deepEqual(ours(body, shape), reference(body, shape), token);
+  }
+});
+
+test('R-SCORE-2 1,000 fuzzed bodies: accepted exactly when JSON.parse gives a finite tensor of the shape, else 400', () => {
+  const random = seededRandom(3);
+  const valid = JSON.stringify({ note: ['x', { a: null }], data: nestedTensor(SMALL, () => randomNumberText(random)) }).replace(/"(-?[0-9][^"]*)"/g, '$1');
+  let rejected = 0;
+  for (let i = 0; i < 1000; i++) {
+    const body = mutate(valid, random);
+    const expected = reference(body, SMALL);
+    const got = ours(body, SMALL);
+    if (expected === 'error') {
+      assert.equal(got, 'error', `accepted a bad body: ${body}`);
+      rejected++;
+    } else assert.ok(got !== 'error' && sameBits(got, expected), `differs from JSON.parse on ${body}`);
+  }
+  assert.ok(rejected > 700, `only ${rejected} of the fuzzed bodies were malformed`);
+});
+
+test('R-SCORE-2 errors name the path and the expected shape', () => {
+  const cases: [string, RegExp][] = [
+    ['', /empty/],
+    ['[1,2]', /must be a JSON object/],
+    ['{"other": 1}', /no "data" member/],
+    ['{"data": [[[[1,2,3,4,5]]]]}', /data\[0\]\[0\] has 1 entries; expected 4 \(shape \[1,3,4,5\]\)/],
+    ['{"data": [[[[1,2,3,4,5,6]]]]}', /data\[0\]\[0\]\[0\] has more than 5 entries/],
+    ['{"data": [[[[1,"2",3,4,5]]]]}', /data\[0\]\[0\]\[0\]\[1\] is a string; expected a number/],
+    ['{"data": [[[[1,NaN,3,4,5]]]]}', /data\[0\]\[0\]\[0\]\[1\] is NaN, which JSON does not have/],
+    ['{"data": [[[[1,Infinity]]]]}', /is Infinity/],
+    ['{"data": [[[[1,[2],3]]]]}', /data\[0\]\[0\]\[0\]\[1\] is an array; expected a number/],
+    ['{"data": [[[[1e39]]]]}', /outside the range of a 32-bit float/],
+    ['{"data": [[[[1,2', /invalid JSON at byte 16: expected/],
+    ['{"data": 5}', /data is a number; expected an array of 1 arrays/],
+    ['{"data": [], "data": []}', /has 0 entries/],
+    [`{"x": ${'['.repeat(MAX_NESTING + 1)}${']'.repeat(MAX_NESTING + 1)}, "data": []}`, /nests deeper than 64/],
+    ['\ufeff{"data": []}', /must be a JSON object|invalid JSON/],
+  ];
+  for (const [body, message] of cases) {
+    assert.throws(() => readTensorBody(Buffer.from(body), SMALL), (err: unknown) => err instanceof ScoringError && err.status === 400 && message.test(err.message), body);
+  }
+  const error = (() => {
+    try {
+      readTensorBody(Buffer.from('{"data": [[[[1,2,3,4,5]],[]]]}'), SMALL);
+    } catch (err) {
+      return err as ScoringError;
+    }
+    return undefined;
+  })();
+  assert.equal(error?.path, 'data[0][0]');
+});
+
+test('R-SCORE-5 integer and float tokens are told apart, with the value range', () => {
+  const ints = readTensorBody(Buffer.from('{"data":[[[[0, 255, 17]]]]}'), [1, 1, 1, 3]);
+  assert.deepEqual([ints.allIntegers, ints.min, ints.max], [true, 0, 255]);
+  const floats = readTensorBody(Buffer.from('{"data":[[[[0.5, 1.0, 1e-1]]]]}'), [1, 1, 1, 3]);
+  assert.deepEqual([floats.allIntegers, floats.min, floats.max], [false, Math.fround(0.1), 1]);
+});
+
+test('R-SCORE-1 escaped member names and ignored members are read like JSON.parse reads them', () => {
+  const body = '{"meta": {"a": [1, true, false, null, "\\u00e9\\n"]}, "d\\u0061ta": [[[[7]]]], "z": -0.5e-3}';
+  assert.deepEqual(Array.from(readTensorBody(Buffer.from(body), [1, 1, 1, 1]).values), [7]);
+});
