@@ -5,8 +5,9 @@ import { calculator } from './calculator/index.ts';
 import { identity } from './identity/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';
 import { scripts } from './scripttrigger/index.ts';
+import { hub } from './hub/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, identity, devsvc, devdata, scripts] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [calculator, identity, devsvc, devdata, scripts, hub] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands];

@@ -1,0 +1,48 @@
+/**
+ * Events between hub replicas. A cloud-side call may land on one replica while
+ * the device is connected to another, so everything that must reach a device
+ * goes through the bus: in one process a local emitter, in scale-out Redis
+ * pub/sub. Every replica (the sender included) receives every event.
+ */
+import type { JsonObject, JsonValue } from './twin.ts';
+import type { TelemetryMessage } from './messages.ts';
+
+export type HubEvent =
+  /** New C2D messages for a device: whoever holds it delivers. */
+  | { type: 'c2d'; deviceId: string }
+  | { type: 'desired'; key: string; patch: JsonObject }
+  | { type: 'method-request'; key: string; rid: string; methodName: string; payload: JsonValue; origin: string }
+    /** `notSubscribed`: the device is connected but never subscribed to `$iothub/methods/POST/#`. */
+  | { type: 'method-response'; rid: string; status: number; payload: JsonValue; origin: string; notSubscribed?: boolean }
+  | { type: 'telemetry'; message: Omit<TelemetryMessage, 'seq'> }
+  /** A device connected somewhere: older connections of the same identity close. */
+  | { type: 'connected'; key: string; connectionId: string }
+  /** An identity was deleted or disabled: its connections close. */
+  | { type: 'revoked'; key: string };
+
+export type HubEventHandler = (event: HubEvent) => void;
+
+export interface HubBus {
+  publish(event: HubEvent): Promise<void>;
+  subscribe(handler: HubEventHandler): void;
+  close(): Promise<void>;
+}
+
+export class LocalBus implements HubBus {
+  private readonly handlers: HubEventHandler[] = [];
+
+  async publish(event: HubEvent): Promise<void> {
+    // Delivered on a later turn, as Redis would, so no caller depends on synchronous delivery.
+    setImmediate(() => {
+      for (const handler of this.handlers) handler(event);
+    });
+  }
+
+  subscribe(handler: HubEventHandler): void {
+    this.handlers.push(handler);
+  }
+
+  async close(): Promise<void> {
+    this.handlers.length = 0;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * `offcloud hub device <command>`: the registry from the command line, on the
+ * same store the hub uses (the data dir's files, or Redis with --redis-url),
+ * so a running hub sees the change at once.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import type { Subcommand } from '../common/component.ts';
+import { resolveConfig } from '../common/config.ts';
+import { UsageError } from '../common/errors.ts';
+import { createLogger } from '../common/log.ts';
+import { HubError } from './errors.ts';
+import { DeviceHub } from './hub.ts';
+import { connectionString, identityKey, parseIdentityKey } from './registry.ts';
+import { hubOptions, openState } from './server.ts';
+import { DEFAULT_TWIN_LIMITS } from './twin.ts';
+
+const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';
+const cliOptions = { dataDir: hubOptions.dataDir, hostName: hubOptions.hostName, port: hubOptions.port, redisUrl: hubOptions.redisUrl, logLevel: { ...hubOptions.logLevel, default: 'warn' } };
+
+async function runDeviceCommand(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { 'data-dir': { type: 'string' }, 'host-name': { type: 'string' }, port: { type: 'string' }, 'redis-url': { type: 'string' }, key: { type: 'string' } },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\nusage: ${USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  const [command, id] = positionals;
+  const flags = Object.fromEntries(
+    Object.entries({ dataDir: values['data-dir'], hostName: values['host-name'], port: values.port, redisUrl: values['redis-url'] }).filter(([, v]) => v !== undefined),
+  ) as Record<string, string>;
+  const options = resolveConfig('hub', cliOptions, { flags, env: process.env });
+  const needsId = command !== 'list';
+  const identity = id === undefined ? undefined : parseIdentityKey(id);
+  if (!command || !['create', 'show', 'list', 'delete', 'regenerate'].includes(command) || (needsId && !identity)) {
+    throw new UsageError(`usage: ${USAGE}`);
+  }
+  const { store, bus } = await openState(options);
+  const logger = createLogger(options.logLevel, 'hub');
+  const hub = new DeviceHub(store, bus, { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() }, logger);
+  const dialHost = options.port === 8883 ? options.hostName : `${options.hostName}:${options.port}`;
+  try {
+    const key = identity ? identityKey(identity) : '';
+    switch (command) {
+      case 'create': {
+        const record = await hub.putIdentity(identity!, {}, undefined);
+        process.stdout.write(`${connectionString(dialHost, record)}\n`);
+        return 0;
+      }
+      case 'show':
+        process.stdout.write(`${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(dialHost, await hub.identity(key)) }, null, 2)}\n`);
+        return 0;
+      case 'list':
+        for (const record of await store.listIdentities()) process.stdout.write(`${record.deviceId}\t${record.status}\n`);
+        return 0;
+      case 'delete':
+        await hub.deleteIdentity(key, undefined);
+        return 0;
+      default: {
+        const record = await hub.regenerateIdentityKey(key, values.key ?? 'primary');
+        process.stdout.write(`${connectionString(dialHost, record)}\n`);
+        return 0;
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof HubError)) throw err;
+    process.stderr.write(`offcloud hub device ${command}: ${err.message}\n`);
+    return 1;
+  } finally {
+    hub.close();
+    await bus.close();
+    await store.close();
+  }
+}
+
+export const deviceCommand: Subcommand = {
+  summary: 'manage devices: create (prints its connection string), show, list, delete, regenerate',
+  usage: USAGE,
+  run: runDeviceCommand,
+};

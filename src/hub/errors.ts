@@ -1,0 +1,64 @@
+/**
+ * The hub's one error type and its two wire forms: the twin/method response
+ * body a device SDK understands (`{errorCode, message}`, never empty: an empty
+ * error body crashes the Node SDK), and the REST body the service SDK parses
+ * (`Message: "ErrorCode:<Name>;<text>"`).
+ */
+import { randomUUID } from 'node:crypto';
+
+/** Hub error codes: the numeric code carries the HTTP status in its first three digits. */
+export const HubErrorCodes = {
+  ArgumentInvalid: 400004,
+  InvalidProtocolVersion: 400001,
+  MessageTooLarge: 413001,
+  IotHubUnauthorizedAccess: 401003,
+  DeviceMaximumQueueDepthExceeded: 403004,
+  DeviceNotFound: 404001,
+  ModuleNotFound: 404010,
+  DeviceNotOnline: 404103,
+  DeviceAlreadyExists: 409001,
+  ModuleAlreadyExistsOnDevice: 409301,
+  PreconditionFailed: 412002,
+  ServerError: 500001,
+  GatewayTimeout: 504101,
+} as const;
+export type HubErrorName = keyof typeof HubErrorCodes;
+
+export class HubError extends Error {
+  readonly errorCode: number;
+  readonly status: number;
+  constructor(
+    readonly code: HubErrorName,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HubError';
+    this.errorCode = HubErrorCodes[code];
+    this.status = Math.floor(this.errorCode / 1000);
+  }
+}
+
+export const invalidArgument = (message: string) => new HubError('ArgumentInvalid', message);
+
+/** Anything thrown that is not a HubError is an internal failure; its text stays in the log. */
+export function toHubError(err: unknown): HubError {
+  return err instanceof HubError ? err : new HubError('ServerError', 'internal error');
+}
+
+/** Body of an error on `$iothub/twin/res/<status>/` (the device SDK fails with `message`). */
+export function deviceErrorBody(err: HubError): string {
+  return JSON.stringify({
+    errorCode: err.errorCode,
+    trackingId: randomUUID(),
+    message: err.message,
+    timestampUtc: new Date().toISOString(),
+  });
+}
+
+/** Body of a REST error, in the form azure-iothub's `parseErrorBody` splits. */
+export function serviceErrorBody(err: HubError): { Message: string; ExceptionMessage: string } {
+  return {
+    Message: `ErrorCode:${err.code};${err.message}`,
+    ExceptionMessage: `Tracking ID:${randomUUID().replace(/-/g, '')}-TimeStamp:${new Date().toISOString()}`,
+  };
+}

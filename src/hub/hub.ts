@@ -1,0 +1,312 @@
+/**
+ * The device hub's operations in its own vocabulary, shared by the MQTT
+ * endpoint, the REST API and the CLI: authenticate a device or a service
+ * caller, read and patch twins, queue cloud-to-device messages, invoke direct
+ * methods, record telemetry. Protocol adapters stay thin around this.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HubBus, HubEvent } from './bus.ts';
+import { HubError, invalidArgument } from './errors.ts';
+import { createC2dMessage, describeBody, MAX_TELEMETRY_BYTES, TelemetryLog, type PropertyBag } from './messages.ts';
+import {
+  createIdentityRecord,
+  deviceView,
+  identityKey,
+  notFound,
+  parseIdentityKey,
+  regenerateKey,
+  updateIdentityRecord,
+  validateId,
+  type Identity,
+  type IdentityInput,
+  type IdentityRecord,
+} from './registry.ts';
+import { hostWithoutPort, isExpired, parseSasToken, resourceCovers, signedWith } from './sas.ts';
+import type { HubStore } from './store.ts';
+import {
+  deviceTwinView,
+  parsePatch,
+  parseServiceTwinUpdate,
+  patchReportedProperties,
+  serviceTwinView,
+  updateDesiredProperties,
+  type JsonValue,
+  type TwinLimits,
+} from './twin.ts';
+
+export interface HubSettings {
+  /** The host name devices put in their username and SAS resource (`localhost`, `myhub.azure-devices.net`). */
+  hostName: string;
+  limits: TwinLimits;
+  c2dTtlSeconds: number;
+  telemetryLogSize: number;
+  /** Names this replica on the bus (method responses find their way back by it). */
+  replicaId: string;
+}
+
+/** The first api-version with the twin topics (§9); older or missing ones may not use twins. */
+export const MIN_TWIN_API_VERSION = '2016-11-14';
+
+export interface DeviceConnection {
+  identity: Identity;
+  key: string;
+  /** False when the username had no api-version (or one older than twins): a twin operation disconnects (§7). */
+  twinAllowed: boolean;
+}
+
+/** Why a CONNECT was refused (CONNACK 5), for the log; the device only sees the code. */
+export class ConnectRefused extends Error {}
+
+/** Policies that may call the REST API, and those a device connection may sign with. */
+const SERVICE_POLICIES = ['iothubowner', 'service', 'registryReadWrite'];
+const DEVICE_POLICIES = ['iothubowner', 'device'];
+const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
+
+/** `<host>/<clientId>/[?]api-version=…&…`: the host and whether twins are allowed. */
+export function parseUsername(username: string, clientId: string): { host: string; twinAllowed: boolean } | undefined {
+  const slash = username.indexOf('/');
+  if (slash <= 0) return undefined;
+  const rest = username.slice(slash + 1);
+  if (!rest.startsWith(clientId)) return undefined;
+  const after = rest.slice(clientId.length);
+  if (after !== '' && !after.startsWith('/')) return undefined;
+  const query = after.slice(1).replace(/^\?/, '');
+  const apiVersion = new URLSearchParams(query).get('api-version') ?? '';
+  const date = /^\d{4}-\d{2}-\d{2}/.exec(apiVersion)?.[0];
+  return { host: username.slice(0, slash), twinAllowed: date !== undefined && date >= MIN_TWIN_API_VERSION };
+}
+
+/** If-Match: absent or `*` matches anything; otherwise the quoted (or bare) etag. */
+export function checkIfMatch(ifMatch: string | undefined, etag: string): void {
+  if (ifMatch === undefined || ifMatch.trim() === '*' || ifMatch.trim() === '"*"') return;
+  if (ifMatch.trim().replace(/^W\//, '').replace(/^"|"$/g, '') !== etag) {
+    throw new HubError('PreconditionFailed', 'the etag in If-Match does not match the current one');
+  }
+}
+
+interface PendingMethod {
+  resolve(result: { status: number; payload: JsonValue }): void;
+  reject(err: HubError): void;
+  timer: NodeJS.Timeout;
+}
+
+export class DeviceHub {
+  readonly telemetry: TelemetryLog;
+  private readonly pendingMethods = new Map<string, PendingMethod>();
+
+  constructor(
+    readonly store: HubStore,
+    readonly bus: HubBus,
+    readonly settings: HubSettings,
+    private readonly logger: Logger,
+  ) {
+    this.telemetry = new TelemetryLog(settings.telemetryLogSize);
+    bus.subscribe((event) => this.onEvent(event));
+  }
+
+  private onEvent(event: HubEvent): void {
+    if (event.type === 'telemetry') this.telemetry.append(event.message);
+    if (event.type === 'method-response' && event.origin === this.settings.replicaId) {
+      const pending = this.pendingMethods.get(event.rid);
+      if (!pending) return;
+      this.pendingMethods.delete(event.rid);
+      clearTimeout(pending.timer);
+      if (event.notSubscribed) pending.reject(new HubError('DeviceNotOnline', 'the device is not subscribed to direct methods'));
+      else pending.resolve({ status: event.status, payload: event.payload });
+    }
+  }
+
+  // ---- device side -------------------------------------------------------
+
+  /** CONNECT (§5): client id, username and SAS password; throws ConnectRefused. */
+  async authenticateDevice(clientId: string, username: string | undefined, password: Buffer | undefined): Promise<DeviceConnection> {
+    const identity = parseIdentityKey(clientId);
+    if (!identity) throw new ConnectRefused(`client id ${JSON.stringify(clientId.slice(0, 64))} is not a device or device/module id`);
+    const parsed = username === undefined ? undefined : parseUsername(username, clientId);
+    if (!parsed) throw new ConnectRefused('username is not <host>/<client id>/…');
+    if (hostWithoutPort(parsed.host) !== hostWithoutPort(this.settings.hostName)) throw new ConnectRefused(`username names hub ${parsed.host}, not ${this.settings.hostName}`);
+    const token = password === undefined ? undefined : parseSasToken(password.toString('utf8'));
+    if (!token) throw new ConnectRefused('password is not a SharedAccessSignature');
+    if (isExpired(token)) throw new ConnectRefused('the SAS token has expired');
+    const target = `${this.settings.hostName}/devices/${identity.deviceId}${identity.moduleId ? `/modules/${identity.moduleId}` : ''}`;
+    if (!resourceCovers(token.resource, target)) throw new ConnectRefused(`the SAS token is for ${token.resource}, not ${target}`);
+    const key = identityKey(identity);
+    const record = await this.store.getIdentity(key);
+    if (!record) throw new ConnectRefused(`${key} is not registered`);
+    if (record.status !== 'enabled') throw new ConnectRefused(`${key} is disabled`);
+    if (identity.moduleId) {
+      const device = await this.store.getIdentity(identity.deviceId);
+      if (device?.status !== 'enabled') throw new ConnectRefused(`device ${identity.deviceId} is disabled or gone`);
+    }
+    let keys = [record.keys.primaryKey, record.keys.secondaryKey];
+    if (token.keyName) {
+      const policy = DEVICE_POLICIES.includes(token.keyName) ? (await this.store.policies())[token.keyName] : undefined;
+      if (!policy) throw new ConnectRefused(`policy ${token.keyName} may not connect devices`);
+      keys = [policy.primaryKey, policy.secondaryKey];
+    }
+    if (!keys.some((k) => signedWith(token, k))) throw new ConnectRefused('the SAS signature does not match');
+    return { identity, key, twinAllowed: parsed.twinAllowed };
+  }
+
+  async deviceTwin(key: string) {
+    const record = await this.store.getIdentity(key);
+    if (!record) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
+    return deviceTwinView(record.twin);
+  }
+
+  /** Reported PATCH (§3): the new reported `$version`, once the change is stored. */
+  async patchReported(key: string, payload: Buffer): Promise<number> {
+    const patch = parsePatch(payload);
+    const record = await this.store.updateIdentity(key, (r) => ({ ...r, twin: patchReportedProperties(r.twin, patch, this.settings.limits) }));
+    return record.twin.reported.version;
+  }
+
+  async recordTelemetry(identity: Identity, bag: PropertyBag, payload: Buffer, topicBytes: number): Promise<void> {
+    if (payload.length + topicBytes > MAX_TELEMETRY_BYTES) {
+      throw new HubError('MessageTooLarge', `the message is larger than ${MAX_TELEMETRY_BYTES} bytes`);
+    }
+    await this.bus.publish({
+      type: 'telemetry',
+      message: { ...identity, enqueuedTimeUtc: new Date().toISOString(), ...bag, ...describeBody(payload) },
+    });
+  }
+
+  methodResponse(rid: string, origin: string, status: number, payload: Buffer): Promise<void> {
+    let value: JsonValue = null;
+    if (payload.length > 0) {
+      try {
+        value = JSON.parse(payload.toString('utf8')) as JsonValue;
+      } catch {
+        value = payload.toString('utf8');
+      }
+    }
+    return this.bus.publish({ type: 'method-response', rid, status, payload: value, origin });
+  }
+
+  // ---- service side ------------------------------------------------------
+
+  /** `Authorization: SharedAccessSignature sr=<host>&sig=…&se=…&skn=<policy>`. */
+  async authenticateService(authorization: string | undefined): Promise<string> {
+    const refuse = (why: string) => new HubError('IotHubUnauthorizedAccess', why);
+    const token = authorization ? parseSasToken(authorization) : undefined;
+    if (!token) throw refuse('a SharedAccessSignature Authorization header is required');
+    if (isExpired(token)) throw refuse('the SAS token has expired');
+    if (!token.keyName || !SERVICE_POLICIES.includes(token.keyName)) throw refuse('the token must be signed with a hub policy key (skn=iothubowner)');
+    if (!resourceCovers(token.resource, this.settings.hostName) || token.resource.includes('/')) throw refuse(`the token is for ${token.resource}, not ${this.settings.hostName}`);
+    const policy = (await this.store.policies())[token.keyName];
+    if (!policy || ![policy.primaryKey, policy.secondaryKey].some((k) => signedWith(token, k))) throw refuse('the SAS signature does not match');
+    return token.keyName;
+  }
+
+  async identity(key: string): Promise<IdentityRecord> {
+    const record = await this.store.getIdentity(key);
+    if (!record) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
+    return record;
+  }
+
+  async describe(record: IdentityRecord) {
+    const key = identityKey(record);
+    return deviceView(record, await this.store.isOnline(key), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
+  }
+
+  /** PUT /devices/{id}[/modules/{mid}]: create, or update with If-Match. */
+  async putIdentity(identity: Identity, body: unknown, ifMatch: string | undefined): Promise<IdentityRecord> {
+    validateId(identity.deviceId, 'deviceId');
+    if (identity.moduleId !== undefined) validateId(identity.moduleId, 'moduleId');
+    const input = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as IdentityInput & { deviceId?: unknown; moduleId?: unknown };
+    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) throw invalidArgument('the body must be a JSON object');
+    if (input.deviceId !== undefined && input.deviceId !== identity.deviceId) throw invalidArgument('deviceId in the body differs from the path');
+    if (input.moduleId !== undefined && input.moduleId !== identity.moduleId) throw invalidArgument('moduleId in the body differs from the path');
+    const key = identityKey(identity);
+    if (ifMatch === undefined) {
+      if (identity.moduleId) await this.identity(identity.deviceId);
+      return this.store.createIdentity(createIdentityRecord(identity, input));
+    }
+    const record = await this.store.updateIdentity(key, (r) => {
+      checkIfMatch(ifMatch, r.etag);
+      return updateIdentityRecord(r, input);
+    });
+    if (record.status === 'disabled') await this.bus.publish({ type: 'revoked', key });
+    return record;
+  }
+
+  async regenerateIdentityKey(key: string, which: unknown): Promise<IdentityRecord> {
+    const record = await this.store.updateIdentity(key, (r) => regenerateKey(r, which));
+    // Connections signed with a replaced key must not outlive it.
+    await this.bus.publish({ type: 'revoked', key });
+    return record;
+  }
+
+  async deleteIdentity(key: string, ifMatch: string | undefined): Promise<void> {
+    const record = await this.identity(key);
+    checkIfMatch(ifMatch, record.etag);
+    const modules = record.moduleId ? [] : await this.store.listIdentities(record.deviceId);
+    if (!(await this.store.deleteIdentity(key))) throw notFound(record);
+    for (const gone of [key, ...modules.map(identityKey)]) await this.bus.publish({ type: 'revoked', key: gone });
+  }
+
+  async serviceTwin(key: string) {
+    const record = await this.identity(key);
+    return serviceTwinView(record, await this.store.isOnline(key), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
+  }
+
+  /** PATCH (merge) or PUT (replace) /twins/{id}: tags and desired; desired changes reach the device. */
+  async updateServiceTwin(key: string, body: unknown, ifMatch: string | undefined, replace: boolean) {
+    const update = parseServiceTwinUpdate(body);
+    let push: Record<string, JsonValue> | undefined;
+    await this.store.updateIdentity(key, (r) => {
+      checkIfMatch(ifMatch, r.twin.etag);
+      const change = updateDesiredProperties(r.twin, update, this.settings.limits, replace);
+      push = change.push;
+      return { ...r, twin: change.twin };
+    });
+    if (push) await this.bus.publish({ type: 'desired', key, patch: push });
+    return this.serviceTwin(key);
+  }
+
+  async sendC2d(deviceId: string, body: unknown) {
+    const record = await this.identity(deviceId);
+    if (record.moduleId) throw invalidArgument('cloud-to-device messages go to devices, not modules');
+    const message = createC2dMessage(deviceId, body, this.settings.c2dTtlSeconds);
+    await this.store.enqueueC2d(deviceId, message);
+    await this.bus.publish({ type: 'c2d', deviceId });
+    return { messageId: message.system.messageId, enqueuedTimeUtc: message.enqueuedTimeUtc, expiryTimeUtc: message.system.expiryTimeUtc };
+  }
+
+  /** POST /twins/{id}/methods: `{methodName, responseTimeoutInSeconds, payload}` → `{status, payload}`. */
+  async invokeMethod(key: string, body: unknown): Promise<{ status: number; payload: JsonValue }> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArgument('the body must be a JSON object');
+    const request = body as { methodName?: unknown; responseTimeoutInSeconds?: unknown; payload?: unknown };
+    if (typeof request.methodName !== 'string' || !/^[^/?#+\s]{1,128}$/.test(request.methodName)) {
+      throw invalidArgument('methodName must be 1 to 128 characters without / ? # + or spaces');
+    }
+    const timeout = request.responseTimeoutInSeconds ?? 30;
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > 300) {
+      throw invalidArgument('responseTimeoutInSeconds must be an integer from 1 to 300');
+    }
+    const payload = (request.payload ?? null) as JsonValue;
+    if (Buffer.byteLength(JSON.stringify(payload)) > MAX_METHOD_PAYLOAD_BYTES) throw invalidArgument(`the payload is larger than ${MAX_METHOD_PAYLOAD_BYTES} bytes`);
+    await this.identity(key);
+    if (!(await this.store.isOnline(key))) throw new HubError('DeviceNotOnline', `${key} is not connected`);
+    const rid = randomUUID().replace(/-/g, '');
+    const result = new Promise<{ status: number; payload: JsonValue }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pendingMethods.delete(rid);
+        reject(new HubError('GatewayTimeout', `${key} did not answer ${request.methodName} within ${timeout} s`));
+      }, timeout * 1000);
+      this.pendingMethods.set(rid, { resolve, reject, timer });
+    });
+    await this.bus.publish({ type: 'method-request', key, rid, methodName: request.methodName, payload, origin: this.settings.replicaId });
+    return result;
+  }
+
+  close(): void {
+    for (const [rid, pending] of this.pendingMethods) {
+      clearTimeout(pending.timer);
+      pending.reject(new HubError('GatewayTimeout', 'the hub is shutting down'));
+      this.pendingMethods.delete(rid);
+    }
+    this.logger.debug('hub closed');
+  }
+}

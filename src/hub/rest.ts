@@ -1,0 +1,164 @@
+/**
+ * The cloud-side API over HTTPS (port 8884), in the real service's REST shapes
+ * where practical: /devices, /twins (ETag/If-Match), /twins/{id}/methods, plus
+ * our own C2D send and telemetry read/follow (the real service uses AMQP and
+ * Event Hubs for those). Every call carries a hub policy SAS (`iothubowner`).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { createHttpServer, listen } from '../common/http.ts';
+import type { TlsMaterial } from '../common/tls.ts';
+import { HubError, serviceErrorBody, toHubError } from './errors.ts';
+import type { DeviceHub } from './hub.ts';
+import type { TelemetryMessage } from './messages.ts';
+import { identityKey, validateId, type Identity } from './registry.ts';
+
+export interface RestOptions {
+  host: string;
+  port: number;
+  tls: TlsMaterial;
+  logger: Logger;
+}
+
+type IdParams = { id: string; mid?: string };
+
+function identityOf(params: IdParams): Identity {
+  const deviceId = validateId(params.id, 'deviceId');
+  return params.mid === undefined ? { deviceId } : { deviceId, moduleId: validateId(params.mid, 'moduleId') };
+}
+
+function ifMatch(request: FastifyRequest): string | undefined {
+  const value = request.headers['if-match'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function integerQuery(value: unknown, name: string, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n > max) throw new HubError('ArgumentInvalid', `${name} must be an integer from 0 to ${max}`);
+  return n;
+}
+
+const SSE_HEARTBEAT_MS = 15_000;
+
+export async function startRestApi(hub: DeviceHub, options: RestOptions): Promise<{ url: string; app: FastifyInstance }> {
+  const { logger } = options;
+  const app = createHttpServer({ logger, tls: options.tls, bodyLimit: 512 * 1024 });
+  // Open event streams never go idle, so closing ends them first.
+  const streams = new Set<FastifyReply['raw']>();
+  app.addHook('preClose', async () => {
+    for (const raw of streams) raw.end();
+  });
+
+  app.addHook('onRequest', async (request) => {
+    const path = request.url.split('?')[0];
+    if (path === '/health' || path === '/ready') return;
+    await hub.authenticateService(request.headers.authorization);
+  });
+
+  // ---- devices and modules ----
+  const sendIdentity = async (reply: FastifyReply, key: string) => {
+    const record = await hub.identity(key);
+    return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
+  };
+  app.get('/devices', async (request) => {
+    const top = integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000);
+    const records = await hub.store.listIdentities();
+    return Promise.all(records.slice(0, top).map((r) => hub.describe(r)));
+  });
+  app.get<{ Params: IdParams }>('/devices/:id/modules', async (request) => {
+    const { deviceId } = identityOf(request.params);
+    await hub.identity(deviceId);
+    return Promise.all((await hub.store.listIdentities(deviceId)).map((r) => hub.describe(r)));
+  });
+  for (const path of ['/devices/:id', '/devices/:id/modules/:mid']) {
+    app.put<{ Params: IdParams }>(path, async (request, reply) => {
+      const record = await hub.putIdentity(identityOf(request.params), request.body, ifMatch(request));
+      return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
+    });
+    app.get<{ Params: IdParams }>(path, async (request, reply) => sendIdentity(reply, identityKey(identityOf(request.params))));
+    app.delete<{ Params: IdParams }>(path, async (request, reply) => {
+      await hub.deleteIdentity(identityKey(identityOf(request.params)), ifMatch(request));
+      return reply.code(204).send();
+    });
+    app.post<{ Params: IdParams }>(`${path}/regenerateKey`, async (request, reply) => {
+      const body = request.body as { key?: unknown } | undefined;
+      const record = await hub.regenerateIdentityKey(identityKey(identityOf(request.params)), body?.key ?? 'primary');
+      return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
+    });
+  }
+
+  // ---- twins and direct methods ----
+  for (const path of ['/twins/:id', '/twins/:id/modules/:mid']) {
+    app.get<{ Params: IdParams }>(path, async (request, reply) => {
+      const twin = await hub.serviceTwin(identityKey(identityOf(request.params)));
+      return reply.header('etag', `"${twin.etag}"`).send(twin);
+    });
+    for (const method of ['PATCH', 'PUT'] as const) {
+      app.route<{ Params: IdParams }>({
+        method,
+        url: path,
+        handler: async (request, reply) => {
+          const twin = await hub.updateServiceTwin(identityKey(identityOf(request.params)), request.body, ifMatch(request), method === 'PUT');
+          return reply.header('etag', `"${twin.etag}"`).send(twin);
+        },
+      });
+    }
+    app.post<{ Params: IdParams }>(`${path}/methods`, async (request) => hub.invokeMethod(identityKey(identityOf(request.params)), request.body));
+  }
+
+  // ---- cloud-to-device and telemetry (ours) ----
+  app.post<{ Params: IdParams }>('/devices/:id/messages/devicebound', async (request, reply) => {
+    const sent = await hub.sendC2d(identityOf(request.params).deviceId, request.body);
+    return reply.code(201).send(sent);
+  });
+  app.get('/messages/events', async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const since = integerQuery(query.since, 'since', 0, Number.MAX_SAFE_INTEGER);
+    const limit = integerQuery(query.limit, 'limit', 1000, 10000);
+    const deviceId = query.deviceId === undefined ? undefined : validateId(query.deviceId, 'deviceId');
+    const wantsStream = String(request.headers.accept ?? '').includes('text/event-stream');
+    if (!wantsStream) {
+      const messages = hub.telemetry.since(since, limit, deviceId);
+      return { messages, lastSeq: hub.telemetry.lastSeq };
+    }
+    // Server-Sent Events: what is already logged after `since`, then every new message.
+    reply.hijack();
+    const raw = reply.raw;
+    streams.add(raw);
+    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const write = (m: TelemetryMessage) => {
+      if (deviceId === undefined || m.deviceId === deviceId) raw.write(`id: ${m.seq}\nevent: telemetry\ndata: ${JSON.stringify(m)}\n\n`);
+    };
+    const unfollow = hub.telemetry.follow(write);
+    if (query.since !== undefined) for (const m of hub.telemetry.since(since, 10000, deviceId)) write(m);
+    raw.write(': following\n\n');
+    const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), SSE_HEARTBEAT_MS);
+    request.raw.on('close', () => {
+      clearInterval(heartbeat);
+      unfollow();
+      streams.delete(raw);
+    });
+    return reply;
+  });
+
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send({ Message: `ErrorCode:NotFound;no route for ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`, ExceptionMessage: '' }),
+  );
+  app.setErrorHandler(async (error, _request, reply) => {
+    if (error instanceof HubError) {
+      if (error.status === 401) reply.header('www-authenticate', 'SharedAccessSignature');
+      return reply.code(error.status).send(serviceErrorBody(error));
+    }
+    const status = (error as { statusCode?: number }).statusCode ?? 500;
+    if (status < 500) {
+      const code = status === 413 ? 'MessageTooLarge' : 'ArgumentInvalid';
+      return reply.code(status).send(serviceErrorBody(new HubError(code, (error as Error).message)));
+    }
+    logger.error({ err: error }, 'request failed');
+    return reply.code(500).send(serviceErrorBody(toHubError(error)));
+  });
+
+  const url = await listen(app, { host: options.host, port: options.port, component: 'hub', portKey: 'restPort' });
+  return { url, app };
+}

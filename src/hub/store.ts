@@ -1,0 +1,222 @@
+/**
+ * Where the hub keeps its state. Two implementations behind one interface:
+ * FileStore (embedded default: registry and twins as one JSON file per
+ * identity in the data dir, written atomically; C2D queues, presence and
+ * session flags in memory) and RedisStore (scale-out: everything in Redis,
+ * shared by every replica).
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../common/files.ts';
+import { HubError } from './errors.ts';
+import { MAX_PENDING_C2D, type C2dMessage } from './messages.ts';
+import { identityKey, notFound, parseIdentityKey, type IdentityRecord, type SymmetricKeys } from './registry.ts';
+import { generateKey } from './sas.ts';
+
+export type Policies = Record<string, SymmetricKeys>;
+export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
+
+export interface HubStore {
+  getIdentity(key: string): Promise<IdentityRecord | undefined>;
+  /** Devices (no modules), or the modules of one device. */
+  listIdentities(modulesOf?: string): Promise<IdentityRecord[]>;
+  /** Fails with DeviceAlreadyExists / ModuleAlreadyExistsOnDevice. */
+  createIdentity(record: IdentityRecord): Promise<IdentityRecord>;
+  /** Read-modify-write, serialised per identity; `change` may throw to leave it untouched. */
+  updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord>;
+  /** Deletes an identity (a device takes its modules along); false when absent. */
+  deleteIdentity(key: string): Promise<boolean>;
+  /** The hub's shared access policies, made on first use (`iothubowner`). */
+  policies(): Promise<Policies>;
+
+  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void>;
+  /** The oldest pending message that has not expired (expired ones are dropped). */
+  nextC2d(deviceId: string, now?: number): Promise<C2dMessage | undefined>;
+  completeC2d(deviceId: string, id: string): Promise<void>;
+  pendingC2d(deviceId: string): Promise<number>;
+  /** The C2D subscription a clean=false session keeps between connections. */
+  setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void>;
+  hasPersistentC2dSubscription(deviceId: string): Promise<boolean>;
+
+  /** Which connection (on any replica) holds an identity now. */
+  setOnline(key: string, connectionId: string): Promise<void>;
+  setOffline(key: string, connectionId: string): Promise<void>;
+  isOnline(key: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export const POLICY_NAMES = ['iothubowner', 'service', 'registryReadWrite', 'device'];
+
+export function newPolicies(): Policies {
+  return Object.fromEntries(POLICY_NAMES.map((name) => [name, { primaryKey: generateKey(), secondaryKey: generateKey() }]));
+}
+
+export function alreadyExists(record: IdentityRecord): HubError {
+  return record.moduleId
+    ? new HubError('ModuleAlreadyExistsOnDevice', `module ${record.moduleId} already exists on device ${record.deviceId}`)
+    : new HubError('DeviceAlreadyExists', `device ${record.deviceId} already exists`);
+}
+
+export function queueFull(deviceId: string): HubError {
+  return new HubError('DeviceMaximumQueueDepthExceeded', `device ${deviceId} already has ${MAX_PENDING_C2D} pending cloud-to-device messages`);
+}
+
+/** Runs tasks one after another per key, so two writes of one file never race. */
+export class KeyedQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const tail = next.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return next;
+  }
+}
+
+export class FileStore implements HubStore {
+  private readonly dir: string;
+  private readonly writes = new KeyedQueue();
+  private readonly c2d = new Map<string, C2dMessage[]>();
+  private readonly c2dSubscriptions = new Set<string>();
+  private readonly online = new Map<string, string>();
+
+  constructor(dataDir: string) {
+    this.dir = join(dataDir, 'hub');
+  }
+
+  /** Ids never reach the filesystem: a file is named by the hash of its identity key. */
+  private pathOf(key: string): string {
+    return join(this.dir, 'identities', `${createHash('sha256').update(key).digest('hex')}.json`);
+  }
+
+  private async read(path: string): Promise<IdentityRecord | undefined> {
+    try {
+      return JSON.parse(await readFile(path, 'utf8')) as IdentityRecord;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  private write(record: IdentityRecord): Promise<void> {
+    return writeFileAtomic(this.pathOf(identityKey(record)), JSON.stringify(record), 0o600);
+  }
+
+  getIdentity(key: string): Promise<IdentityRecord | undefined> {
+    return this.read(this.pathOf(key));
+  }
+
+  async listIdentities(modulesOf?: string): Promise<IdentityRecord[]> {
+    let names: string[];
+    try {
+      names = (await readdir(join(this.dir, 'identities'))).filter((n) => n.endsWith('.json'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const records = await Promise.all(names.map((n) => this.read(join(this.dir, 'identities', n))));
+    return records
+      .filter((r): r is IdentityRecord => r !== undefined && (modulesOf === undefined ? !r.moduleId : r.deviceId === modulesOf && !!r.moduleId))
+      .sort((a, b) => identityKey(a).localeCompare(identityKey(b)));
+  }
+
+  createIdentity(record: IdentityRecord): Promise<IdentityRecord> {
+    const key = identityKey(record);
+    return this.writes.run(key, async () => {
+      if (await this.getIdentity(key)) throw alreadyExists(record);
+      await this.write(record);
+      return record;
+    });
+  }
+
+  updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord> {
+    return this.writes.run(key, async () => {
+      const current = await this.getIdentity(key);
+      if (!current) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
+      const next = change(current);
+      await this.write(next);
+      return next;
+    });
+  }
+
+  async deleteIdentity(key: string): Promise<boolean> {
+    const modules = key.includes('/') ? [] : await this.listIdentities(key);
+    for (const module of modules) await this.deleteIdentity(identityKey(module));
+    return this.writes.run(key, async () => {
+      if (!(await this.getIdentity(key))) return false;
+      await rm(this.pathOf(key), { force: true });
+      if (!key.includes('/')) {
+        this.c2d.delete(key);
+        this.c2dSubscriptions.delete(key);
+      }
+      return true;
+    });
+  }
+
+  policies(): Promise<Policies> {
+    const path = join(this.dir, 'policies.json');
+    return this.writes.run('\0policies', async () => {
+      try {
+        return JSON.parse(await readFile(path, 'utf8')) as Policies;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      const policies = newPolicies();
+      await writeFileAtomic(path, JSON.stringify(policies, null, 2), 0o600);
+      return policies;
+    });
+  }
+
+  async enqueueC2d(deviceId: string, message: C2dMessage): Promise<void> {
+    const queue = this.liveQueue(deviceId, Date.now());
+    if (queue.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
+    queue.push(message);
+    this.c2d.set(deviceId, queue);
+  }
+
+  private liveQueue(deviceId: string, now: number): C2dMessage[] {
+    const queue = (this.c2d.get(deviceId) ?? []).filter((m) => m.expiresAt > now);
+    this.c2d.set(deviceId, queue);
+    return queue;
+  }
+
+  async nextC2d(deviceId: string, now = Date.now()): Promise<C2dMessage | undefined> {
+    return this.liveQueue(deviceId, now)[0];
+  }
+
+  async completeC2d(deviceId: string, id: string): Promise<void> {
+    this.c2d.set(deviceId, (this.c2d.get(deviceId) ?? []).filter((m) => m.id !== id));
+  }
+
+  async pendingC2d(deviceId: string): Promise<number> {
+    return this.liveQueue(deviceId, Date.now()).length;
+  }
+
+  async setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void> {
+    if (kept) this.c2dSubscriptions.add(deviceId);
+    else this.c2dSubscriptions.delete(deviceId);
+  }
+
+  async hasPersistentC2dSubscription(deviceId: string): Promise<boolean> {
+    return this.c2dSubscriptions.has(deviceId);
+  }
+
+  async setOnline(key: string, connectionId: string): Promise<void> {
+    this.online.set(key, connectionId);
+  }
+
+  async setOffline(key: string, connectionId: string): Promise<void> {
+    if (this.online.get(key) === connectionId) this.online.delete(key);
+  }
+
+  async isOnline(key: string): Promise<boolean> {
+    return this.online.has(key);
+  }
+
+  async close(): Promise<void> {}
+}
