@@ -1,0 +1,30 @@
+/**
+ * Protecting fastify routes with this issuer's tokens and app roles (§5:
+ * "The API uses application roles, not user scopes … must verify the
+ * token"): a preHandler that checks the bearer token and the roles, and
+ * answers 401/403 in the RFC 6750 shape otherwise.
+ */
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { sendBearerError } from './errors.ts';
+import { bearerToken, TokenVerificationError, type TokenVerifier, type VerifiedToken, type VerifyOverrides } from './verify.ts';
+
+const verifiedTokens = new WeakMap<FastifyRequest, VerifiedToken>();
+
+/** The token a protected route's request carried (set by requireAppRoles). */
+export function verifiedTokenOf(request: FastifyRequest): VerifiedToken | undefined {
+  return verifiedTokens.get(request);
+}
+
+/** A preHandler: the request needs a valid token of `verifier` carrying every role in `roles`. */
+export function requireAppRoles(verifier: TokenVerifier, roles: string[], overrides: Omit<VerifyOverrides, 'requiredRoles'> = {}): preHandlerAsyncHookHandler {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = bearerToken(request.headers.authorization);
+    try {
+      if (token === null) throw new TokenVerificationError('malformed', 'An Authorization header "Bearer <token>" is required.');
+      verifiedTokens.set(request, await verifier.verify(token, { ...overrides, requiredRoles: roles }));
+    } catch (err) {
+      if (!(err instanceof TokenVerificationError)) throw err;
+      return sendBearerError(reply, err);
+    }
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * Starts the identity component: the token issuer (HTTPS, local CA by
+ * default) and the managed identity endpoint (plain HTTP), sharing one
+ * directory and one signing key set from the data dir.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { commonOptions, portOption, tlsOptions, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { resolveTls } from '../common/tls.ts';
+import { openDirectory, type SeedResult } from './directory.ts';
+import { createFileExclusive } from './followed-file.ts';
+import { ISSUER_STYLES, issuerFor, type IssuerStyle } from './issuer.ts';
+import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
+import { registerIssuerRoutes, TOKEN_BODY_LIMIT } from './issuer-server.ts';
+import { MAX_TOKEN_LIFETIME_SECONDS, openSigningKeys } from './keys.ts';
+import type { IssuerContext } from './tokens.ts';
+
+export const identityOptions = {
+  ...commonOptions,
+  ...tlsOptions,
+  port: portOption(9440, 'HTTPS port of the token issuer (0 = any free port)'),
+  imdsPort: portOption(9441, 'plain HTTP port of the managed identity endpoint (0 = any free port)'),
+  directory: {
+    type: 'string',
+    default: '',
+    description: 'directory file, JSON or YAML (default: <data-dir>/identity/directory.json, made on first start)',
+  },
+  issuerStyle: {
+    type: 'string',
+    default: 'cloud',
+    choices: ISSUER_STYLES,
+    description: 'token `iss`: the real cloud strings (sts.windows.net / login.microsoftonline.com) or this server\'s origin',
+  },
+  tokenLifetime: {
+    type: 'integer',
+    default: 3599,
+    min: 60,
+    max: MAX_TOKEN_LIFETIME_SECONDS,
+    description: 'lifetime of client credentials tokens, seconds',
+  },
+  managedIdentityTokenLifetime: {
+    type: 'integer',
+    default: 86399,
+    min: 60,
+    max: MAX_TOKEN_LIFETIME_SECONDS,
+    description: 'lifetime of managed identity tokens, seconds (the real IMDS gives 24 h)',
+  },
+  identityHeader: {
+    type: 'string',
+    default: '',
+    description: 'App Service IDENTITY_HEADER secret (default: made on first start, kept in the data dir)',
+  },
+} as const;
+export type IdentityOptions = OptionValues<typeof identityOptions>;
+
+/** The App Service header secret: the option, or one made once per data dir. */
+async function resolveIdentityHeader(dataDir: string, given: string): Promise<string> {
+  if (given) return given;
+  const path = resolve(dataDir, 'identity', 'identity-header');
+  await createFileExclusive(path, randomBytes(24).toString('base64url'), 0o600);
+  return (await readFile(path, 'utf8')).trim();
+}
+
+function credentialLines(seed: SeedResult | null, tenantId: string, imdsUrl: string, appServiceUrl: string, header: string, issuerUrl: string): string[] {
+  const demo = seed
+    ? [
+        `demo client ${seed.directory.clients[0]!.appId} secret ${seed.demoClientSecret} (shown once)`,
+        `demo API scope ${seed.directory.apis[0]!.identifierUris[0]}/.default`,
+      ]
+    : ['clients and secrets: offcloud identity list / offcloud identity secret add --client <appId>'];
+  return [
+    `tenant ${tenantId}`,
+    ...demo,
+    `SDKs: authorityHost ${issuerUrl} with disableInstanceDiscovery: true (msal-node: knownAuthorities ["${new URL(issuerUrl).host}"])`,
+    `managed identity: AZURE_POD_IDENTITY_AUTHORITY_HOST=${imdsUrl}`,
+    `App Service style: IDENTITY_ENDPOINT=${appServiceUrl} IDENTITY_HEADER=${header}`,
+  ];
+}
+
+export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(identityOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'identity');
+  const directory = openDirectory(options.dataDir, options.directory || undefined);
+  const seed = await directory.ensure();
+  const keys = openSigningKeys(options.dataDir);
+  await keys.ensure();
+  const tls = await resolveTls(options);
+  const identityHeader = await resolveIdentityHeader(options.dataDir, options.identityHeader);
+
+  let issuerUrl = '';
+  const context = async (): Promise<IssuerContext> => ({
+    directory: await directory.current(),
+    keys: await keys.current(),
+    issuerStyle: options.issuerStyle as IssuerStyle,
+    origin: issuerUrl,
+    clientCredentialsLifetimeSeconds: options.tokenLifetime,
+    managedIdentityLifetimeSeconds: options.managedIdentityTokenLifetime,
+  });
+  // Fail at start, not at the first request, when a file is unreadable.
+  const first = await context();
+
+  const issuer = createHttpServer({ logger, tls, bodyLimit: TOKEN_BODY_LIMIT });
+  registerIssuerRoutes(issuer, { context, origin: () => issuerUrl });
+  const metadata = createHttpServer({ logger, bodyLimit: 16 * 1024 });
+  registerImdsRoutes(metadata, { context, identityHeader });
+
+  issuerUrl = await listen(issuer, { host: options.host, port: options.port, component: 'identity' });
+  let imdsUrl: string;
+  try {
+    imdsUrl = await listen(metadata, { host: options.host, port: options.imdsPort, component: 'identity', portKey: 'imdsPort' });
+  } catch (err) {
+    await issuer.close();
+    throw err;
+  }
+  const tenantId = first.directory.defaultTenantId;
+  const appServiceUrl = `${imdsUrl}${APP_SERVICE_TOKEN_PATH}`;
+  logger.info({ issuerUrl, imdsUrl, tenantId }, 'identity listening');
+  return {
+    urls: [
+      { label: 'token issuer (authority host)', url: issuerUrl },
+      { label: 'token endpoint v2', url: `${issuerUrl}/${tenantId}/oauth2/v2.0/token` },
+      { label: 'discovery', url: `${issuerUrl}/${tenantId}/v2.0/.well-known/openid-configuration` },
+      { label: 'managed identity (IMDS)', url: `${imdsUrl}/metadata/identity/oauth2/token` },
+    ],
+    credentials: credentialLines(seed, tenantId, imdsUrl, appServiceUrl, identityHeader, issuerUrl),
+    caCertPath: tls.caCertPath,
+    exports: {
+      authorityHost: issuerUrl,
+      imdsUrl,
+      tenantId,
+      jwksUri: `${issuerUrl}/${tenantId}/discovery/v2.0/keys`,
+      issuerV1: issuerFor(1, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
+      issuerV2: issuerFor(2, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
+      identityEndpoint: appServiceUrl,
+      identityHeader,
+      directoryPath: directory.path,
+      caCertPath: tls.caCertPath ?? '',
+    },
+    close: async () => {
+      await Promise.all([issuer.close(), metadata.close()]);
+    },
+  };
+}
