@@ -56,9 +56,14 @@ function fromFrameworkError(error: unknown): ScoringError {
   return new ScoringError(500, 'InternalError', 'internal error');
 }
 
-/** The one place a failure becomes a response, for both servers. */
-export function sendError(reply: FastifyReply, error: unknown, logger: Logger): FastifyReply {
+/**
+ * The one place a failure becomes a response, for both servers. Routes of the
+ * open inference protocol (KServe/Triton v2) answer in that protocol's own
+ * error shape, `{"error": "<message>"}`.
+ */
+export function sendError(reply: FastifyReply, error: unknown, logger: Logger, style: 'envelope' | 'open-inference' = 'envelope'): FastifyReply {
   const mapped = error instanceof ScoringError ? error : fromFrameworkError(error);
   if (mapped.status >= 500 && !(error instanceof ScoringError)) logger.error({ err: error }, 'request failed');
-  return reply.code(mapped.status).type('application/json; charset=utf-8').send(errorBody(mapped.code, mapped.message, mapped.path));
+  const body = style === 'open-inference' ? { error: mapped.message } : errorBody(mapped.code, mapped.message, mapped.path);
+  return reply.code(mapped.status).type('application/json; charset=utf-8').send(body);
 }

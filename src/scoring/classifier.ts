@@ -1,0 +1,165 @@
+/**
+ * The ImageNet classifier behind POST /score: an ONNX model run by ONNX
+ * Runtime's native thread pool (session.run is async native code, so the
+ * event loop stays free), the pixel-scaling rule of §2.1, and softmax over
+ * the model's 1000 outputs (§2.1: "softmax probabilities, in class-index order").
+ */
+import { availableParallelism } from 'node:os';
+import * as ort from 'onnxruntime-node';
+import { StartupError } from '../common/errors.ts';
+import { invalidBody } from './errors.ts';
+import { INPUT_SHAPE, type TensorBody } from './tensor-body.ts';
+
+export const CLASS_COUNT = 1000;
+
+/**
+ * How request numbers map to the model's input. `auto`: any negative value →
+ * already normalised; else integers, or any value above 1 → 0..255 pixels;
+ * else 0..1 floats. Pixels and unit floats then get (x − mean) / std.
+ */
+export const INPUT_SCALES = ['auto', 'pixels', 'unit', 'normalized'] as const;
+export type InputScale = (typeof INPUT_SCALES)[number];
+
+/** Whether the model's outputs are logits (softmax applied) or probabilities already; `auto` looks once at load. */
+export const MODEL_OUTPUTS = ['auto', 'logits', 'probabilities'] as const;
+export type ModelOutput = (typeof MODEL_OUTPUTS)[number];
+
+export interface ClassifierOptions {
+  modelPath: string;
+  /** Threads ONNX Runtime uses inside one run; 0 = one per core. */
+  threads: number;
+  inputScale: InputScale;
+  modelOutput: ModelOutput;
+  /** Per-channel (R, G, B) normalisation of the model, on 0..1 values. */
+  mean: readonly number[];
+  std: readonly number[];
+}
+
+export interface Classification {
+  /** 1000 softmax probabilities in class-index order. */
+  result: number[];
+  /** Seconds spent in the model run, measured here (§2.1 "measured by the scoring container"). */
+  time: number;
+}
+
+/** Decides which scale a request's numbers are on, and refuses values that fit none. */
+export function resolveInputScale(body: Pick<TensorBody, 'allIntegers' | 'min' | 'max'>, forced: InputScale): Exclude<InputScale, 'auto'> {
+  const scale = forced !== 'auto' ? forced : body.min < 0 ? 'normalized' : body.allIntegers || body.max > 1 ? 'pixels' : 'unit';
+  const limit = scale === 'pixels' ? 255 : scale === 'unit' ? 1 : Infinity;
+  if (scale !== 'normalized' && (body.min < 0 || body.max > limit)) {
+    throw invalidBody(
+      `values range from ${body.min} to ${body.max}, outside 0..${limit} for ${scale === 'pixels' ? 'pixels' : '0..1 floats'}` +
+        (forced === 'auto' ? ' (integers and values above 1 are read as 0..255 pixels)' : ` (the server reads input as ${scale})`),
+      'data',
+    );
+  }
+  return scale;
+}
+
+/** Writes the model's input in place: v·(k/std) − mean/std per channel, k = 1/255 for pixels. */
+export function normalizeInput(values: Float32Array, scale: Exclude<InputScale, 'auto'>, mean: readonly number[], std: readonly number[]): void {
+  if (scale === 'normalized') return;
+  const unit = scale === 'pixels' ? 1 / 255 : 1;
+  const plane = values.length / mean.length;
+  for (let channel = 0; channel < mean.length; channel++) {
+    const factor = unit / std[channel]!;
+    const offset = -mean[channel]! / std[channel]!;
+    const end = (channel + 1) * plane;
+    for (let i = channel * plane; i < end; i++) values[i] = values[i]! * factor + offset;
+  }
+}
+
+export function softmax(logits: ArrayLike<number>): number[] {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+  const out = new Array<number>(logits.length);
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) {
+    out[i] = Math.exp(logits[i]! - max);
+    sum += out[i]!;
+  }
+  for (let i = 0; i < out.length; i++) out[i]! /= sum;
+  return out;
+}
+
+function looksLikeProbabilities(values: ArrayLike<number>): boolean {
+  let sum = 0;
+  for (let i = 0; i < values.length; i++) {
+    if (!(values[i]! >= 0 && values[i]! <= 1)) return false;
+    sum += values[i]!;
+  }
+  return Math.abs(sum - 1) < 1e-3;
+}
+
+export class ImageClassifier {
+  /** Runs wait here so that one run at a time gets every thread, instead of runs fighting over cores. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly options: ClassifierOptions,
+    readonly inputName: string,
+    readonly outputName: string,
+    readonly outputIsLogits: boolean,
+  ) {}
+
+  static async load(options: ClassifierOptions): Promise<ImageClassifier> {
+    let session: ort.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(options.modelPath, {
+        executionProviders: ['cpu'],
+        intraOpNumThreads: options.threads > 0 ? options.threads : availableParallelism(),
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+        graphOptimizationLevel: 'all',
+        // Warnings about initializers listed as graph inputs are noise for a served model.
+        logSeverityLevel: 3,
+      });
+    } catch (err) {
+      throw new StartupError(`cannot load model ${options.modelPath}: ${(err as Error).message}`);
+    }
+    const inputName = session.inputNames[0];
+    const outputName = session.outputNames[0];
+    if (!inputName || !outputName) throw new StartupError(`model ${options.modelPath} has no input or no output`);
+    // One run at load: checks the shapes and warms the thread pool, so the first request is not slow.
+    let output: Float32Array;
+    try {
+      const warmup = await session.run({ [inputName]: new ort.Tensor('float32', new Float32Array(INPUT_SHAPE.reduce((a, d) => a * d, 1)), [...INPUT_SHAPE]) });
+      output = warmup[outputName]!.data as Float32Array;
+    } catch (err) {
+      await session.release();
+      throw new StartupError(`model ${options.modelPath} does not take a float32 [1,3,224,224] input: ${(err as Error).message}`);
+    }
+    if (output.length !== CLASS_COUNT) {
+      await session.release();
+      throw new StartupError(`model ${options.modelPath} gives ${output.length} values; an ImageNet-1k classifier gives ${CLASS_COUNT}`);
+    }
+    const logits = options.modelOutput === 'auto' ? !looksLikeProbabilities(output) : options.modelOutput === 'logits';
+    return new ImageClassifier(session, options, inputName, outputName, logits);
+  }
+
+  /** Classifies one parsed request body (its values are normalised in place). */
+  async classify(body: TensorBody): Promise<Classification> {
+    normalizeInput(body.values, resolveInputScale(body, this.options.inputScale), this.options.mean, this.options.std);
+    const { output, seconds } = await this.run(body.values);
+    return { result: this.outputIsLogits ? softmax(output) : Array.from(output), time: seconds };
+  }
+
+  /** The model itself on a prepared input: its raw output and the seconds the run took. */
+  run(input: Float32Array): Promise<{ output: Float32Array; seconds: number }> {
+    const next = this.queue.then(async () => {
+      const tensor = new ort.Tensor('float32', input, [...INPUT_SHAPE]);
+      const started = performance.now();
+      const results = await this.session.run({ [this.inputName]: tensor });
+      const seconds = (performance.now() - started) / 1000;
+      return { output: results[this.outputName]!.data as Float32Array, seconds };
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    await this.session.release();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The scoring container (§4.1): POST /score with {"data": [1,3,224,224]}
+ * answers {"result": [1000 probabilities], "time": seconds}. The body is read
+ * as raw bytes and parsed straight into the model's input tensor.
+ */
+import type { FastifyInstance } from 'fastify';
+import { commonOptions, portOption, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { ConfigError } from '../common/errors.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger, type Logger } from '../common/log.ts';
+import { resolveModelFile } from '../common/models.ts';
+import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type ModelOutput } from './classifier.ts';
+import { ScoringError, sendError } from './errors.ts';
+import { DEFAULT_MODEL } from './model-files.ts';
+import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
+import { readTensorBody } from './tensor-body.ts';
+
+export const scoringOptions = {
+  ...commonOptions,
+  port: portOption(5001),
+  model: {
+    type: 'string',
+    default: '',
+    description: `ONNX ImageNet-1k classifier taking float32 [1,3,224,224] and giving 1000 values (default: ${DEFAULT_MODEL.relativePath} in $OFFCLOUD_MODELS_DIR, <data-dir>/models or ../shared/models)`,
+  },
+  inputScale: {
+    type: 'string',
+    default: 'auto',
+    choices: INPUT_SCALES,
+    description: 'how request numbers are read: auto (negative → normalized; integers or any value > 1 → 0..255 pixels; else 0..1 floats), pixels, unit, normalized',
+  },
+  modelOutput: {
+    type: 'string',
+    default: 'auto',
+    choices: MODEL_OUTPUTS,
+    description: 'whether the model gives logits (softmax is applied) or probabilities; auto decides from one run at load',
+  },
+  mean: { type: 'list', default: ['0.485', '0.456', '0.406'], description: "the model's per-channel mean (R,G,B) on 0..1 values" },
+  std: { type: 'list', default: ['0.229', '0.224', '0.225'], description: "the model's per-channel standard deviation (R,G,B)" },
+  threads: { type: 'integer', default: 0, min: 0, max: 256, description: 'ONNX Runtime threads per run (0 = one per core)' },
+  maxBodyBytes: {
+    type: 'integer',
+    default: 16 * 1024 * 1024,
+    min: 1024,
+    max: 256 * 1024 * 1024,
+    description: 'largest request body in bytes (150,528 numbers are 0.6 MB as pixels, about 3 MB as 17-digit floats)',
+  },
+} satisfies OptionSchema;
+export type ScoringOptions = OptionValues<typeof scoringOptions>;
+
+function channelValues(key: 'mean' | 'std', raw: string[]): number[] {
+  const values = raw.map(Number);
+  if (values.length !== 3 || values.some((v) => !Number.isFinite(v)) || (key === 'std' && values.some((v) => v <= 0))) {
+    throw new ConfigError(`--${key} must be three ${key === 'std' ? 'positive ' : ''}numbers (R,G,B); got ${JSON.stringify(raw.join(','))}`);
+  }
+  return values;
+}
+
+/** Every request body reaches the handlers as raw bytes, whatever its content type (curl -d sends form-urlencoded). */
+function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+}
+
+export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(scoringOptions, given);
+  const logger: Logger = given.logger ?? createLogger(options.logLevel, 'scoring');
+  const mean = channelValues('mean', options.mean);
+  const std = channelValues('std', options.std);
+  const modelPath = resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, explicit: options.model || undefined, dataDir: options.dataDir });
+
+  let classifier: ImageClassifier | null = null;
+  const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
+  acceptRawBodies(app, options.maxBodyBytes);
+  const loaded = (): ImageClassifier => {
+    if (!classifier) throw new ScoringError(503, 'ServiceUnavailable', 'the model is still loading');
+    return classifier;
+  };
+
+  app.post('/score', async (request, reply) => {
+    const body = request.body;
+    if (!Buffer.isBuffer(body)) throw new ScoringError(400, 'InvalidRequestBody', 'the body is empty; expected a JSON object {"data": …} of shape [1,3,224,224]');
+    const model = loaded();
+    const classification = await model.classify(readTensorBody(body));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+  });
+  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'], url: '/score', handler: async (_request, reply) => {
+    reply.header('allow', 'POST');
+    throw new ScoringError(405, 'MethodNotAllowed', 'use POST /score with {"data": [...]} of shape [1,3,224,224]');
+  } });
+  registerOpenInferenceRoutes(app, loaded);
+  app.setNotFoundHandler(async (request) => {
+    throw new ScoringError(404, 'NotFound', `no route ${request.method} ${request.url.split('?')[0]}; the scoring container serves POST /score`);
+  });
+  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, logger, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
+
+  // Listen first so /ready can say "starting" while the model loads (§9 probes); start() resolves once it is ready.
+  const url = await listen(app, { host: options.host, port: options.port, component: 'scoring' });
+  try {
+    classifier = await ImageClassifier.load({
+      modelPath,
+      threads: options.threads,
+      inputScale: options.inputScale as InputScale,
+      modelOutput: options.modelOutput as ModelOutput,
+      mean,
+      std,
+    });
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  logger.info({ url, modelPath, logits: classifier.outputIsLogits }, 'scoring container ready');
+  return {
+    urls: [
+      { label: 'POST /score', url: `${url}/score` },
+      { label: 'open inference v2', url: `${url}/v2/models/${OPEN_INFERENCE_MODEL_NAME}/infer` },
+    ],
+    credentials: [`model ${modelPath}`],
+    exports: { scoringUrl: url },
+    close: async () => {
+      await app.close();
+      await classifier?.close();
+    },
+  };
+}
