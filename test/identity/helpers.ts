@@ -1,5 +1,4 @@
 /** Starts the identity component for a test and sets up registrations through the same functions the CLI uses. */
-import type { TestContext } from 'node:test';
 import { Agent, request } from 'undici';
 import { readFileSync } from 'node:fs';
 import { tempDataDir } from '../helpers/index.ts';
@@ -20,7 +19,24 @@ export interface StartedIdentity {
   change<T>(fn: (d: Directory) => T): Promise<T>;
 }
 
-export async function startForTest(t: TestContext, options: Partial<IdentityOptions> = {}): Promise<StartedIdentity> {
+/** Anything with an `after` hook: a TestContext, or `{ after }` from node:test for a whole file. */
+export interface Cleanup {
+  after(fn: () => unknown): void;
+}
+
+/**
+ * For a suite that shares one server: collects cleanups and runs them in the
+ * suite's `after` (an `after` called inside `before` would run at once).
+ */
+export function suiteCleanup(after: (fn: () => Promise<void>) => void): Cleanup {
+  const cleanups: (() => unknown)[] = [];
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  return { after: (fn) => cleanups.push(fn) };
+}
+
+export async function startForTest(t: Cleanup, options: Partial<IdentityOptions> = {}): Promise<StartedIdentity> {
   const dataDir = options.dataDir ?? (await tempDataDir(t));
   const running = await startIdentity({ dataDir, port: 0, imdsPort: 0, logLevel: 'silent', ...options });
   const dispatcher = new Agent({ connect: { ca: readFileSync(running.caCertPath!, 'utf8') } });
