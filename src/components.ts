@@ -2,12 +2,15 @@
 import type { CommandGroup, ComponentDefinition } from './common/component.ts';
 import type { OptionSchema } from './common/config.ts';
 import { calculator } from './calculator/index.ts';
+import { gateway, users } from './gateway/index.ts';
 import { identity } from './identity/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';
 import { scripts } from './scripttrigger/index.ts';
 import { hub } from './hub/index.ts';
+import { billing } from './billing/index.ts';
+import { sentiment } from './sentiment/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, identity, devsvc, devdata, scripts, hub] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, devsvc, devdata, scripts, hub, billing, sentiment] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands];

@@ -1,0 +1,150 @@
+/**
+ * The admin API on Kong's paths, in DB-less form: entities can be read, and
+ * the whole configuration is replaced at once with POST /config (validated
+ * first, then swapped in one step so requests in flight finish on the
+ * configuration they started with).
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { createHttpServer, listen } from '../common/http.ts';
+import { documentHash, parseDeclarativeText, toDeclarativeYaml, type LoadedConfig } from './declarative.ts';
+import { adminError, GatewayError } from './errors.ts';
+import type { Entities } from './model.ts';
+import { PLUGINS } from './plugins/index.ts';
+import type { PluginEnvironment } from './plugins/plugin.ts';
+
+export interface ProxyCounters {
+  accepted: number;
+  active: number;
+  inFlight: number;
+  total: number;
+}
+
+export interface GatewayRuntime {
+  config: LoadedConfig;
+  /** Validates and swaps in a new document; throws DeclarativeConfigError and keeps the old one when invalid. */
+  reload(doc: unknown): LoadedConfig;
+  stats: ProxyCounters;
+  env: PluginEnvironment;
+  listeners(): { proxy: string[] };
+}
+
+const VERSION = '0.1.0';
+const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+type Kind = keyof Entities;
+
+/** Kong's paged list: `{ data, next }`, `size` (default 100) and an opaque `offset`. */
+function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
+  const query = request.query as Record<string, string | undefined>;
+  const size = query.size === undefined ? 100 : Number(query.size);
+  if (!Number.isInteger(size) || size < 1 || size > 1000) {
+    return reply.code(400).send({ message: "size must be an integer between 1 and 1000" });
+  }
+  const offset = query.offset === undefined ? 0 : Number(Buffer.from(query.offset, 'base64url').toString('utf8'));
+  if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ message: 'invalid offset' });
+  const data = items.slice(offset, offset + size);
+  const nextOffset = offset + size < items.length ? Buffer.from(String(offset + size)).toString('base64url') : null;
+  const path = request.url.split('?')[0];
+  return { data, next: nextOffset ? `${path}?size=${size}&offset=${nextOffset}` : null, ...(nextOffset ? { offset: nextOffset } : {}) };
+}
+
+/** The body of POST /config: the document itself (JSON), `{ config: "<yaml>" }`, raw YAML, or a `config` form field. */
+function documentFrom(body: unknown): unknown {
+  if (typeof body === 'string') return parseDeclarativeText(body);
+  if (body instanceof URLSearchParams) {
+    const text = body.get('config');
+    if (text === null) throw new GatewayError(400, "the form needs a 'config' field holding the declarative configuration");
+    return parseDeclarativeText(text);
+  }
+  if (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof (body as { config?: unknown }).config === 'string' && !('_format_version' in body)) {
+    return parseDeclarativeText((body as { config: string }).config);
+  }
+  return body;
+}
+
+/** Entities by id, the shape Kong's POST /config answers with. */
+function byId(entities: Entities): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(Object.entries(entities).map(([kind, list]) => [kind, Object.fromEntries((list as { id: string }[]).map((e) => [e.id, e]))]));
+}
+
+export async function startAdmin(runtime: GatewayRuntime, options: { host: string; port: number; logger: Logger }) {
+  const app = createHttpServer({ logger: options.logger, bodyLimit: MAX_CONFIG_BYTES });
+  app.addContentTypeParser(['text/yaml', 'application/yaml', 'application/x-yaml', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, new URLSearchParams(body as string)));
+  const nodeId = randomUUID();
+  const entities = () => runtime.config.entities;
+  const find = (kind: Kind, key: string) => (entities()[kind] as { id: string; name?: string | null; username?: string | null }[]).find((e) => e.id === key || e.name === key || e.username === key);
+  const one = (kind: Kind) => async (request: FastifyRequest<{ Params: { key: string } }>, reply: FastifyReply) =>
+    find(kind, request.params.key) ?? reply.code(404).send({ message: 'Not found' });
+  const children = <T>(parent: Kind, list: (id: string) => T[]) => async (request: FastifyRequest<{ Params: { key: string } }>, reply: FastifyReply) => {
+    const found = find(parent, request.params.key);
+    return found ? page(list(found.id), request, reply) : reply.code(404).send({ message: 'Not found' });
+  };
+
+  app.get('/', async () => ({
+    tagline: 'Welcome to the offcloud gateway (Kong 3.x compatible, DB-less)',
+    version: VERSION,
+    hostname: hostname(),
+    node_id: nodeId,
+    configuration: { database: 'off', role: 'traditional', router_flavor: 'traditional', proxy_listeners: runtime.listeners().proxy, admin_listen: [`${options.host}:${options.port}`] },
+    plugins: {
+      available_on_server: Object.fromEntries([...PLUGINS.values()].map((p) => [p.name, { version: VERSION, priority: p.priority }])),
+      enabled_in_cluster: [...new Set(entities().plugins.map((p) => p.name))],
+    },
+  }));
+  app.get('/status', async () => {
+    const memory = process.memoryUsage();
+    const { stats } = runtime;
+    return {
+      memory: { workers_lua_vms: [{ pid: process.pid, http_allocated_gc: `${(memory.heapUsed / 2 ** 20).toFixed(2)} MiB` }], rss: `${(memory.rss / 2 ** 20).toFixed(2)} MiB` },
+      server: {
+        connections_accepted: stats.accepted,
+        connections_active: stats.active,
+        connections_handled: stats.accepted,
+        connections_reading: 0,
+        connections_writing: stats.inFlight,
+        connections_waiting: Math.max(0, stats.active - stats.inFlight),
+        total_requests: stats.total,
+      },
+      configuration_hash: runtime.config.hash,
+    };
+  });
+  app.get('/plugins/enabled', async () => ({ enabled_plugins: [...PLUGINS.keys()] }));
+  for (const kind of ['services', 'routes', 'consumers', 'plugins'] as const) {
+    app.get(`/${kind}`, async (request, reply) => page<unknown>(entities()[kind], request, reply));
+    app.get(`/${kind}/:key`, one(kind));
+  }
+  app.get('/key-auths', async (request, reply) => page(entities().keyauth_credentials, request, reply));
+  app.get('/services/:key/routes', children('services', (id) => entities().routes.filter((r) => r.service?.id === id)));
+  app.get('/services/:key/plugins', children('services', (id) => entities().plugins.filter((p) => p.service?.id === id)));
+  app.get('/routes/:key/plugins', children('routes', (id) => entities().plugins.filter((p) => p.route?.id === id)));
+  app.get('/consumers/:key/plugins', children('consumers', (id) => entities().plugins.filter((p) => p.consumer?.id === id)));
+  app.get('/consumers/:key/key-auth', children('consumers', (id) => entities().keyauth_credentials.filter((c) => c.consumer.id === id)));
+
+  app.get('/config', async () => ({ config: toDeclarativeYaml(entities()) }));
+  app.post('/config', async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const doc = documentFrom(request.body);
+    if ((query.check_hash === '1' || query.check_hash === 'true') && documentHash(doc) === runtime.config.hash) return reply.code(304).send();
+    return reply.code(201).send(byId(runtime.reload(doc).entities));
+  });
+  // DB-less: entities change only through POST /config, as in Kong.
+  for (const url of ['/:kind', '/:kind/*']) {
+    app.route({
+      method: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      url,
+      handler: async (request, reply) =>
+        reply.code(405).send({ message: `cannot ${request.method.toLowerCase()} '${(request.params as { kind: string }).kind}' entities when not using a database; use POST /config` }),
+    });
+  }
+  app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ message: 'Not found' }));
+  app.setErrorHandler(async (error, _request, reply) => {
+    const { status, body } = error instanceof GatewayError ? { status: error.status, body: { message: error.message } } : adminError(error);
+    if (status >= 500) options.logger.error({ err: error }, 'admin request failed');
+    return reply.code(status).send(body);
+  });
+  const url = await listen(app, { host: options.host, port: options.port, component: 'gateway', portKey: 'adminPort' });
+  return { url, close: () => app.close() };
+}

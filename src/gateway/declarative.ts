@@ -1,0 +1,344 @@
+/**
+ * Kong's declarative configuration (`_format_version: "3.0"`, YAML or
+ * JSON): parsing, validation with the path of every bad key, nesting
+ * flattened into entities with resolved references, and the compiled form
+ * the proxy runs on.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { DeclarativeConfigError } from './errors.ts';
+import { consumerFields, keyauthCredentialFields, NESTED, pluginFields, routeFields, serviceFields } from './entities.ts';
+import type { Consumer, Entities, KeyauthCredential, Plugin, PluginInstance, PluginSlot, Route, Service } from './model.ts';
+import { PLUGINS } from './plugins/index.ts';
+import type { ConsumerDirectory, PluginEnvironment } from './plugins/plugin.ts';
+import { compileRoutes, type RouteCandidate } from './router.ts';
+import { checkRecord, join, type Field, type FieldError } from './schema.ts';
+
+export interface LoadedConfig {
+  entities: Entities;
+  /** md5 of the document, Kong's `configuration_hash`. */
+  hash: string;
+  candidates: RouteCandidate[];
+  directory: ConsumerDirectory;
+}
+
+const TOP_LEVEL_KINDS = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins'] as const;
+type Kind = (typeof TOP_LEVEL_KINDS)[number];
+const FIELDS: Record<Kind, Record<string, Field>> = {
+  services: serviceFields,
+  routes: routeFields,
+  consumers: consumerFields,
+  keyauth_credentials: keyauthCredentialFields,
+  plugins: pluginFields,
+};
+const KONG_ONLY_KINDS = ['upstreams', 'targets', 'certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'basicauth_credentials', 'jwt_secrets', 'acls', 'hmacauth_credentials', 'oauth2_credentials'];
+const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
+
+/** Parses YAML or JSON text (JSON is YAML); syntax errors name the line. */
+export function parseDeclarativeText(text: string): unknown {
+  try {
+    return parseYaml(text, { uniqueKeys: true, maxAliasCount: 100 });
+  } catch (err) {
+    throw new DeclarativeConfigError([{ path: '', message: `not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}` }]);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Stable ids for entities the file does not give one, so a reload keeps them (UUID v5 layout). */
+function stableId(kind: string, key: string): string {
+  const bytes = createHash('sha1').update(`offcloud-gateway:${kind}:${key}`).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+interface Row {
+  kind: Kind;
+  path: string;
+  value: Record<string, unknown>;
+  /** The parent this entity was nested under: the foreign key it gets. */
+  parent?: { field: string; row: Row };
+}
+
+/** Walks the document, checks every entity's fields, and lists entities with nesting flattened. */
+function collectRows(doc: Record<string, unknown>, errors: FieldError[]): Row[] {
+  const rows: Row[] = [];
+  const visit = (kind: Kind, list: unknown, path: string, parent?: Row['parent']) => {
+    if (list === undefined || list === null) return;
+    if (!Array.isArray(list)) {
+      errors.push({ path, message: 'expected an array' });
+      return;
+    }
+    list.forEach((item, i) => {
+      const itemPath = join(path, i);
+      if (!isRecord(item)) {
+        errors.push({ path: itemPath, message: 'expected a record' });
+        return;
+      }
+      const nested: Record<string, Kind> = {};
+      for (const child of Object.keys((NESTED as Record<string, Record<string, string>>)[kind] ?? {})) nested[child] = child as Kind;
+      const own = Object.fromEntries(Object.entries(item).filter(([key]) => !(key in nested)));
+      const checked = checkRecord(FIELDS[kind], own, itemPath, errors);
+      const row: Row = { kind, path: itemPath, value: checked, parent };
+      rows.push(row);
+      const foreign = (NESTED as Record<string, Record<string, string>>)[kind] ?? {};
+      for (const [child, field] of Object.entries(foreign)) visit(child as Kind, item[child], join(itemPath, child), { field, row });
+    });
+  };
+  for (const kind of TOP_LEVEL_KINDS) visit(kind, doc[kind], kind);
+  return rows;
+}
+
+function applyServiceUrl(value: Record<string, unknown>, path: string, errors: FieldError[]): void {
+  if (typeof value.url === 'string') {
+    let url: URL;
+    try {
+      url = new URL(value.url);
+    } catch {
+      errors.push({ path: join(path, 'url'), message: 'invalid url' });
+      return;
+    }
+    const protocol = url.protocol.slice(0, -1);
+    if (protocol !== 'http' && protocol !== 'https') {
+      errors.push({ path: join(path, 'url'), message: 'expected one of: http, https' });
+      return;
+    }
+    value.protocol = protocol;
+    value.host = url.hostname;
+    value.port = url.port ? Number(url.port) : protocol === 'https' ? 443 : 80;
+    // Kong keeps no path for `http://h` and "/" for `http://h/`.
+    const afterHost = value.url.replace(/^[a-z]+:\/\/[^/?#]*/i, '');
+    value.path = afterHost === '' ? null : url.pathname;
+    delete value.url;
+  }
+  if (typeof value.host !== 'string') errors.push({ path: join(path, 'host'), message: 'required field missing' });
+  value.port ??= 80;
+}
+
+/** Looks up a referenced entity by id or by its name field; an error names the path when it is missing. */
+function resolver<T extends { id: string }>(items: T[], nameOf: (item: T) => (string | null)[]) {
+  const byKey = new Map<string, T>();
+  for (const item of items) {
+    byKey.set(item.id, item);
+    for (const name of nameOf(item)) if (name) byKey.set(name, item);
+  }
+  return (ref: unknown, path: string, what: string, errors: FieldError[]): { id: string } | null => {
+    if (ref === undefined || ref === null) return null;
+    const key = typeof ref === 'string' ? ref : Object.values(ref as Record<string, string>)[0]!;
+    const found = byKey.get(key);
+    if (!found) {
+      errors.push({ path, message: `references a ${what} that does not exist: '${key}'` });
+      return null;
+    }
+    return { id: found.id };
+  };
+}
+
+function checkUnique<T>(items: { item: T; path: string }[], field: string, value: (item: T) => string | null | undefined, errors: FieldError[]): void {
+  const seen = new Map<string, string>();
+  for (const { item, path } of items) {
+    const v = value(item);
+    if (v === null || v === undefined) continue;
+    const first = seen.get(v);
+    if (first) errors.push({ path: join(path, field), message: `uniqueness violation: '${v}' is also used by ${first}` });
+    else seen.set(v, path);
+  }
+}
+
+/** Kong's plugin precedence: consumer+route+service first, global last. */
+function scopeRank(p: Plugin): number {
+  const c = p.consumer !== null;
+  const r = p.route !== null;
+  const s = p.service !== null;
+  const order = [c && r && s, c && r && !s, c && !r && s, !c && r && s, c && !r && !s, !c && r && !s, !c && !r && s];
+  const index = order.indexOf(true);
+  return index < 0 ? order.length : index;
+}
+
+function validateDocument(doc: unknown, now: number): { entities: Entities; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [] };
+  if (!isRecord(doc)) return { entities: empty, errors: [{ path: '', message: 'expected a record (the top level of a declarative configuration)' }] };
+  if (doc._format_version === undefined) errors.push({ path: '_format_version', message: 'required field missing' });
+  else if (doc._format_version !== '3.0') {
+    errors.push({ path: '_format_version', message: `expected "3.0" (Kong 3.x); got ${JSON.stringify(doc._format_version)}` });
+  }
+  if (doc._transform !== undefined && typeof doc._transform !== 'boolean') errors.push({ path: '_transform', message: 'expected a boolean' });
+  for (const key of Object.keys(doc)) {
+    if (META_KEYS.includes(key) || (TOP_LEVEL_KINDS as readonly string[]).includes(key)) continue;
+    if (KONG_ONLY_KINDS.includes(key)) errors.push({ path: key, message: `not supported by offcloud's gateway (Kong entity '${key}')` });
+    else errors.push({ path: key, message: 'unknown field' });
+  }
+
+  const rows = collectRows(doc, errors);
+  const created = Math.floor(now / 1000);
+  const byKind = (kind: Kind) => rows.filter((r) => r.kind === kind);
+  const withIds = (kind: Kind, keyOf: (row: Row, i: number) => string) =>
+    byKind(kind).map((row, i) => {
+      row.value.id ??= stableId(kind, keyOf(row, i));
+      row.value.created_at ??= created;
+      return row;
+    });
+
+  const serviceRows = withIds('services', (r, i) => String(r.value.name ?? `#${i}`));
+  for (const row of serviceRows) applyServiceUrl(row.value, row.path, errors);
+  const services = serviceRows.map((r) => ({ updated_at: r.value.created_at, name: null, path: null, tls_verify: null, tags: null, ...r.value }) as Service);
+  const findService = resolver(services, (s) => [s.name]);
+
+  const routeRows = withIds('routes', (r, i) => String(r.value.name ?? `${r.path}#${i}`));
+  const routes = routeRows.map((row) => {
+    const v = row.value;
+    const service = row.parent ? { id: String(row.parent.row.value.id) } : findService(v.service, join(row.path, 'service'), 'service', errors);
+    if (!service) errors.push({ path: join(row.path, 'service'), message: 'a route must belong to a service' });
+    if (!['methods', 'hosts', 'headers', 'paths'].some((k) => v[k] !== undefined && v[k] !== null && (Array.isArray(v[k]) ? (v[k] as unknown[]).length : Object.keys(v[k] as object).length))) {
+      errors.push({ path: row.path, message: "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http' or 'https'" });
+    }
+    return { updated_at: v.created_at, name: null, methods: null, hosts: null, paths: null, headers: null, tags: null, ...v, service } as Route;
+  });
+
+  const consumerRows = withIds('consumers', (r, i) => String(r.value.username ?? r.value.custom_id ?? `#${i}`));
+  for (const row of consumerRows) {
+    if (typeof row.value.username !== 'string' && typeof row.value.custom_id !== 'string') {
+      errors.push({ path: row.path, message: "at least one of these fields must be non-empty: 'custom_id', 'username'" });
+    }
+  }
+  const consumers = consumerRows.map((r) => ({ username: null, custom_id: null, tags: null, ...r.value }) as Consumer);
+  const findConsumer = resolver(consumers, (c) => [c.username, c.custom_id]);
+
+  const credentialRows = withIds('keyauth_credentials', (r, i) => String(r.value.key ?? `${r.path}#${i}`));
+  const credentials = credentialRows.map((row) => {
+    const v = row.value;
+    // Kong generates a key when the file gives none.
+    v.key ??= randomBytes(24).toString('base64url');
+    const consumer = row.parent ? { id: String(row.parent.row.value.id) } : findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors);
+    if (!consumer) errors.push({ path: join(row.path, 'consumer'), message: 'required field missing' });
+    return { ttl: null, tags: null, ...v, consumer } as KeyauthCredential;
+  });
+
+  const findRoute = resolver(routes, (r) => [r.name]);
+  const pluginRows = withIds('plugins', (r, i) => `${r.path}#${i}:${String(r.value.name)}`);
+  const plugins = pluginRows.map((row) => {
+    const v = row.value;
+    const parent = row.parent ? { [row.parent.field]: { id: String(row.parent.row.value.id) } } : {};
+    const plugin = {
+      instance_name: null,
+      tags: null,
+      ...v,
+      service: findService(v.service, join(row.path, 'service'), 'service', errors),
+      route: findRoute(v.route, join(row.path, 'route'), 'route', errors),
+      consumer: findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors),
+      ...parent,
+    } as Plugin;
+    const definition = PLUGINS.get(plugin.name);
+    if (typeof v.name === 'string' && !definition) {
+      errors.push({ path: join(row.path, 'name'), message: `plugin '${v.name}' not enabled; this gateway has: ${[...PLUGINS.keys()].join(', ')}` });
+    }
+    if (definition) {
+      const configPath = join(row.path, 'config');
+      const raw = v.config ?? {};
+      if (!isRecord(raw)) errors.push({ path: configPath, message: 'expected a record' });
+      else {
+        const before = errors.length;
+        plugin.config = checkRecord(definition.configFields, definition.expandShorthands?.(raw) ?? raw, configPath, errors);
+        if (errors.length === before) definition.checkConfig?.(plugin.config, configPath, errors);
+      }
+      if (definition.noConsumer && plugin.consumer) errors.push({ path: join(row.path, 'consumer'), message: `value must be null (${plugin.name} cannot be applied to a consumer)` });
+    }
+    return plugin;
+  });
+
+  const listed = <T>(items: T[], rowsOf: Row[]) => items.map((item, i) => ({ item, path: rowsOf[i]!.path }));
+  for (const [items, kindRows] of [
+    [services, serviceRows],
+    [routes, routeRows],
+    [consumers, consumerRows],
+    [credentials, credentialRows],
+    [plugins, pluginRows],
+  ] as const) {
+    checkUnique(listed<{ id: string }>(items, kindRows), 'id', (x) => x.id, errors);
+  }
+  checkUnique(listed(services, serviceRows), 'name', (s) => s.name, errors);
+  checkUnique(listed(routes, routeRows), 'name', (r) => r.name, errors);
+  checkUnique(listed(consumers, consumerRows), 'username', (c) => c.username, errors);
+  checkUnique(listed(consumers, consumerRows), 'custom_id', (c) => c.custom_id, errors);
+  checkUnique(listed(credentials, credentialRows), 'key', (c) => c.key, errors);
+  checkUnique(listed(plugins, pluginRows), 'name', (p) => `${p.name} on ${JSON.stringify([p.route?.id, p.service?.id, p.consumer?.id])}`, errors);
+
+  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins }, errors };
+}
+
+function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory {
+  // Keys are found by their digest, then compared in constant time, so timing says nothing about a key.
+  const digest = (key: string) => createHash('sha256').update(key).digest('base64');
+  const credentials = new Map(entities.keyauth_credentials.map((c) => [digest(c.key), c]));
+  const consumers = new Map<string, Consumer>();
+  for (const c of entities.consumers) {
+    consumers.set(c.id, c);
+    if (c.username) consumers.set(c.username, c);
+  }
+  return {
+    findCredentialByKey(key) {
+      const found = credentials.get(digest(key));
+      if (!found) return undefined;
+      const a = Buffer.from(found.key);
+      const b = Buffer.from(key);
+      if (a.length !== b.length || !timingSafeEqual(a, b)) return undefined;
+      if (found.ttl && Date.now() >= loadedAt + found.ttl * 1000) return undefined;
+      return found;
+    },
+    findConsumer: (idOrUsername) => consumers.get(idOrUsername),
+  };
+}
+
+/** Each route's plugin chain: one slot per plugin name, highest priority first. */
+function pluginSlots(route: Route, instances: PluginInstance[]): PluginSlot[] {
+  const serviceId = route.service?.id;
+  const slots = new Map<string, PluginSlot>();
+  for (const instance of instances) {
+    const p = instance.entity;
+    if ((p.route && p.route.id !== route.id) || (p.service && p.service.id !== serviceId)) continue;
+    let slot = slots.get(p.name);
+    if (!slot) slots.set(p.name, (slot = { name: p.name, priority: instance.priority, candidates: [] }));
+    slot.candidates.push(instance);
+  }
+  for (const slot of slots.values()) slot.candidates.sort((a, b) => scopeRank(a.entity) - scopeRank(b.entity));
+  return [...slots.values()].sort((a, b) => b.priority - a.priority);
+}
+
+/** Validates a parsed document and builds what the proxy runs on; throws DeclarativeConfigError with every problem. */
+export function loadDeclarative(doc: unknown, env: PluginEnvironment, now = Date.now()): LoadedConfig {
+  const { entities, errors } = validateDocument(doc, now);
+  if (errors.length) throw new DeclarativeConfigError(errors);
+  const instances: PluginInstance[] = entities.plugins
+    .filter((p) => p.enabled)
+    .map((entity) => {
+      const definition = PLUGINS.get(entity.name)!;
+      return { entity, priority: definition.priority, handler: definition.create(entity.config, env, entity) };
+    });
+  const services = new Map(entities.services.map((s) => [s.id, s]));
+  const candidates = compileRoutes(
+    entities.routes
+      .filter((route) => services.get(route.service!.id)!.enabled)
+      .map((route) => ({ route, service: services.get(route.service!.id)!, plugins: pluginSlots(route, instances) })),
+  );
+  return {
+    entities,
+    hash: documentHash(doc),
+    candidates,
+    directory: buildDirectory(entities, now),
+  };
+}
+
+/** Kong's configuration_hash: md5 of the document, so POST /config?check_hash=1 can skip an unchanged one. */
+export function documentHash(doc: unknown): string {
+  return createHash('md5').update(JSON.stringify(doc)).digest('hex');
+}
+
+/** The loaded entities as a flat declarative file (what `GET /config` returns). */
+export function toDeclarativeYaml(entities: Entities): string {
+  return stringifyYaml({ _format_version: '3.0', _transform: false, ...entities });
+}

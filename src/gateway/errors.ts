@@ -1,0 +1,124 @@
+/**
+ * The gateway's one error mapping. Everything the proxy answers by itself
+ * (no route, auth, rate limit, upstream failures, bad requests) is a
+ * GatewayError rendered the way Kong 3.x renders `kong.response.error`: the
+ * body follows the request's Accept header (JSON by default) and carries the
+ * request id.
+ */
+import { XMLBuilder } from 'fast-xml-parser';
+
+export class GatewayError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+  }
+}
+
+/** Kong's messages for the statuses nginx or the balancer produce (error_handlers.lua). */
+export const MESSAGES = {
+  badRequest: 'Bad request',
+  notFound: 'no Route matched with those values',
+  requestTimeout: 'Request timeout',
+  payloadTooLarge: 'Payload too large',
+  headersTooLarge: 'Request header or cookie too large',
+  unexpected: 'An unexpected error occurred',
+  badGateway: 'An invalid response was received from the upstream server',
+  unavailable: 'The upstream server is currently unavailable',
+  nameResolution: 'name resolution failed',
+  timeout: 'The upstream server is timing out',
+  useHttps: 'Please use HTTPS protocol',
+} as const;
+
+type Format = 'json' | 'html' | 'xml' | 'plain';
+const CONTENT_TYPES: Record<Format, string> = {
+  json: 'application/json; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+  xml: 'application/xml; charset=utf-8',
+  plain: 'text/plain; charset=utf-8',
+};
+const MEDIA_TYPES: Record<string, Format> = {
+  'application/json': 'json',
+  'application/*': 'json',
+  '*/*': 'json',
+  'text/html': 'html',
+  'text/*': 'html',
+  'application/xml': 'xml',
+  'text/xml': 'xml',
+  'text/plain': 'plain',
+};
+
+/** Like Kong: the supported media type with the highest q wins; the first one on ties. */
+export function errorFormat(accept: string | undefined): Format {
+  let format: Format = 'json';
+  if (!accept) return format;
+  let best = 0;
+  for (const part of accept.split(',')) {
+    const [type = '', ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find(Boolean);
+    const quality = q === undefined ? 1 : Number(q);
+    const known = MEDIA_TYPES[type.trim()];
+    if (known && quality > best) {
+      best = quality;
+      format = known;
+    }
+  }
+  return format;
+}
+
+const xml = new XMLBuilder({ format: true, indentBy: '  ' });
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function renderError(message: string, requestId: string, accept: string | undefined): { contentType: string; body: string } {
+  const format = errorFormat(accept);
+  let body: string;
+  switch (format) {
+    case 'json':
+      body = `{\n  "message":${JSON.stringify(message)},\n  "request_id":"${requestId}"\n}`;
+      break;
+    case 'plain':
+      body = `${message}\nrequest_id: ${requestId}\n`;
+      break;
+    case 'xml':
+      body = `<?xml version="1.0" encoding="UTF-8"?>\n${xml.build({ error: { message, requestid: requestId } })}`;
+      break;
+    case 'html': {
+      const safe = message.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
+      body = `<!doctype html>\n<html>\n  <head>\n    <meta charset="utf-8">\n    <title>Error</title>\n  </head>\n  <body>\n    <h1>Error</h1>\n    <p>${safe}.</p>\n    <p>request_id: ${requestId}</p>\n  </body>\n</html>\n`;
+      break;
+    }
+  }
+  return { contentType: CONTENT_TYPES[format], body };
+}
+
+/** A declarative configuration that failed validation: every problem with its path. */
+export class DeclarativeConfigError extends Error {
+  constructor(readonly errors: { path: string; message: string }[]) {
+    super(`invalid declarative configuration:\n${errors.map((e) => `  ${e.path || '(top level)'}: ${e.message}`).join('\n')}`);
+    this.name = 'DeclarativeConfigError';
+  }
+}
+
+/** The admin API's error answer, Kong-style `{ "message": … }` (plus the field list for a bad config). */
+export function adminError(err: unknown): { status: number; body: Record<string, unknown> } {
+  if (err instanceof DeclarativeConfigError) {
+    const first = err.errors[0];
+    return {
+      status: 400,
+      body: {
+        code: 14,
+        name: 'invalid declarative configuration',
+        message: `declarative config is invalid: ${first ? `${first.path || '(top level)'}: ${first.message}` : ''}${err.errors.length > 1 ? ` (and ${err.errors.length - 1} more)` : ''}`,
+        fields: Object.fromEntries(err.errors.map((e) => [e.path || '@entity', e.message])),
+        flattened_errors: err.errors,
+      },
+    };
+  }
+  const status = (err as { statusCode?: number }).statusCode ?? 500;
+  const messages: Record<number, string> = { 404: 'Not found', 405: 'Method not allowed', 413: 'Payload too large', 415: 'Unsupported Media Type' };
+  const message = status >= 500 ? MESSAGES.unexpected : messages[status] ?? (err as Error).message;
+  return { status, body: { message } };
+}

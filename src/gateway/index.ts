@@ -1,0 +1,31 @@
+/**
+ * Two components: `users`, the user API backend (§4.7), and `gateway`, the
+ * Kong-compatible gateway in front of it and of the calculator. Under
+ * `offcloud up` the gateway takes both backends' URLs from the components
+ * started before it.
+ */
+import { defineComponent } from '../common/component.ts';
+import { gatewayOptions, startGateway } from './server.ts';
+import { startUsers, usersOptions } from './users/server.ts';
+
+export const users = defineComponent({
+  name: 'users',
+  summary: 'User API backend: GET /api/getusers returns the stored users (§4.7)',
+  options: usersOptions,
+  start: startUsers,
+});
+
+export const gateway = defineComponent({
+  name: 'gateway',
+  summary: 'Kong-compatible API gateway: declarative routes, key-auth, rate-limiting (§4.7, §5, §7, §8)',
+  options: gatewayOptions,
+  start: startGateway,
+  wireUp(started) {
+    const wired: { usersUrl?: string; calculatorUrl?: string } = {};
+    const usersUrl = started.get('users')?.exports?.usersUrl;
+    if (usersUrl) wired.usersUrl = usersUrl;
+    const calculator = started.get('calculator')?.urls[0]?.url;
+    if (calculator) wired.calculatorUrl = calculator.replace(/\/add\/\{a\}\/\{b\}$/, '');
+    return wired;
+  },
+});

@@ -1,0 +1,102 @@
+/**
+ * The loaded configuration: Kong's entities after validation, defaults and
+ * reference resolution, plus what the proxy needs precomputed (the sorted
+ * route candidates, the plugin chain of each route).
+ */
+import type { PluginHandler } from './plugins/plugin.ts';
+
+export interface Service {
+  id: string;
+  name: string | null;
+  protocol: 'http' | 'https';
+  host: string;
+  port: number;
+  path: string | null;
+  retries: number;
+  connect_timeout: number;
+  write_timeout: number;
+  read_timeout: number;
+  enabled: boolean;
+  tls_verify: boolean | null;
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Route {
+  id: string;
+  name: string | null;
+  protocols: ('http' | 'https')[];
+  methods: string[] | null;
+  hosts: string[] | null;
+  paths: string[] | null;
+  headers: Record<string, string[]> | null;
+  https_redirect_status_code: number;
+  regex_priority: number;
+  strip_path: boolean;
+  path_handling: 'v0';
+  preserve_host: boolean;
+  request_buffering: boolean;
+  response_buffering: boolean;
+  service: { id: string } | null;
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Consumer {
+  id: string;
+  username: string | null;
+  custom_id: string | null;
+  tags: string[] | null;
+  created_at: number;
+}
+
+export interface KeyauthCredential {
+  id: string;
+  key: string;
+  consumer: { id: string };
+  ttl: number | null;
+  tags: string[] | null;
+  created_at: number;
+}
+
+export interface Plugin {
+  id: string;
+  name: string;
+  instance_name: string | null;
+  config: Record<string, unknown>;
+  enabled: boolean;
+  protocols: string[];
+  service: { id: string } | null;
+  route: { id: string } | null;
+  consumer: { id: string } | null;
+  tags: string[] | null;
+  created_at: number;
+}
+
+/** A plugin entity with its behaviour, ready to run. */
+export interface PluginInstance {
+  entity: Plugin;
+  priority: number;
+  handler: PluginHandler;
+}
+
+/**
+ * One plugin name in a route's chain: the instances that may apply, most
+ * specific scope first. The one that runs is the first whose consumer
+ * scope fits the consumer known when its turn comes (auth runs first).
+ */
+export interface PluginSlot {
+  name: string;
+  priority: number;
+  candidates: PluginInstance[];
+}
+
+export interface Entities {
+  services: Service[];
+  routes: Route[];
+  consumers: Consumer[];
+  keyauth_credentials: KeyauthCredential[];
+  plugins: Plugin[];
+}

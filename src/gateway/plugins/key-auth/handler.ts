@@ -1,0 +1,134 @@
+/**
+ * key-auth (Kong PRIORITY 1250): finds the API key in a header, the query
+ * string or the body, maps it to a consumer, and tells the upstream who
+ * called. Messages and headers are Kong 3.6+'s.
+ */
+import { GatewayError } from '../../errors.ts';
+import type { Consumer, KeyauthCredential } from '../../model.ts';
+import type { PluginDefinition, RequestContext } from '../plugin.ts';
+import { keyAuthFields, type KeyAuthConfig } from './schema.ts';
+
+const NO_KEY = 'No API key found in request';
+const DUPLICATE_KEY = 'Duplicate API key found';
+const BAD_KEY = 'Unauthorized';
+
+type Found = { key: string } | { duplicate: true } | undefined;
+
+function lookInQuery(ctx: RequestContext, name: string, hide: boolean): Found {
+  const params = new URLSearchParams(ctx.query);
+  const values = params.getAll(name);
+  if (values.length > 1) return { duplicate: true };
+  if (values.length === 0) return undefined;
+  if (hide) {
+    params.delete(name);
+    ctx.query = params.toString();
+  }
+  return { key: values[0]! };
+}
+
+async function lookInBody(ctx: RequestContext, name: string, hide: boolean): Promise<Found> {
+  const type = (ctx.clientHeaders['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'application/x-www-form-urlencoded') {
+    const params = new URLSearchParams((await ctx.readBody()).toString('utf8'));
+    const values = params.getAll(name);
+    if (values.length > 1) return { duplicate: true };
+    if (values.length === 0) return undefined;
+    if (hide) {
+      params.delete(name);
+      ctx.replaceBody(Buffer.from(params.toString()));
+    }
+    return { key: values[0]! };
+  }
+  if (type === 'application/json') {
+    let body: unknown;
+    try {
+      body = JSON.parse((await ctx.readBody()).toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+    const value = (body as Record<string, unknown>)[name];
+    if (Array.isArray(value)) return { duplicate: true };
+    if (typeof value !== 'string') return undefined;
+    if (hide) {
+      delete (body as Record<string, unknown>)[name];
+      ctx.replaceBody(Buffer.from(JSON.stringify(body)));
+    }
+    return { key: value };
+  }
+  return undefined;
+}
+
+async function findKey(ctx: RequestContext, conf: KeyAuthConfig): Promise<Found> {
+  for (const name of conf.key_names) {
+    const lower = name.toLowerCase();
+    if (conf.key_in_header) {
+      const values = ctx.clientHeadersDistinct[lower];
+      if (values && values.length > 1) return { duplicate: true };
+      if (values && values.length === 1) {
+        if (conf.hide_credentials) delete ctx.upstreamHeaders[lower];
+        return { key: values[0]! };
+      }
+    }
+    if (conf.key_in_query) {
+      const found = lookInQuery(ctx, name, conf.hide_credentials);
+      if (found) return found;
+    }
+    if (conf.key_in_body) {
+      const found = await lookInBody(ctx, name, conf.hide_credentials);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** The consumer headers Kong sets (or clears, so a client cannot forge them). */
+export function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
+  const headers = ctx.upstreamHeaders;
+  const set = (name: string, value: string | null) => {
+    if (value === null) delete headers[name];
+    else headers[name] = value;
+  };
+  set('x-consumer-id', consumer.id);
+  set('x-consumer-custom-id', consumer.custom_id);
+  set('x-consumer-username', consumer.username);
+  set('x-credential-identifier', credential?.id ?? null);
+  set('x-anonymous-consumer', anonymous ? 'true' : null);
+  ctx.consumer = consumer;
+  ctx.credential = credential;
+}
+
+function authenticate(ctx: RequestContext, conf: KeyAuthConfig, found: Found): GatewayError | undefined {
+  const challenge = { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' };
+  if (found && 'duplicate' in found) return new GatewayError(401, DUPLICATE_KEY, challenge);
+  if (!found || found.key === '') return new GatewayError(401, NO_KEY, challenge);
+  const credential = ctx.directory.findCredentialByKey(found.key);
+  const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
+  if (!credential || !consumer) return new GatewayError(401, BAD_KEY, challenge);
+  setConsumer(ctx, consumer, credential, false);
+  return undefined;
+}
+
+export const keyAuth: PluginDefinition = {
+  name: 'key-auth',
+  priority: 1250,
+  configFields: keyAuthFields,
+  noConsumer: true,
+  create(config) {
+    // The schema checked every field and filled Kong's defaults.
+    const conf = config as unknown as KeyAuthConfig;
+    return {
+      async access(ctx) {
+        if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
+        // With `anonymous`, auth plugins combine as a logical OR: an earlier one already succeeded.
+        if (conf.anonymous && ctx.credential) return;
+        const failure = authenticate(ctx, conf, await findKey(ctx, conf));
+        if (!failure) return;
+        if (!conf.anonymous) throw failure;
+        const anonymous = ctx.directory.findConsumer(conf.anonymous);
+        if (!anonymous) throw new GatewayError(500, 'An unexpected error occurred');
+        setConsumer(ctx, anonymous, null, true);
+      },
+    };
+  },
+};

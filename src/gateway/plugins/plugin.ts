@@ -1,0 +1,72 @@
+/**
+ * What a plugin is (Kong's `schema.lua` + `handler.lua` pair): a config
+ * schema, a priority, and an access-phase handler that may change the
+ * upstream request, add client response headers, or reject the request by
+ * throwing a GatewayError.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { Field, FieldError } from '../schema.ts';
+import type { Consumer, KeyauthCredential, Route, Service } from '../model.ts';
+import type { CounterStores } from './rate-limiting/counters.ts';
+
+/** What the configuration offers a plugin at request time. */
+export interface ConsumerDirectory {
+  findCredentialByKey(key: string): KeyauthCredential | undefined;
+  findConsumer(idOrUsername: string): Consumer | undefined;
+}
+
+export interface RequestContext {
+  requestId: string;
+  method: string;
+  scheme: 'http' | 'https';
+  /** The normalized request path (what routes match against). */
+  path: string;
+  /** The raw query string without `?`; plugins that change it write it back. */
+  query: string;
+  /** The client's headers as received (lower-case names). */
+  clientHeaders: IncomingHttpHeaders;
+  /** Repeated headers kept apart (for "Duplicate API key found"). */
+  clientHeadersDistinct: NodeJS.Dict<string[]>;
+  /** Headers sent upstream; plugins set or delete entries. */
+  upstreamHeaders: Record<string, string | string[]>;
+  /** Headers added to the client response, including error responses. */
+  responseHeaders: Record<string, string>;
+  /** The address limits and logs attribute the request to. */
+  forwardedIp: string;
+  route: Route;
+  service: Service;
+  consumer: Consumer | null;
+  credential: KeyauthCredential | null;
+  directory: ConsumerDirectory;
+  /** The body, once a plugin has read it (it is then sent upstream from this buffer). */
+  body: Buffer | null;
+  /** Reads the whole request body (once); later readers get the same buffer. */
+  readBody(): Promise<Buffer>;
+  /** Replaces the body sent upstream (after a plugin edited it). */
+  replaceBody(body: Buffer): void;
+}
+
+export interface PluginHandler {
+  access(ctx: RequestContext): void | Promise<void>;
+}
+
+/** Shared by every plugin instance of a gateway, across config reloads. */
+export interface PluginEnvironment {
+  counters: CounterStores;
+  logger: Logger;
+}
+
+export interface PluginDefinition {
+  name: string;
+  /** Kong's PRIORITY: higher runs first (key-auth 1250 before rate-limiting 910). */
+  priority: number;
+  configFields: Record<string, Field>;
+  /** Rewrites deprecated spellings into the current fields before they are checked. */
+  expandShorthands?(config: Record<string, unknown>): Record<string, unknown>;
+  /** Whole-config checks after the fields passed (limits in order, required pairs). */
+  checkConfig?(config: Record<string, unknown>, path: string, errors: FieldError[]): void;
+  /** Kong's `no_consumer`: the plugin cannot be scoped to a consumer. */
+  noConsumer?: boolean;
+  create(config: Record<string, unknown>, env: PluginEnvironment, entity: { id: string }): PluginHandler;
+}

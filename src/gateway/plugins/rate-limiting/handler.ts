@@ -1,0 +1,122 @@
+/**
+ * rate-limiting (Kong PRIORITY 910, after authentication): fixed windows on
+ * the UTC wall clock, counted per consumer, credential, IP, header, path or
+ * service, with Kong's headers and 429 answer.
+ */
+import { GatewayError } from '../../errors.ts';
+import type { PluginDefinition, RequestContext } from '../plugin.ts';
+import type { Counter, CounterResult, CounterStore } from './counters.ts';
+import { RedisCounters } from './counters.ts';
+import { checkRateLimitingConfig, expandRedisShorthands, PERIODS, rateLimitingFields, type Period, type RateLimitingConfig } from './schema.ts';
+
+const HEADER_PERIOD: Record<Period, string> = { second: 'Second', minute: 'Minute', hour: 'Hour', day: 'Day', month: 'Month', year: 'Year' };
+
+/** Start and end (ms) of the window of `period` that holds `now`, aligned like Kong's get_timestamps (UTC). */
+export function windowOf(period: Period, now: number): { start: number; end: number } {
+  const fixed = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+  if (period in fixed) {
+    const size = fixed[period as keyof typeof fixed];
+    const start = Math.floor(now / size) * size;
+    return { start, end: start + size };
+  }
+  const date = new Date(now);
+  const year = date.getUTCFullYear();
+  if (period === 'month') {
+    return { start: Date.UTC(year, date.getUTCMonth(), 1), end: Date.UTC(year, date.getUTCMonth() + 1, 1) };
+  }
+  return { start: Date.UTC(year, 0, 1), end: Date.UTC(year + 1, 0, 1) };
+}
+
+/** Kong's get_identifier: what the counters are kept per; every fallback ends at the client IP. */
+function identifierOf(ctx: RequestContext, conf: RateLimitingConfig): string {
+  let id: string | undefined;
+  switch (conf.limit_by) {
+    case 'consumer':
+      id = ctx.consumer?.id ?? ctx.credential?.id;
+      break;
+    case 'credential':
+      id = ctx.credential?.id;
+      break;
+    case 'service':
+      id = ctx.service.id;
+      break;
+    case 'header': {
+      const value = ctx.clientHeaders[conf.header_name!.toLowerCase()];
+      id = Array.isArray(value) ? value.join(', ') : value;
+      break;
+    }
+    case 'path':
+      if (ctx.path === conf.path) id = ctx.path;
+      break;
+    case 'ip':
+      break;
+  }
+  return id ?? ctx.forwardedIp;
+}
+
+/**
+ * Kong's client headers: every configured window's limit and remaining,
+ * and the IETF-draft RateLimit-* trio for the most restrictive one.
+ */
+function rateLimitHeaders(periods: Period[], counters: Counter[], result: CounterResult, now: number, ends: number[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  let chosen = -1;
+  let chosenRemaining = Infinity;
+  periods.forEach((period, i) => {
+    const limit = counters[i]!.limit;
+    // A request that passed used one from every window; one that was refused counted nowhere.
+    const used = result.usage[i]! + (result.allowed ? 1 : 0);
+    const remaining = Math.max(0, limit - used);
+    if (chosen < 0 || remaining < chosenRemaining || (remaining === chosenRemaining && limit > counters[chosen]!.limit)) {
+      chosen = i;
+      chosenRemaining = remaining;
+    }
+    headers[`X-RateLimit-Limit-${HEADER_PERIOD[period]}`] = String(limit);
+    headers[`X-RateLimit-Remaining-${HEADER_PERIOD[period]}`] = String(remaining);
+  });
+  headers['RateLimit-Limit'] = String(counters[chosen]!.limit);
+  headers['RateLimit-Remaining'] = String(chosenRemaining);
+  headers['RateLimit-Reset'] = String(Math.max(1, Math.ceil((ends[chosen]! - now) / 1000)));
+  return headers;
+}
+
+export const rateLimiting: PluginDefinition = {
+  name: 'rate-limiting',
+  priority: 910,
+  configFields: rateLimitingFields,
+  expandShorthands: expandRedisShorthands,
+  checkConfig: checkRateLimitingConfig,
+  create(config, env) {
+    // The schema checked every field and filled Kong's defaults.
+    const conf = config as unknown as RateLimitingConfig;
+    const periods = PERIODS.filter((p) => typeof conf[p] === 'number');
+    const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
+    return {
+      async access(ctx) {
+        const now = Date.now();
+        const identifier = identifierOf(ctx, conf);
+        const windows = periods.map((p) => windowOf(p, now));
+        const counters = periods.map((period, i) => ({
+          key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${windows[i]!.start}:${period}`,
+          limit: conf[period]!,
+          expiresAt: windows[i]!.end,
+        }));
+        let result: CounterResult;
+        try {
+          result = await store.checkAndIncrement(counters);
+        } catch (err) {
+          if (store instanceof RedisCounters) store.noteFailure(err);
+          if (conf.fault_tolerant) return;
+          throw new GatewayError(500, 'An unexpected error occurred');
+        }
+        const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now, windows.map((w) => w.end));
+        Object.assign(ctx.responseHeaders, headers);
+        if (!result.allowed) {
+          // Like Kong, Retry-After goes with the other client headers and is hidden with them.
+          const reset = headers['RateLimit-Reset'];
+          throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
+        }
+      },
+    };
+  },
+};

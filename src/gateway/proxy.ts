@@ -1,0 +1,282 @@
+/**
+ * The proxy: match a route, enforce its protocols, run its plugins, pass
+ * the request to the service and stream the answer back, with Kong's
+ * headers both ways. Plain node:http rather than fastify, because a proxy
+ * must neither parse nor buffer bodies and must shape every byte of its own
+ * error answers.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from './declarative.ts';
+import { GatewayError, MESSAGES, renderError } from './errors.ts';
+import type { RequestContext } from './plugins/plugin.ts';
+import { matchRoute, normalizePath, upstreamPath, type RouteMatch } from './router.ts';
+import type { UpstreamHeaders, UpstreamPools } from './upstream.ts';
+
+/** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
+export const PRODUCT = 'offcloud-gateway/0.1';
+
+export interface ProxyOptions {
+  /** The configuration in force; each request keeps the one it started with across a reload. */
+  config(): LoadedConfig;
+  pools: UpstreamPools;
+  /** Addresses whose X-Forwarded-* and X-Real-IP headers are believed (Kong's trusted_ips). */
+  trustedIps: readonly string[];
+  /** Largest request body, bytes (0 = no limit). */
+  maxBodySize: number;
+  /** The HTTPS listener's port, for https_redirect_status_code redirects. */
+  httpsPort(): number | null;
+  logger: Logger;
+}
+
+// Headers that describe one connection, never forwarded (RFC 9110 §7.6.1), plus
+// `expect`, which the gateway answers itself.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings']);
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isTrusted(trusted: readonly string[], address: string | undefined): boolean {
+  if (!address || trusted.length === 0) return false;
+  if (trusted.includes('0.0.0.0/0') || trusted.includes('::/0')) return true;
+  return trusted.includes(address) || trusted.includes(address.replace(/^::ffff:/, ''));
+}
+
+function clientAddress(req: IncomingMessage): string {
+  return (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+}
+
+/** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
+function forwardableHeaders(req: IncomingMessage): Record<string, string | string[]> {
+  const named = req.headers.connection?.toLowerCase().split(',').map((s) => s.trim());
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named?.includes(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function hasRequestBody(req: IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+}
+
+function hostHeader(host: string, port: number, protocol: string): string {
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return (protocol === 'http' && port === 80) || (protocol === 'https' && port === 443) ? shown : `${shown}:${port}`;
+}
+
+export class Proxy {
+  constructor(private readonly options: ProxyOptions) {}
+
+  /** The request listener for one listener (`scheme` is what the client connected with). */
+  listener(scheme: 'http' | 'https'): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      this.handle(req, res, scheme).catch((err: unknown) => {
+        this.options.logger.error({ err }, 'proxy failure');
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      });
+    };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): Promise<void> {
+    const started = performance.now();
+    const requestId = randomUUID().replaceAll('-', '');
+    const config = this.options.config();
+    const responseHeaders: Record<string, string> = {};
+    try {
+      const rawUrl = req.url ?? '/';
+      const q = rawUrl.indexOf('?');
+      const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
+      const path = normalizePath(rawPath);
+      const method = req.method ?? 'GET';
+      const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
+      if (!match) throw new GatewayError(404, MESSAGES.notFound);
+
+      const trusted = isTrusted(this.options.trustedIps, req.socket.remoteAddress);
+      const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
+      this.enforceProtocols(match, forwardedProto, req, rawUrl);
+
+      const ctx = this.context(req, match, config, { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, responseHeaders });
+      for (const slot of match.candidate.plugins) {
+        const instance = slot.candidates.find((c) => !c.entity.consumer || c.entity.consumer.id === ctx.consumer?.id);
+        if (!instance || !instance.entity.protocols.includes(scheme)) continue;
+        const pending = instance.handler.access(ctx);
+        if (pending) await pending;
+      }
+      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, rawPath });
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const error = err instanceof GatewayError ? err : new GatewayError(500, MESSAGES.unexpected);
+      if (!(err instanceof GatewayError)) this.options.logger.error({ err }, 'unexpected proxy error');
+      this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(performance.now() - started)) });
+    }
+  }
+
+  /** Kong's https-only check: 426 with its Upgrade headers, or the configured redirect. */
+  private enforceProtocols(match: RouteMatch, forwardedProto: string, req: IncomingMessage, rawUrl: string): void {
+    const { route } = match.candidate;
+    if (!route.protocols.includes('https') || route.protocols.includes('http') || forwardedProto === 'https') return;
+    const code = route.https_redirect_status_code;
+    if (code === 426) throw new GatewayError(426, MESSAGES.useHttps, { Connection: 'Upgrade', Upgrade: 'TLS/1.2, HTTP/1.1' });
+    // Kong sends the bare host; the HTTPS port is added when it is not 443 so the redirect works here.
+    const host = (req.headers.host ?? 'localhost').replace(/:\d+$/, '');
+    const port = this.options.httpsPort();
+    throw new GatewayError(code, '', { Location: `https://${host}${port && port !== 443 ? `:${port}` : ''}${rawUrl}` });
+  }
+
+  private context(
+    req: IncomingMessage,
+    match: RouteMatch,
+    config: LoadedConfig,
+    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; responseHeaders: Record<string, string> },
+  ): RequestContext {
+    const realIp = given.trusted ? first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim() : undefined;
+    let buffered: Promise<Buffer> | null = null;
+    const ctx: RequestContext = {
+      requestId: given.requestId,
+      method: req.method ?? 'GET',
+      scheme: given.scheme,
+      path: given.path,
+      query: given.query,
+      clientHeaders: req.headers,
+      clientHeadersDistinct: req.headersDistinct,
+      upstreamHeaders: forwardableHeaders(req),
+      responseHeaders: given.responseHeaders,
+      forwardedIp: realIp || clientAddress(req),
+      route: match.candidate.route,
+      service: match.candidate.service,
+      consumer: null,
+      credential: null,
+      directory: config.directory,
+      body: null,
+      readBody: () => (buffered ??= this.readBody(req).then((body) => (ctx.body = body))),
+      replaceBody: (body) => {
+        ctx.body = body;
+        buffered = Promise.resolve(body);
+      },
+    };
+    return ctx;
+  }
+
+  private async readBody(req: IncomingMessage): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (this.options.maxBodySize && total > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  private async forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    match: RouteMatch,
+    info: { started: number; forwardedProto: string; trusted: boolean; rawPath: string },
+  ): Promise<void> {
+    const { route, service } = match.candidate;
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (this.options.maxBodySize && declared > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
+    const headers = ctx.upstreamHeaders;
+    const trustedHeader = (name: string) => (info.trusted ? first(req.headers[name]) : undefined);
+    const address = clientAddress(req);
+    const socket = req.socket as Socket;
+    headers.host = route.preserve_host && req.headers.host ? req.headers.host : hostHeader(service.host, service.port, service.protocol);
+    const xff = req.headers['x-forwarded-for'];
+    headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
+    headers['x-forwarded-proto'] = info.forwardedProto;
+    headers['x-forwarded-host'] = trustedHeader('x-forwarded-host') ?? (req.headers.host ?? '').replace(/:\d+$/, '');
+    headers['x-forwarded-port'] = trustedHeader('x-forwarded-port') ?? String(socket.localPort ?? '');
+    headers['x-forwarded-path'] = trustedHeader('x-forwarded-path') ?? info.rawPath;
+    const prefix = trustedHeader('x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
+    if (prefix) headers['x-forwarded-prefix'] = prefix;
+    else delete headers['x-forwarded-prefix'];
+    headers['x-real-ip'] = ctx.forwardedIp;
+    headers.via = req.headers.via ? `${req.headers.via}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
+    headers['x-kong-request-id'] = ctx.requestId;
+    if (ctx.body) {
+      headers['content-length'] = String(ctx.body.length);
+      delete headers['transfer-encoding'];
+    }
+    const hasBody = ctx.body !== null || hasRequestBody(req);
+    const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
+
+    const client = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) client.abort(new Error('client went away'));
+    });
+    const sentAt = performance.now();
+    await this.options.pools.forward({
+      service,
+      method: ctx.method,
+      path,
+      headers,
+      body: ctx.body ?? (hasBody ? req : null),
+      maxBodySize: this.options.maxBodySize,
+      signal: client.signal,
+      onResponse: (status, upstream) => {
+        res.writeHead(status, this.responseHeaders(upstream, ctx, {
+          'x-kong-upstream-latency': String(Math.round(performance.now() - sentAt)),
+          'x-kong-proxy-latency': String(Math.round(sentAt - info.started)),
+        }));
+        return res;
+      },
+    });
+  }
+
+  private responseHeaders(upstream: UpstreamHeaders, ctx: RequestContext, latency: Record<string, string>): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(upstream)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+    }
+    out.via = upstream.via ? `${first(upstream.via)}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
+    out.server ??= PRODUCT;
+    Object.assign(out, latency, { 'x-kong-request-id': ctx.requestId }, ctx.responseHeaders);
+    return out;
+  }
+
+  private sendError(req: IncomingMessage, res: ServerResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
+    const redirect = error.status >= 300 && error.status < 400;
+    const { contentType, body } = redirect ? { contentType: '', body: '' } : renderError(error.message, requestId, first(req.headers.accept));
+    const headers: Record<string, string> = { ...extra, ...error.headers, Server: PRODUCT, 'X-Kong-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) };
+    if (contentType) headers['Content-Type'] = contentType;
+    // A body the gateway did not read would otherwise be drained from the socket first.
+    if (hasRequestBody(req) && !req.complete) headers.Connection = 'close';
+    res.writeHead(error.status, headers).end(body);
+  }
+}
+
+/**
+ * Answers what Node's HTTP parser refuses (oversized headers, broken
+ * framing, slow headers) in the gateway's error shape, then closes.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, MESSAGES.headersTooLarge]
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, MESSAGES.requestTimeout]
+        : [400, MESSAGES.badRequest];
+  const requestId = randomUUID().replaceAll('-', '');
+  const { contentType, body } = renderError(message, requestId, undefined);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Server: ${PRODUCT}\r\nX-Kong-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,132 @@
+/**
+ * A small schema checker for Kong's declarative entities: field types,
+ * defaults, ranges and choices, with every error named by its path in the
+ * file (`services[0].routes[1].paths[0]`) and worded like Kong's own
+ * validator, so a user who knows Kong's messages recognises them.
+ */
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+interface Base<T> {
+  /** Filled in when the field is absent (Kong's `default`). */
+  default?: T | null;
+  required?: boolean;
+  /** Extra check on a present value; returns a message when it fails. */
+  check?: (value: T) => string | undefined;
+}
+export interface StringField extends Base<string> {
+  type: 'string';
+  oneOf?: readonly string[];
+}
+export interface IntegerField extends Base<number> {
+  type: 'integer';
+  between?: [number, number];
+}
+export interface NumberField extends Base<number> {
+  type: 'number';
+  greaterThan?: number;
+}
+export interface BooleanField extends Base<boolean> {
+  type: 'boolean';
+}
+export interface ArrayField extends Base<unknown[]> {
+  type: 'array';
+  elements: Field;
+}
+export interface RecordField extends Base<Record<string, unknown>> {
+  type: 'record';
+  fields: Record<string, Field>;
+}
+/** Any JSON value that is kept as is (foreign keys, tags' free-form parts). */
+export interface AnyField extends Base<unknown> {
+  type: 'any';
+}
+export type Field = StringField | IntegerField | NumberField | BooleanField | ArrayField | RecordField | AnyField;
+
+export function join(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  return path ? `${path}.${key}` : key;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Checks `value` against `field`, pushes every problem found into `errors`,
+ * and returns the value with defaults filled in (undefined when absent and
+ * without a default).
+ */
+export function checkField(field: Field, value: unknown, path: string, errors: FieldError[]): unknown {
+  if (value === undefined || value === null) {
+    if (field.required) errors.push({ path, message: 'required field missing' });
+    return field.default === undefined ? (value === null ? null : undefined) : structuredClone(field.default);
+  }
+  const fail = (message: string) => {
+    errors.push({ path, message });
+    return undefined;
+  };
+  switch (field.type) {
+    case 'string':
+      if (typeof value !== 'string') return fail('expected a string');
+      if (field.oneOf && !field.oneOf.includes(value)) return fail(`expected one of: ${field.oneOf.join(', ')}`);
+      break;
+    case 'integer':
+      if (typeof value !== 'number' || !Number.isInteger(value)) return fail('expected an integer');
+      if (field.between && (value < field.between[0] || value > field.between[1])) {
+        return fail(`value should be between ${field.between[0]} and ${field.between[1]}`);
+      }
+      break;
+    case 'number':
+      if (typeof value !== 'number' || !Number.isFinite(value)) return fail('expected a number');
+      if (field.greaterThan !== undefined && value <= field.greaterThan) return fail(`value must be greater than ${field.greaterThan}`);
+      break;
+    case 'boolean':
+      if (typeof value !== 'boolean') return fail('expected a boolean');
+      break;
+    case 'array': {
+      if (!Array.isArray(value)) return fail('expected an array');
+      const out = value.map((element, i) => checkField(field.elements, element, join(path, i), errors));
+      return runCheck(field, out, path, errors);
+    }
+    case 'record': {
+      if (!isRecord(value)) return fail('expected a record');
+      return runCheck(field, checkRecord(field.fields, value, path, errors), path, errors);
+    }
+    case 'any':
+      break;
+  }
+  return runCheck(field as Base<unknown>, value, path, errors);
+}
+
+function runCheck<T>(field: Base<T>, value: T, path: string, errors: FieldError[]): T {
+  const message = field.check?.(value);
+  if (message) errors.push({ path, message });
+  return value;
+}
+
+/** Checks an object's known fields, refuses unknown ones, fills defaults. */
+export function checkRecord(
+  fields: Record<string, Field>,
+  value: Record<string, unknown>,
+  path: string,
+  errors: FieldError[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    if (!Object.hasOwn(fields, key)) errors.push({ path: join(path, key), message: 'unknown field' });
+  }
+  for (const [key, field] of Object.entries(fields)) {
+    const checked = checkField(field, value[key], join(path, key), errors);
+    if (checked !== undefined) out[key] = checked;
+  }
+  return out;
+}
+
+/** A field Kong knows but this gateway does not act on: refused with a clear message. */
+export function unsupported(what: string): AnyField {
+  return { type: 'any', check: () => `not supported by offcloud's gateway (${what})` };
+}

@@ -1,0 +1,199 @@
+/**
+ * Starts the gateway: the proxy on HTTP and HTTPS, the admin API on
+ * loopback, and the declarative configuration they share (hot-swapped by
+ * POST /config).
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createServer as createHttp, type Server } from 'node:http';
+import { createServer as createHttps } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { ConfigError } from '../common/errors.ts';
+import { writeFileAtomic } from '../common/files.ts';
+import { formatHost, translateListenError } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { resolveTls } from '../common/tls.ts';
+import { startAdmin, type GatewayRuntime, type ProxyCounters } from './admin.ts';
+import { loadDeclarative, parseDeclarativeText, type LoadedConfig } from './declarative.ts';
+import { specDeployment } from './default-config.ts';
+import { DeclarativeConfigError } from './errors.ts';
+import { CounterStores } from './plugins/rate-limiting/counters.ts';
+import { answerClientError, Proxy } from './proxy.ts';
+import { UpstreamPools } from './upstream.ts';
+
+export const gatewayOptions = {
+  ...commonOptions,
+  ...tlsOptions,
+  port: portOption(8000, 'proxy HTTP port (0 = any free port)'),
+  httpsPort: portOption(8443, 'proxy HTTPS port (0 = any free port)'),
+  adminPort: portOption(8001, 'admin API port (0 = any free port)'),
+  adminHost: { type: 'string', default: '127.0.0.1', description: 'address of the admin API (it has no authentication: keep it on loopback)' },
+  declarativeConfig: {
+    type: 'string',
+    default: '',
+    description: "Kong 3.0 declarative file (YAML or JSON); empty = the spec's deployment built from the options below",
+  },
+  usersUrl: { type: 'string', default: 'http://127.0.0.1:8083/api/getusers', description: 'default config: the user API backend behind GET /users' },
+  calculatorUrl: { type: 'string', default: 'http://127.0.0.1:8082', description: 'default config: the calculator behind /calc/v1/add/<a>/<b>' },
+  consumer: { type: 'string', default: 'demo', description: 'default config: the consumer that owns the API key' },
+  apiKey: { type: 'string', default: '', description: 'default config: that consumer\'s key (empty = generated once and kept in the data dir)' },
+  redisUrl: { type: 'string', default: '', description: 'default config: redis://host:port to share rate-limit counters between gateways (empty = in process)' },
+  trustedIps: { type: 'list', default: [] as string[], description: 'addresses whose X-Forwarded-* / X-Real-IP headers are believed (0.0.0.0/0 = all)' },
+  maxBodySize: { type: 'integer', default: 100 * 1024 * 1024, min: 0, description: 'largest request body in bytes (0 = no limit)' },
+  clientHeaderTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms a client may take to send its request headers' },
+} as const satisfies OptionSchema;
+export type GatewayOptions = OptionValues<typeof gatewayOptions>;
+
+/** The demo consumer's key: the option, or one generated on first start and kept (0600) in the data dir. */
+async function demoApiKey(options: GatewayOptions): Promise<string> {
+  if (options.apiKey) return options.apiKey;
+  const file = join(options.dataDir, 'gateway', 'demo-api-key');
+  try {
+    const key = (await readFile(file, 'utf8')).trim();
+    if (key) return key;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const key = randomBytes(24).toString('base64url');
+  await writeFileAtomic(file, key + '\n', 0o600);
+  return key;
+}
+
+async function initialDocument(options: GatewayOptions): Promise<{ doc: unknown; source: string }> {
+  if (!options.declarativeConfig) {
+    const doc = specDeployment({ ...options, apiKey: await demoApiKey(options) });
+    return { doc, source: 'built-in spec deployment' };
+  }
+  let text: string;
+  try {
+    text = await readFile(options.declarativeConfig, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read --declarative-config ${options.declarativeConfig}: ${(err as Error).message}`);
+  }
+  return { doc: parseDeclarativeText(text), source: options.declarativeConfig };
+}
+
+async function listenRaw(server: Server, host: string, port: number, portKey: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(translateListenError(err, { host, port, component: 'gateway', portKey })));
+    server.listen(port, host, () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(gatewayOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'gateway');
+  const counters = new CounterStores(logger);
+  const pools = new UpstreamPools();
+  const env = { counters, logger };
+
+  const { doc, source } = await initialDocument(options);
+  let config: LoadedConfig;
+  try {
+    config = loadDeclarative(doc, env);
+  } catch (err) {
+    if (err instanceof DeclarativeConfigError) throw new ConfigError(`${source}: ${err.message}`);
+    throw err;
+  }
+  const tls = await resolveTls(options);
+  const stats: ProxyCounters = { accepted: 0, active: 0, inFlight: 0, total: 0 };
+
+  let httpsPort: number | null = null;
+  const proxy = new Proxy({
+    config: () => runtime.config,
+    pools,
+    trustedIps: options.trustedIps,
+    maxBodySize: options.maxBodySize,
+    httpsPort: () => httpsPort,
+    logger,
+  });
+  const serverOptions = {
+    headersTimeout: options.clientHeaderTimeout,
+    // Bodies may stream for long; slow headers are what a slowloris client abuses.
+    requestTimeout: 0,
+    keepAliveTimeout: 60_000,
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(options.clientHeaderTimeout / 4))),
+  };
+  const servers = [createHttp(serverOptions, proxy.listener('http')), createHttps({ ...serverOptions, cert: tls.cert, key: tls.key }, proxy.listener('https'))];
+  for (const server of servers) {
+    server.on('clientError', answerClientError);
+    server.on('connection', (socket: Socket) => {
+      stats.accepted++;
+      stats.active++;
+      socket.once('close', () => stats.active--);
+    });
+    server.on('request', (_req, res) => {
+      stats.total++;
+      stats.inFlight++;
+      res.once('close', () => stats.inFlight--);
+    });
+  }
+  const [httpServer, httpsServer] = servers as [Server, Server];
+
+  const runtime: GatewayRuntime = {
+    config,
+    reload(next) {
+      this.config = loadDeclarative(next, env);
+      logger.info({ hash: this.config.hash }, 'declarative configuration reloaded');
+      return this.config;
+    },
+    stats,
+    env,
+    listeners: () => ({ proxy: [`${formatHost(options.host)}:${httpPort}`, `${formatHost(options.host)}:${httpsPort} ssl`] }),
+  };
+
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close();
+    await pools.close();
+    await counters.close();
+  };
+  let httpPort: number;
+  try {
+    httpPort = await listenRaw(httpServer, options.host, options.port, 'port');
+    closers.push(() => closeServer(httpServer));
+    httpsPort = await listenRaw(httpsServer, options.host, options.httpsPort, 'httpsPort');
+    closers.push(() => closeServer(httpsServer));
+    const admin = await startAdmin(runtime, { host: options.adminHost, port: options.adminPort, logger });
+    closers.push(admin.close);
+    const host = formatHost(options.host);
+    logger.info({ http: httpPort, https: httpsPort, admin: admin.url, config: source }, 'gateway listening');
+    const credentials = options.declarativeConfig
+      ? []
+      : [`consumer ${options.consumer}: apikey=${config.entities.keyauth_credentials[0]!.key} (query ?apikey= or header apikey:)`];
+    return {
+      urls: [
+        { label: 'proxy', url: `http://${host}:${httpPort}` },
+        { label: 'proxy (TLS)', url: `https://${host}:${httpsPort}` },
+        { label: 'admin API', url: admin.url },
+        ...(options.declarativeConfig ? [] : [
+          { label: 'user API', url: `http://${host}:${httpPort}/users` },
+          { label: 'calculator', url: `http://${host}:${httpPort}/calc/v1/add/{a}/{b}` },
+        ]),
+      ],
+      credentials,
+      caCertPath: tls.caCertPath,
+      exports: { proxyUrl: `http://${host}:${httpPort}`, adminUrl: admin.url },
+      close: closeAll,
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** Stops accepting, lets in-flight requests finish, and closes keep-alive sockets as soon as they are idle. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    server.close(() => {
+      clearInterval(sweep);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
