@@ -37,16 +37,18 @@ export class LineSplitter {
   push(chunk: Buffer): string[] {
     this.pending += this.decoder.write(chunk);
     const lines: string[] = [];
-    let newline: number;
-    while ((newline = this.pending.indexOf('\n')) >= 0) {
-      lines.push(...this.pending.slice(0, newline).replace(/\r$/, '').split('\r'));
-      this.pending = this.pending.slice(newline + 1);
+    for (;;) {
+      const newline = this.pending.indexOf('\n');
+      if (newline >= 0 && newline <= MAX_LINE_CHARS) {
+        lines.push(...this.pending.slice(0, newline).replace(/\r$/, '').split('\r'));
+        this.pending = this.pending.slice(newline + 1);
+      } else if (this.pending.length > MAX_LINE_CHARS) {
+        lines.push(this.pending.slice(0, MAX_LINE_CHARS));
+        this.pending = this.pending.slice(MAX_LINE_CHARS);
+      } else {
+        return lines;
+      }
     }
-    while (this.pending.length > MAX_LINE_CHARS) {
-      lines.push(this.pending.slice(0, MAX_LINE_CHARS));
-      this.pending = this.pending.slice(MAX_LINE_CHARS);
-    }
-    return lines;
   }
 
   /** What is left when the stream ends (a last line without a newline). */

@@ -75,7 +75,8 @@ interface Context {
   catalog: ScriptCatalog;
   limiter: RunLimiter;
   passwords: PasswordFile | null;
-  runs: Set<ScriptRun>;
+  /** Running scripts, each with the promise of its response having ended. */
+  runs: Map<ScriptRun, Promise<void>>;
   logger: Logger;
 }
 
@@ -144,7 +145,8 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
     throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
   reply.hijack();
-  ctx.runs.add(run);
+  const ended = new Promise<void>((resolve) => reply.raw.once('close', resolve));
+  ctx.runs.set(run, ended);
   response.open();
   reply.raw.once('close', () => {
     if (response.clientGone) run.stop('disconnected');
@@ -215,13 +217,16 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     catalog: new ScriptCatalog(folder, RESERVED),
     limiter: new RunLimiter(options.maxRunning),
     passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
-    runs: new Set(),
+    runs: new Map(),
     logger,
   };
   const credentials = [`scripts folder: ${folder}`];
   if (ctx.passwords) credentials.push(`basic authentication: users of ${options.htpasswd}`);
-  const stopRuns = () => {
-    for (const run of ctx.runs) run.stop('shutdown');
+  /** Ends every run and waits until their responses are over, so closing finds idle connections only. */
+  const stopRuns = async () => {
+    const ending = [...ctx.runs.values()];
+    for (const run of ctx.runs.keys()) run.stop('shutdown');
+    await Promise.all(ending);
   };
 
   if (!options.acme && !options.tls && !options.tlsCert && !options.tlsKey) {
@@ -232,7 +237,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
       urls: [{ label: 'scripts (index at /)', url: `${url}/` }],
       credentials,
       close: async () => {
-        stopRuns();
+        await stopRuns();
         await app.close();
       },
       renewCertificate: () => Promise.reject(new Error('no ACME certificate: start with --acme')),
@@ -270,7 +275,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
       caCertPath: tls.caCertPath,
       close: async () => {
         manager?.stop();
-        stopRuns();
+        await stopRuns();
         await Promise.all([httpsApp.close(), redirect.close()]);
       },
       renewCertificate: async () => {
