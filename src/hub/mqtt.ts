@@ -274,9 +274,10 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
     }
   });
 
-  broker.on('ack', (packet, client) => {
+  // Only C2D messages go out at QoS 1, one at a time per device, so a PUBACK completes the one in flight.
+  broker.on('ack', (_packet, client) => {
     const session = byClient.get(client);
-    if (!session?.c2dInflight || !('topic' in packet) || !packet.topic.startsWith(c2dTopic(session.connection.identity.deviceId, ''))) return;
+    if (!session?.c2dInflight) return;
     const id = session.c2dInflight;
     void hub.store
       .completeC2d(session.connection.identity.deviceId, id)

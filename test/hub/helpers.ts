@@ -1,0 +1,112 @@
+/** Starting a hub on port 0 and talking to its REST API, for the hub suites. */
+import { readFile } from 'node:fs/promises';
+import type { TestContext } from 'node:test';
+import { Agent, request } from 'undici';
+import { tempDataDir, quiet } from '../helpers/index.ts';
+import { startHub, type HubOptions } from '../../src/hub/server.ts';
+import { createSasToken } from '../../src/hub/sas.ts';
+
+export interface TestHub {
+  host: string;
+  mqttPort: number;
+  restUrl: string;
+  dataDir: string;
+  ca: string;
+  caPath: string;
+  ownerKey: string;
+  rest(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown; headers: Record<string, string | string[] | undefined> }>;
+  /** Creates a device (or `d1/m1` module) and returns its primary key. */
+  createDevice(key: string): Promise<string>;
+  /** `HostName=localhost:<port>;DeviceId=…;SharedAccessKey=…` for the SDK. */
+  connectionString(key: string, sharedAccessKey: string): string;
+  close(): Promise<void>;
+}
+
+export function serviceToken(host: string, key: string, ttlSeconds = 3600): string {
+  return createSasToken(host, key, Math.floor(Date.now() / 1000) + ttlSeconds, 'iothubowner');
+}
+
+export async function restClient(restUrl: string, ca: string, token: () => string) {
+  const agent = new Agent({ connect: { ca } });
+  return {
+    agent,
+    async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+      const raw = typeof body === 'string' || Buffer.isBuffer(body);
+      const response = await request(`${restUrl}${path}`, {
+        method: method as 'GET',
+        dispatcher: agent,
+        headers: { authorization: token(), ...(body === undefined ? {} : { 'content-type': 'application/json; charset=utf-8' }), ...headers },
+        body: body === undefined ? undefined : raw ? (body as string) : JSON.stringify(body),
+      });
+      const text = await response.body.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: the text itself
+      }
+      return { status: response.statusCode, body: parsed, headers: response.headers };
+    },
+  };
+}
+
+export async function startTestHub(t: TestContext | { after(fn: () => unknown): void }, given: Partial<HubOptions> = {}): Promise<TestHub> {
+  const dataDir = given.dataDir ?? (await tempDataDir(t));
+  const running = await startHub({ ...quiet, restPort: 0, demoDevice: '', dataDir, ...given });
+  const mqttPort = Number(new URL(running.urls[0]!.url).port);
+  const restUrl = running.urls[1]!.url;
+  const caPath = running.caCertPath!;
+  const ca = await readFile(caPath, 'utf8');
+  const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(running.credentials!.join('\n'))![1]!;
+  const host = given.hostName ?? 'localhost';
+  const client = await restClient(restUrl, ca, () => serviceToken(host, ownerKey));
+  const hub: TestHub = {
+    host,
+    mqttPort,
+    restUrl,
+    dataDir,
+    ca,
+    caPath,
+    ownerKey,
+    rest: client.call,
+    async createDevice(key) {
+      const [deviceId, moduleId] = key.split('/');
+      const path = moduleId ? `/devices/${encodeURIComponent(deviceId!)}/modules/${encodeURIComponent(moduleId)}` : `/devices/${encodeURIComponent(deviceId!)}`;
+      const created = await client.call('PUT', path, { deviceId, ...(moduleId ? { moduleId } : {}) });
+      if (created.status !== 200) throw new Error(`create ${key}: ${created.status} ${JSON.stringify(created.body)}`);
+      return (created.body as { authentication: { symmetricKey: { primaryKey: string } } }).authentication.symmetricKey.primaryKey;
+    },
+    connectionString(key, sharedAccessKey) {
+      const [deviceId, moduleId] = key.split('/');
+      return `HostName=${host}:${mqttPort};DeviceId=${deviceId}${moduleId ? `;ModuleId=${moduleId}` : ''};SharedAccessKey=${sharedAccessKey}`;
+    },
+    async close() {
+      await client.agent.close();
+      await running.close();
+    },
+  };
+  t.after(() => hub.close());
+  return hub;
+}
+
+/** Resolves with the first value `emitter` gives for `event`, or fails after `ms`. */
+export function nextEvent<T>(subscribe: (listener: (value: T) => void) => void, ms = 10_000, what = 'event'): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
+    subscribe((value) => {
+      clearTimeout(timer);
+      resolve(value);
+    });
+  });
+}
+
+/** Polls `probe` every 20 ms until it returns a value, for at most `ms`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
