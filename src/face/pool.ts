@@ -1,0 +1,152 @@
+/**
+ * The model workers: N threads (one per core by default), each with its own
+ * copy of the models, fed from one FIFO queue so that each worker measures one
+ * image at a time and concurrent requests spread over the cores.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { StartupError } from '../common/errors.ts';
+import { FaceApiError, type FaceErrorCode } from './errors.ts';
+import type { MeasuredFace, Measurements, ModelPaths } from './models/index.ts';
+
+export interface WorkerRequest {
+  id: number;
+  /** The image file's bytes; the worker decodes them. */
+  bytes: ArrayBuffer;
+  wanted: Measurements;
+  maxFaces: number;
+}
+
+export interface MeasuredImage {
+  width: number;
+  height: number;
+  faces: MeasuredFace[];
+}
+
+export type WorkerReply =
+  | { type: 'ready' }
+  | { type: 'load-failed'; message: string }
+  | ({ type: 'measured'; id: number } & MeasuredImage)
+  /** The image itself was refused (undecodable, wrong size): an API error. */
+  | { type: 'refused'; id: number; status: number; code: FaceErrorCode; message: string }
+  | { type: 'failed'; id: number; message: string };
+
+interface Task {
+  request: WorkerRequest;
+  resolve(image: MeasuredImage): void;
+  reject(error: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Task | null;
+}
+
+const WORKER_URL = new URL('./worker.ts', import.meta.url).href;
+// Workers do not inherit the parent's TypeScript loader when the CLI registered tsx
+// programmatically, so the worker imports its module through tsx itself.
+const TSX_API = import.meta.resolve('tsx/esm/api');
+const BOOTSTRAP = `import(${JSON.stringify(TSX_API)}).then((tsx) => tsx.tsImport(${JSON.stringify(WORKER_URL)}, ${JSON.stringify(WORKER_URL)}))`;
+
+export class ModelPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closing = false;
+
+  private constructor(
+    private readonly paths: ModelPaths,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts `size` workers and resolves once every one has loaded its models. */
+  static async start(size: number, paths: ModelPaths, logger: Logger): Promise<ModelPool> {
+    const pool = new ModelPool(paths, logger);
+    try {
+      await Promise.all(Array.from({ length: size }, () => pool.addWorker()));
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    return pool;
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  /** Decodes and measures an image file; an image the decoder refuses rejects with its FaceApiError. */
+  measure(file: Uint8Array, wanted: Measurements, maxFaces: number): Promise<MeasuredImage> {
+    // A copy the worker can own: a request body's buffer may be a slice of a shared pool.
+    const bytes = new Uint8Array(file).buffer;
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        request: { id: this.nextId++, bytes, wanted, maxFaces },
+        resolve,
+        reject,
+      });
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const task of this.queue.splice(0)) task.reject(new Error('face container is shutting down'));
+    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+    this.slots.length = 0;
+  }
+
+  private addWorker(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(BOOTSTRAP, { eval: true, workerData: this.paths });
+      const slot: Slot = { worker, busy: null };
+      let loaded = false;
+      worker.on('message', (reply: WorkerReply) => {
+        if (reply.type === 'ready') {
+          loaded = true;
+          this.slots.push(slot);
+          resolve();
+          this.dispatch();
+        } else if (reply.type === 'load-failed') {
+          reject(new StartupError(`face: a model worker could not load the models: ${reply.message}`));
+          void worker.terminate();
+        } else {
+          this.finish(slot, reply);
+        }
+      });
+      worker.on('error', (err) => {
+        if (!loaded) reject(new StartupError(`face: a model worker failed to start: ${err.message}`));
+        else this.logger.error({ err }, 'face model worker failed');
+      });
+      worker.on('exit', (code) => {
+        if (!loaded || this.closing) return;
+        // A worker that died takes its one task with it; a fresh one takes its place.
+        this.slots.splice(this.slots.indexOf(slot), 1);
+        slot.busy?.reject(new Error(`model worker exited with code ${code}`));
+        this.logger.error({ code }, 'face model worker exited; starting another');
+        this.addWorker().catch((err: Error) => this.logger.error({ err }, 'face model worker could not be replaced'));
+      });
+    });
+  }
+
+  private finish(slot: Slot, reply: Extract<WorkerReply, { id: number }>): void {
+    const task = slot.busy;
+    slot.busy = null;
+    if (task && task.request.id === reply.id) {
+      if (reply.type === 'measured') task.resolve({ width: reply.width, height: reply.height, faces: reply.faces });
+      else if (reply.type === 'refused') task.reject(new FaceApiError(reply.status, reply.code, reply.message));
+      else task.reject(new Error(reply.message));
+    }
+    this.dispatch();
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (slot.busy) continue;
+      const task = this.queue.shift();
+      if (!task) return;
+      slot.busy = task;
+      slot.worker.postMessage(task.request, [task.request.bytes]);
+    }
+  }
+}

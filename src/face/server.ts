@@ -1,0 +1,132 @@
+/**
+ * The face detection container (§1, §4.4): POST /face/v1.0/detect on port
+ * 5000, with raw image bytes or a JSON `{"url"}`, answered from real models
+ * running in worker threads.
+ */
+import { availableParallelism } from 'node:os';
+import type { FastifyRequest } from 'fastify';
+import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { resolveModelFile } from '../common/models.ts';
+import { parseDetectOptions } from './detect-request.ts';
+import { detectFaces, MAX_IMAGE_BYTES } from './detect.ts';
+import { createDownloader, downloadImage } from './download.ts';
+import { badArgument, FaceApiError, invalidUrl, toFaceApiError } from './errors.ts';
+import { ModelPool } from './pool.ts';
+import type { ModelPaths } from './models/index.ts';
+import type { UnsupportedAttributes } from './attributes.ts';
+
+export const faceOptions = {
+  ...commonOptions,
+  port: portOption(5000),
+  workers: {
+    type: 'integer',
+    default: Math.min(availableParallelism(), 2),
+    min: 1,
+    max: 64,
+    description: 'model worker threads (each holds its own copy of the models; one per core)',
+  },
+  unsupportedAttributes: {
+    type: 'string',
+    default: 'refuse',
+    choices: ['refuse', 'omit'],
+    description: 'an attribute no model here can estimate (facialHair, hair, makeup, occlusion, qualityForRecognition): refuse the request with BadArgument, or omit the attribute',
+  },
+  urlTimeoutMs: {
+    type: 'integer',
+    default: 10000,
+    min: 100,
+    max: 120000,
+    description: 'time limit for fetching the image of a {"url"} request, in ms',
+  },
+  detectorModel: { type: 'string', default: '', description: 'face detector ONNX file (default: face-ultralight-rfb/version-RFB-640.onnx)' },
+  eyeglassesModel: { type: 'string', default: '', description: 'eyeglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_eyeglasses.onnx)' },
+  sunglassesModel: { type: 'string', default: '', description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)' },
+  maskModel: { type: 'string', default: '', description: 'face-mask detector TF.js model.json (default: face-attributes-mask-aizoo/model.json)' },
+} as const;
+export type FaceOptions = OptionValues<typeof faceOptions>;
+
+/** A `{"url"}` body is a few hundred bytes; a generous limit still stops abuse early. */
+const JSON_BODY_LIMIT = 64 * 1024;
+const DETECT_PATH = '/face/v1.0/detect';
+
+function modelPaths(options: FaceOptions): ModelPaths {
+  const find = (relativePath: string, explicit: string) => resolveModelFile({ relativePath, explicit, dataDir: options.dataDir });
+  return {
+    detector: find('face-ultralight-rfb/version-RFB-640.onnx', options.detectorModel),
+    eyeglasses: find('face-attributes-glasses-mantasu/glasses_eyeglasses.onnx', options.eyeglassesModel),
+    sunglasses: find('face-attributes-glasses-mantasu/glasses_sunglasses.onnx', options.sunglassesModel),
+    mask: find('face-attributes-mask-aizoo/model.json', options.maskModel),
+  };
+}
+
+function isJson(request: FastifyRequest): boolean {
+  return /^application\/json/i.test(request.headers['content-type'] ?? '');
+}
+
+export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(faceOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'face');
+  const paths = modelPaths(options);
+  let pool: ModelPool | null = null;
+  const downloader = createDownloader();
+  const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null });
+
+  app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(badArgument('JSON parsing error.'));
+    }
+  });
+
+  app.post(DETECT_PATH, async (request, reply) => {
+    const detectOptions = parseDetectOptions(request.query as Record<string, string>, options.unsupportedAttributes as UnsupportedAttributes);
+    if (!pool) throw new FaceApiError(503, 'InternalServerError', 'The models are still loading.');
+    let image: Uint8Array;
+    if (Buffer.isBuffer(request.body)) {
+      image = request.body;
+    } else if (request.body === undefined || request.body === null) {
+      image = Buffer.alloc(0);
+    } else {
+      const body = request.body as Record<string, unknown>;
+      if (typeof body !== 'object' || Array.isArray(body)) throw badArgument('Invalid request body.');
+      if (!('url' in body)) throw invalidUrl();
+      image = await downloadImage(body.url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: options.urlTimeoutMs }, downloader);
+    }
+    return reply.send(await detectFaces(pool, image, detectOptions));
+  });
+
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send(new FaceApiError(404, 'NotFound', `No resource at ${request.method} ${request.url.split('?')[0]}.`).toWire()),
+  );
+  app.setErrorHandler(async (error, request, reply) => {
+    let apiError = toFaceApiError(error);
+    const tooLargeJson = (error as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE' && isJson(request);
+    if (tooLargeJson) apiError = badArgument('Invalid request body: too large.');
+    if (apiError.status >= 500) logger.error({ err: error }, 'detect failed');
+    return reply.code(apiError.status).send(apiError.toWire());
+  });
+
+  const url = await listen(app, { host: options.host, port: options.port, component: 'face' });
+  logger.info({ url, workers: options.workers }, 'face listening; loading models');
+  try {
+    pool = await ModelPool.start(options.workers, paths, logger);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  logger.info('face models loaded');
+  return {
+    urls: [{ label: 'Face detect (v1.0)', url: `${url}${DETECT_PATH}` }],
+    close: async () => {
+      await app.close();
+      await pool?.close();
+      await downloader.close();
+    },
+  };
+}
