@@ -17,7 +17,7 @@ import {
   type ManagedIdentitySelector,
   type Tenant,
 } from './directory.ts';
-import { aad, imds } from './errors.ts';
+import { aad, imds, ImdsError } from './errors.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import type { SigningKeySet } from './keys.ts';
 import type { AccessTokenClaims } from './verify.ts';
@@ -191,6 +191,11 @@ export async function issueManagedIdentityToken(ctx: IssuerContext, request: Man
   if (!identity) throw imds.identityNotFound();
   const api = findResource(ctx.directory, identity.tenantId, request.resource);
   if (!api) throw imds.unknownResource(request.resource, identity.tenantId);
+  const roles = grantedRoleValues(ctx.directory, identity.principalId, api);
+  if (api.appRoleAssignmentRequired && roles.length === 0) {
+    const refused = aad.roleNotAssigned(identity.clientId, identity.name, api.appId, api.displayName);
+    throw new ImdsError(400, refused.error, refused.message);
+  }
   const signed = await signAccessToken(
     ctx,
     {
@@ -200,7 +205,7 @@ export async function issueManagedIdentityToken(ctx: IssuerContext, request: Man
       clientAppId: identity.clientId,
       clientAuthMethod: '2',
       principalId: identity.principalId,
-      roles: grantedRoleValues(ctx.directory, identity.principalId, api),
+      roles,
       extra: { xms_mirid: identity.resourceId },
     },
     ctx.managedIdentityLifetimeSeconds,
