@@ -1,0 +1,56 @@
+/**
+ * The sentiment container's one error mapping (Text Analytics v2, reference
+ * §3.2): request-level problems are `{code, message, innerError:{code,
+ * message}}` with a 4xx status; the v2 client turns them into a RestError
+ * carrying `code`. Per-document problems are not errors here: they are
+ * entries of the response's `errors` array (see analyze.ts).
+ */
+import type { BillingRefusal } from '../cognitive/index.ts';
+
+export class TextAnalyticsError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    readonly innerCode: string,
+    message: string,
+    readonly outerMessage = 'Invalid request',
+  ) {
+    super(message);
+  }
+}
+
+export function badRequest(innerCode: string, message: string): TextAnalyticsError {
+  return new TextAnalyticsError(400, 'BadRequest', innerCode, message);
+}
+
+export interface WireError {
+  statusCode: number;
+  body: { code: string; message: string; innerError?: { code: string; message: string } };
+}
+
+export const MESSAGES = {
+  tooLarge: (maxBytes: number) => `Request Payload sent is too large to be processed. Limit request size to: ${maxBytes} bytes.`,
+  notUtf8: 'Request body is not valid UTF-8.',
+  badJson: 'Request body is not valid JSON.',
+  badMediaType: 'Content-Type must be application/json, application/json-patch+json or text/json.',
+} as const;
+
+/** Maps anything thrown while handling a request to the v2 wire error. */
+export function toWireError(error: unknown, maxBytes: number): WireError {
+  if (error instanceof TextAnalyticsError) {
+    return { statusCode: error.statusCode, body: { code: error.code, message: error.outerMessage, innerError: { code: error.innerCode, message: error.message } } };
+  }
+  const fastifyCode = (error as { code?: string }).code;
+  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return toWireError(badRequest('InvalidRequestBodyFormat', MESSAGES.tooLarge(maxBytes)), maxBytes);
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { statusCode: 415, body: { code: 'UnsupportedMediaType', message: MESSAGES.badMediaType } };
+  }
+  const statusCode = (error as { statusCode?: number }).statusCode ?? 500;
+  if (statusCode < 500) return toWireError(badRequest('InvalidRequestBodyFormat', (error as Error).message), maxBytes);
+  return { statusCode: 500, body: { code: 'InternalServerError', message: 'Internal error.' } };
+}
+
+/** A billing refusal in the same shape (`code` is the billing status: CouldNotConnect, OutOfQuota, …). */
+export function refusalBody(refusal: BillingRefusal): WireError['body'] {
+  return { code: refusal.code, message: refusal.message };
+}

@@ -1,0 +1,79 @@
+/**
+ * Scoring off the event loop (DESIGN "The event loop stays free"): a small
+ * pool of worker threads, each holding the model; batches go round-robin.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ScoreReply, ScoreRequest } from './worker.ts';
+
+interface Pending {
+  resolve(scores: Float64Array): void;
+  reject(err: Error): void;
+}
+
+export class ScorerPool {
+  #workers: Worker[] = [];
+  #pending = new Map<number, Pending>();
+  #nextId = 0;
+  #next = 0;
+
+  private constructor() {}
+
+  /** Starts `size` workers and waits until each has loaded the model. */
+  static async start(modelDir: string, size: number): Promise<ScorerPool> {
+    const pool = new ScorerPool();
+    // A worker does not inherit a TypeScript loader registered through tsx's API (bin/offcloud.js):
+    // it registers its own before importing the scoring module.
+    const bootstrap = `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))};
+register();
+await import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)});`;
+    const entry = new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`);
+    await Promise.all(
+      Array.from({ length: size }, () => {
+        const worker = new Worker(entry, { workerData: { modelDir } });
+        pool.#workers.push(worker);
+        return new Promise<void>((resolve, reject) => {
+          worker.once('error', reject);
+          worker.once('message', () => {
+            worker.off('error', reject);
+            worker.on('message', (reply: ScoreReply) => pool.#settle(reply));
+            worker.on('error', (err) => pool.#failAll(err));
+            resolve();
+          });
+        });
+      }),
+    ).catch(async (err: unknown) => {
+      await pool.close();
+      throw err;
+    });
+    return pool;
+  }
+
+  /** Scores in [0, 1], in the order of `texts`. */
+  score(texts: string[]): Promise<Float64Array> {
+    if (texts.length === 0) return Promise.resolve(new Float64Array(0));
+    const id = this.#nextId++;
+    const worker = this.#workers[this.#next++ % this.#workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      worker.postMessage({ id, texts } satisfies ScoreRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((w) => w.terminate()));
+    this.#failAll(new Error('scorer closed'));
+  }
+
+  #settle(reply: ScoreReply): void {
+    const pending = this.#pending.get(reply.id);
+    if (!pending) return;
+    this.#pending.delete(reply.id);
+    if (reply.scores) pending.resolve(reply.scores);
+    else pending.reject(new Error(reply.error ?? 'scoring failed'));
+  }
+
+  #failAll(err: Error): void {
+    for (const pending of this.#pending.values()) pending.reject(err);
+    this.#pending.clear();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * `npm run train:sentiment`: trains the English sentiment model from the
+ * Stanford Sentiment Treebank phrases (GLUE SST-2 train.tsv) and writes it to
+ * models/sentiment-en/. Deterministic: a fixed seed drives the split and the
+ * example order, and nothing depends on the clock.
+ *
+ * The validation split holds out whole sentences: a sentence that is no
+ * sub-phrase of any other line, together with every line that is one of its
+ * sub-phrases, so no part of a validation sentence is ever trained on.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../common/models.ts';
+import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
+import { writeModel, type SentimentModelCard } from './model.ts';
+
+export interface Example {
+  text: string;
+  label: 0 | 1;
+  tokens: number;
+}
+
+export interface TrainSettings {
+  seed: number;
+  validationShare: number;
+  epochs: number;
+  learningRate: number;
+  l2: number;
+  features: FeatureConfig;
+}
+
+export const DEFAULT_SETTINGS: TrainSettings = {
+  seed: 20261122,
+  validationShare: 0.1,
+  epochs: 6,
+  learningRate: 0.2,
+  l2: 1e-6,
+  features: { hashBits: 20, wordNgrams: 3, charNgrams: [3, 5], negation: true },
+};
+
+export const DEFAULT_DATA = resolve(PACKAGE_ROOT, '..', 'shared', 'data', 'sst2', 'train.tsv');
+export const DEFAULT_OUT = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
+
+/** mulberry32: a small seeded PRNG, so the split and order are the same on every machine. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+export function readSst2(path: string): { examples: Example[]; sha256: string } {
+  const raw = readFileSync(path);
+  const examples: Example[] = [];
+  for (const line of raw.toString('utf8').split('\n').slice(1)) {
+    const tab = line.lastIndexOf('\t');
+    if (tab < 0) continue;
+    const text = line.slice(0, tab).trim();
+    const label = line.slice(tab + 1).trim();
+    if (!text || (label !== '0' && label !== '1')) continue;
+    examples.push({ text, label: label === '1' ? 1 : 0, tokens: text.split(' ').length });
+  }
+  return { examples, sha256: createHash('sha256').update(raw).digest('hex') };
+}
+
+/** Every contiguous token span of a phrase except the whole. */
+function* subPhrases(text: string): Generator<string> {
+  const tokens = text.split(' ');
+  for (let start = 0; start < tokens.length; start++) {
+    for (let end = start + 1; end <= tokens.length; end++) {
+      if (end - start < tokens.length) yield tokens.slice(start, end).join(' ');
+    }
+  }
+}
+
+/** Holds out whole sentences with all their sub-phrases (see the file comment). */
+export function splitBySentence(examples: Example[], share: number, seed: number): { train: Example[]; validation: Example[] } {
+  const texts = new Set(examples.map((e) => e.text));
+  const contained = new Set<string>();
+  for (const text of texts) for (const span of subPhrases(text)) if (texts.has(span)) contained.add(span);
+  const sentences = shuffle([...texts].filter((text) => !contained.has(text)).sort(), seededRandom(seed));
+  const held = new Set<string>();
+  for (const sentence of sentences.slice(0, Math.round(sentences.length * share))) {
+    held.add(sentence);
+    for (const span of subPhrases(sentence)) if (texts.has(span)) held.add(span);
+  }
+  return { train: examples.filter((e) => !held.has(e.text)), validation: examples.filter((e) => held.has(e.text)) };
+}
+
+/** Logistic regression by SGD with AdaGrad step sizes over hashed features. */
+export function trainLogistic(train: Example[], settings: TrainSettings): { weights: Float32Array; bias: number } {
+  const size = 1 << settings.features.hashBits;
+  const weights = new Float32Array(size);
+  const squares = new Float32Array(size).fill(1e-8);
+  let bias = 0;
+  let biasSquares = 1e-8;
+  const encoded = train.map((e) => ({ indices: featureIndices(e.text, settings.features), label: e.label }));
+  const random = seededRandom(settings.seed + 1);
+  const order = encoded.map((_, i) => i);
+  for (let epoch = 0; epoch < settings.epochs; epoch++) {
+    for (const i of shuffle(order, random)) {
+      const { indices, label } = encoded[i]!;
+      const error = sigmoid(logit(indices, weights, bias)) - label;
+      const scale = indices.length ? 1 / Math.sqrt(indices.length) : 0;
+      for (const index of indices) {
+        const gradient = error * scale + settings.l2 * weights[index]!;
+        squares[index]! += gradient * gradient;
+        weights[index]! -= (settings.learningRate * gradient) / Math.sqrt(squares[index]!);
+      }
+      biasSquares += error * error;
+      bias -= (settings.learningRate * error) / Math.sqrt(biasSquares);
+    }
+  }
+  return { weights, bias };
+}
+
+export interface Accuracy {
+  all: number;
+  allCount: number;
+  long: number;
+  longCount: number;
+}
+
+/** Accuracy of a scorer on a split, overall and on lines of 10 tokens or more. */
+export function accuracy(examples: Example[], score: (text: string) => number): Accuracy {
+  let right = 0;
+  let longRight = 0;
+  let longCount = 0;
+  for (const e of examples) {
+    const ok = score(e.text) >= 0.5 === (e.label === 1);
+    if (ok) right++;
+    if (e.tokens >= 10) {
+      longCount++;
+      if (ok) longRight++;
+    }
+  }
+  return { all: right / examples.length, allCount: examples.length, long: longRight / longCount, longCount };
+}
+
+/** Weights stored as int16 with one scale: a quarter of the float size, same decisions. */
+export function quantize(weights: Float32Array): { values: Int16Array; scale: number } {
+  let max = 0;
+  for (const w of weights) max = Math.max(max, Math.abs(w));
+  const scale = max / 32767 || 1;
+  return { values: Int16Array.from(weights, (w) => Math.round(w / scale)), scale };
+}
+
+export function dequantize(values: Int16Array, scale: number): Float32Array {
+  return Float32Array.from(values, (v) => v * scale);
+}
+
+export function trainSentimentModel(dataPath = DEFAULT_DATA, settings = DEFAULT_SETTINGS) {
+  const { examples, sha256 } = readSst2(dataPath);
+  const { train, validation } = splitBySentence(examples, settings.validationShare, settings.seed);
+  const { weights, bias } = trainLogistic(train, settings);
+  const { values, scale } = quantize(weights);
+  const stored = dequantize(values, scale);
+  const score = (text: string) => sigmoid(logit(featureIndices(text, settings.features), stored, bias));
+  const card: SentimentModelCard = {
+    format: 'offcloud-sentiment-logistic-v1',
+    language: 'en',
+    features: settings.features,
+    bias,
+    weightScale: scale,
+    training: {
+      data: 'GLUE SST-2 train.tsv (Stanford Sentiment Treebank phrases)',
+      dataSha256: sha256,
+      seed: settings.seed,
+      epochs: settings.epochs,
+      learningRate: settings.learningRate,
+      l2: settings.l2,
+      validationShare: settings.validationShare,
+      trainCount: train.length,
+    },
+    validation: accuracy(validation, score),
+  };
+  return { card, weights: values };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+  const started = Date.now();
+  const out = process.argv[2] ?? DEFAULT_OUT;
+  const { card, weights } = trainSentimentModel(process.env.SST2_TRAIN ?? DEFAULT_DATA);
+  await writeModel(out, card, weights);
+  const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
+  console.log(`trained on ${card.training.trainCount} phrases in ${((Date.now() - started) / 1000).toFixed(1)} s → ${out}`);
+  console.log(`validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`);
+}
