@@ -4,7 +4,7 @@
  * a stored certificate is reused while it is fresh and renewed before it
  * expires, without a restart (the HTTPS server swaps its secure context).
  */
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { join } from 'node:path';
@@ -121,8 +121,14 @@ export class CertificateManager {
     clearInterval(this.timer);
   }
 
+  /** Accounts belong to one ACME server: one folder per directory URL. */
+  private accountPath(name: string): string {
+    const server = createHash('sha256').update(this.settings.directoryUrl).digest('hex').slice(0, 16);
+    return join(this.dir, 'accounts', server, name);
+  }
+
   private async accountKey(): Promise<Buffer> {
-    const path = this.path('account.key');
+    const path = this.accountPath('account.key');
     try {
       return await readFile(path);
     } catch {
@@ -138,7 +144,9 @@ export class CertificateManager {
       // acme-client talks through one axios instance per process; a private CA is trusted there.
       acme.axios.defaults.httpsAgent = new Agent({ ca: await readFile(caFile, 'utf8') });
     }
-    const client = new acme.Client({ directoryUrl, accountKey: await this.accountKey() });
+    // With its URL known the account is not registered again (pebble refuses that re-registration's update).
+    const accountUrl = await readFile(this.accountPath('account.url'), 'utf8').catch(() => '');
+    const client = new acme.Client({ directoryUrl, accountKey: await this.accountKey(), ...(accountUrl ? { accountUrl } : {}) });
     const [key, csr] = await acme.crypto.createCsr({ commonName: domain, altNames: [domain] }, await acme.crypto.createPrivateEcdsaKey());
     this.logger.info({ domain, directoryUrl }, 'ordering a certificate by ACME (http-01)');
     let timer: NodeJS.Timeout | undefined;
@@ -162,6 +170,7 @@ export class CertificateManager {
       }),
       timeout,
     ]).finally(() => clearTimeout(timer));
+    if (!accountUrl) await writeFileAtomic(this.accountPath('account.url'), client.getAccountUrl(), 0o600);
     await writeFileAtomic(this.path(`${domain}.key`), key, 0o600);
     await writeFileAtomic(this.path(`${domain}.crt`), chain, 0o644);
     const cert = withDates(chain, key.toString());

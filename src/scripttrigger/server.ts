@@ -49,7 +49,7 @@ export const scriptsOptions = {
   timeout: { type: 'integer', default: 120, min: 1, max: 86_400, description: 'seconds a script may run (a script can set its own)' },
   maxRunning: { type: 'integer', default: 16, min: 1, max: 10_000, description: 'scripts running at once; more are answered 503' },
   streamStderr: { type: 'boolean', default: false, description: 'send stderr lines as `event: stderr` (else only logged)' },
-  bodyLimit: { type: 'integer', default: 1024 * 1024, min: 0, max: 1024 ** 3, description: 'largest request body (bytes), passed to stdin' },
+  bodyLimit: { type: 'integer', default: 1024 * 1024, min: 1, max: 1024 ** 3, description: 'largest request body (bytes), passed to stdin' },
 } as const satisfies OptionSchema;
 export type ScriptsOptions = OptionValues<typeof scriptsOptions>;
 
@@ -190,7 +190,7 @@ function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
 
 /** With TLS, the plain HTTP port: ACME challenges first, every other request redirected (301) to HTTPS. */
 function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort: () => number | null, fallbackHost: string): FastifyInstance {
-  const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 0 });
+  const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 1024 });
   app.get<{ Params: { token: string } }>('/.well-known/acme-challenge/:token', async (request, reply) => {
     const answer = challenges.get(request.params.token);
     if (answer === undefined) return sendError(reply, notFound(shownPath(request.url)));

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { connect } from 'node:tls';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { promisify } from 'node:util';
+import { Agent, request } from 'undici';
+import { needsRenewal } from '../../src/scripttrigger/acme.ts';
+import { scriptsOptions, startScripts, type RunningScripts } from '../../src/scripttrigger/server.ts';
+import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { writeScript } from './helpers.ts';
+import { freePort, startPebble } from './pebble.ts';
+
+const DOMAIN = 'scripts.test';
+const dataDir = await tempDataDir({ after });
+const folder = join(dataDir, 'served');
+await writeScript(folder, 'hello.sh', '#!/bin/sh\necho "hello over tls"\n');
+const httpPort = await freePort();
+const pebble = await startPebble(dataDir, httpPort);
+after(() => pebble.close());
+const acmeOptions = {
+  ...quiet,
+  dataDir,
+  scriptsDir: folder,
+  acme: DOMAIN,
+  acmeDirectory: pebble.directoryUrl,
+  acmeCaFile: pebble.wfeCaFile,
+  httpPort,
+  httpsPort: 0,
+};
+
+/** The certificate a TLS server presents for DOMAIN. */
+async function presented(port: number): Promise<X509Certificate> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: DOMAIN, rejectUnauthorized: false }, () => {
+      resolve(new X509Certificate(socket.getPeerX509Certificate()!.raw));
+      socket.end();
+    });
+    socket.once('error', reject);
+  });
+}
+
+const httpsPortOf = (running: RunningScripts | undefined) => Number(new URL(running!.urls[0]!.url).port);
+
+let server: RunningScripts | undefined;
+after(() => server?.close());
+test('R-SCRIPT-7 a certificate is obtained from the ACME server (pebble) by HTTP-01 and served over HTTPS', async () => {
+  server = await startScripts(acmeOptions);
+  assert.match(server.urls[0]!.url, new RegExp(`^https://${DOMAIN.replace('.', '\\.')}:\\d+/$`));
+  const port = httpsPortOf(server);
+  const root = await pebble.root();
+  const rootFile = join(dataDir, 'pebble-root.pem');
+  await writeFile(rootFile, root);
+  // curl, trusting only pebble's root, must accept the chain for the name.
+  const curl = debianProgram('curl', '/usr/bin/curl');
+  const { stdout } = await promisify(execFile)(curl, ['-sN', '--cacert', rootFile, '--resolve', `${DOMAIN}:${port}:127.0.0.1`, `https://${DOMAIN}:${port}/hello`]);
+  assert.match(stdout, /^data: hello over tls\n\n/);
+  const cert = await presented(port);
+  assert.match(cert.issuer, /Pebble Intermediate CA/);
+  assert.ok(cert.checkHost(DOMAIN));
+  const stored = await readFile(join(dataDir, 'scripts', 'acme', `${DOMAIN}.crt`), 'utf8');
+  assert.equal(new X509Certificate(stored).serialNumber, cert.serialNumber);
+});
+
+test('R-SCRIPT-8 plain HTTP is redirected (301) to HTTPS, path and query kept', async () => {
+  const answer = await request(`http://127.0.0.1:${httpPort}/hello?name=x`, { headers: { host: `${DOMAIN}:${httpPort}` } });
+  assert.equal(answer.statusCode, 301);
+  assert.equal(answer.headers.location, `https://${DOMAIN}:${httpsPortOf(server)}/hello?name=x`);
+  await answer.body.dump();
+  const post = await request(`http://127.0.0.1:${httpPort}/resources/create`, { method: 'POST', body: 'x' });
+  assert.equal(post.statusCode, 301);
+  await post.body.dump();
+});
+
+test('R-SCRIPT-8 the ACME challenge path is answered on HTTP, not redirected', async () => {
+  const answer = await request(`http://127.0.0.1:${httpPort}/.well-known/acme-challenge/no-such-token`, { headers: { host: DOMAIN } });
+  assert.equal(answer.statusCode, 404);
+  assert.equal(((await answer.body.json()) as { error: { code: string } }).error.code, 'ScriptNotFound');
+});
+
+test('R-SCRIPT-7 the certificate is renewed without a restart, and a restart reuses the stored one', async () => {
+  const port = httpsPortOf(server);
+  const before = await presented(port);
+  const renewed = await server!.renewCertificate();
+  const after = await presented(port);
+  assert.notEqual(after.serialNumber, before.serialNumber);
+  assert.equal(after.serialNumber, new X509Certificate(renewed.cert).serialNumber);
+  await server!.close();
+  server = await startScripts({ ...acmeOptions, acmeDirectory: 'https://127.0.0.1:1/unreachable' });
+  assert.equal((await presented(httpsPortOf(server))).serialNumber, after.serialNumber);
+});
+
+test('R-SCRIPT-7 renewal is due when a third of the lifetime or 30 days is left', () => {
+  const day = 86_400_000;
+  const notBefore = new Date(0);
+  const ninety = { notBefore, notAfter: new Date(90 * day) };
+  assert.equal(needsRenewal(ninety, new Date(59 * day)), false);
+  assert.equal(needsRenewal(ninety, new Date(61 * day)), true);
+  const sixDays = { notBefore, notAfter: new Date(6 * day) };
+  assert.equal(needsRenewal(sixDays, new Date(3 * day)), false);
+  assert.equal(needsRenewal(sixDays, new Date(5 * day)), true);
+});
+
+test('R-SCRIPT-8 --tls with the local CA serves HTTPS and redirects HTTP', async (t) => {
+  const local = await startScripts({ ...quiet, dataDir: await tempDataDir(t), scriptsDir: folder, tls: true, httpPort: 0, httpsPort: 0 });
+  t.after(() => local.close());
+  const dispatcher = new Agent({ connect: { ca: await readFile(local.caCertPath!, 'utf8') } });
+  t.after(() => dispatcher.close());
+  const answer = await request(`${local.urls[0]!.url}hello`, { dispatcher });
+  assert.match(await answer.body.text(), /^data: hello over tls\n\n/);
+  const redirected = await request(`${local.urls[1]!.url}/hello?a=1`);
+  assert.equal(redirected.statusCode, 301);
+  assert.equal(redirected.headers.location, `${local.urls[0]!.url}hello?a=1`);
+  await redirected.body.dump();
+});
+
+test('R-SCRIPT-9 with TLS the ports default to 80 and 443 (without TLS 8080)', () => {
+  assert.equal(scriptsOptions.httpPort.default, 80);
+  assert.equal(scriptsOptions.httpsPort.default, 443);
+  assert.equal(scriptsOptions.port.default, 8080);
+});
