@@ -113,7 +113,7 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
       }
       // Recorded before SUBACK goes out, so an answer to the next publish finds it.
       session.subscriptions.add(kind);
-      callback(null, { ...subscription, qos: Math.min(subscription.qos, 1) as 0 | 1 });
+      callback(null, subscription);
     },
     authorizePublish(client, packet, callback) {
       const session = client && byClient.get(client);
@@ -265,7 +265,8 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
 
   broker.on('unsubscribe', (topics, client) => {
     const session = byClient.get(client);
-    if (!session) return;
+    // aedes also "unsubscribes" everything of a closing connection; only a device's UNSUBSCRIBE counts.
+    if (!session || client.closed) return;
     for (const topic of topics) {
       const kind = subscriptionKind(topic, session.connection.identity);
       if (!kind) continue;

@@ -62,6 +62,8 @@ export function newTwin(now = new Date()): Twin {
   };
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -70,9 +72,9 @@ function isObject(value: unknown): value is JsonObject {
 export function parsePatch(payload: Buffer | string): JsonObject {
   let value: unknown;
   try {
-    value = JSON.parse(typeof payload === 'string' ? payload : payload.toString('utf8'));
+    value = JSON.parse(typeof payload === 'string' ? payload : STRICT_UTF8.decode(payload));
   } catch {
-    throw invalidArgument('the patch is not valid JSON');
+    throw invalidArgument('the patch is not valid JSON in UTF-8');
   }
   if (!isObject(value)) throw invalidArgument('the patch must be a JSON object');
   return value;

@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
 import { Agent, request } from 'undici';
+import mqtt, { type MqttClient } from 'mqtt';
 import { tempDataDir, quiet } from '../helpers/index.ts';
 import { startHub, type HubOptions } from '../../src/hub/server.ts';
 import { createSasToken } from '../../src/hub/sas.ts';
@@ -109,4 +110,51 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10
     if (Date.now() > deadline) throw new Error(`${what} not met within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+export interface MqttDeviceOptions {
+  username?: string;
+  password?: string;
+  clean?: boolean;
+  /** Runs before CONNECT goes out: listeners for what the hub may send right after CONNACK. */
+  beforeConnect?: (client: MqttClient) => void;
+}
+
+/** Connects mqtt.js as a device (MQTT 3.1.1, TLS, no automatic reconnect); rejects on a refused CONNACK. */
+export function connectDevice(hub: TestHub, deviceId: string, key: string, options: MqttDeviceOptions = {}): Promise<MqttClient> {
+  const client = mqtt.connect(`mqtts://localhost:${hub.mqttPort}`, {
+    protocolVersion: 4,
+    clientId: deviceId,
+    username: options.username ?? `localhost/${deviceId}/?api-version=2021-04-12`,
+    password: options.password ?? createSasToken(`localhost/devices/${deviceId}`, key, Math.floor(Date.now() / 1000) + 600),
+    ca: hub.ca,
+    clean: options.clean ?? true,
+    reconnectPeriod: 0,
+    connectTimeout: 5000,
+  });
+  options.beforeConnect?.(client);
+  return new Promise((resolve, reject) => {
+    client.once('connect', () => resolve(client));
+    client.once('error', (err) => {
+      client.end(true);
+      reject(err);
+    });
+  });
+}
+
+/** The next message on `client` whose topic starts with `prefix`. */
+export function nextMessage(client: MqttClient, prefix: string, ms = 5000): Promise<{ topic: string; payload: Buffer }> {
+  return nextEvent((listener) => {
+    const onMessage = (topic: string, payload: Buffer) => {
+      if (!topic.startsWith(prefix)) return;
+      client.off('message', onMessage);
+      listener({ topic, payload });
+    };
+    client.on('message', onMessage);
+  }, ms, `message on ${prefix}`);
+}
+
+/** Resolves when the hub closes the connection. */
+export function closedByHub(client: MqttClient, ms = 5000): Promise<void> {
+  return nextEvent<void>((listener) => client.once('close', () => listener()), ms, 'connection close');
 }
