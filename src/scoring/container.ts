@@ -58,7 +58,7 @@ function channelValues(key: 'mean' | 'std', raw: string[]): number[] {
 }
 
 /** Every request body reaches the handlers as raw bytes, whatever its content type (curl -d sends form-urlencoded). */
-function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
+export function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
 }

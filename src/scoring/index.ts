@@ -1,0 +1,27 @@
+import { defineComponent } from '../common/component.ts';
+import { keysCommand, scoreCommand } from './commands.ts';
+import { scoringOptions, startScoring } from './container.ts';
+import { DEFAULT_SERVICE, frontendOptions, startScoringFrontend } from './frontend.ts';
+
+export { modelsCommands } from './commands.ts';
+
+export const scoring = defineComponent({
+  name: 'scoring',
+  summary: 'ImageNet scoring container: POST /score with {"data": [1,3,224,224]} → 1000 probabilities and the time (§4.1)',
+  options: scoringOptions,
+  start: startScoring,
+  subcommands: { score: scoreCommand, keys: keysCommand },
+});
+
+export const scoringFrontend = defineComponent({
+  name: 'scoring-frontend',
+  summary: 'scoring front-end: POST /api/v1/service/<name>/score with bearer primary/secondary key, forwarded to scoring replicas (§4.2)',
+  options: frontendOptions,
+  start: startScoringFrontend,
+  // Under `offcloud up` the one service forwards to the scoring container started just before.
+  wireUp: (started) => {
+    const url = started.get('scoring')?.exports?.scoringUrl;
+    return url ? { services: [`${DEFAULT_SERVICE}=${url}`] } : {};
+  },
+  subcommands: { keys: keysCommand },
+});
