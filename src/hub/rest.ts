@@ -43,7 +43,13 @@ const SSE_HEARTBEAT_MS = 15_000;
 
 export async function startRestApi(hub: DeviceHub, options: RestOptions): Promise<{ url: string; app: FastifyInstance }> {
   const { logger } = options;
-  const app = createHttpServer({ logger, tls: options.tls, bodyLimit: 512 * 1024 });
+  const app = createHttpServer({
+    logger,
+    tls: options.tls,
+    bodyLimit: 512 * 1024,
+    // A URL fastify cannot route (broken percent-encoding) still gets the hub's error shape.
+    frameworkErrors: (error, _request, reply) => (reply as FastifyReply).code(400).send(serviceErrorBody(new HubError('ArgumentInvalid', error.message))),
+  });
   // Open event streams never go idle, so closing ends them first.
   const streams = new Set<FastifyReply['raw']>();
   app.addHook('preClose', async () => {
