@@ -3,7 +3,7 @@
  * logging, optional TLS, body limits, GET /health and GET /ready, and a
  * listen() that turns a taken port into a message naming the option.
  */
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { StartupError } from './errors.ts';
 import { describeKey } from './config.ts';
@@ -19,6 +19,12 @@ export interface HttpServerOptions {
   ready?: () => boolean;
   /** Leave GET /health and /ready to the component (it has its own). */
   withoutProbes?: boolean;
+  /**
+   * Answers errors fastify raises before routing (a URL with broken
+   * percent-encoding: FST_ERR_BAD_URL) in the component's own error shape;
+   * fastify's JSON error when absent.
+   */
+  frameworkErrors?: FastifyServerOptions['frameworkErrors'];
 }
 
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
@@ -30,6 +36,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // Per-request lines would drown the logs at load; components log what matters.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
     ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
   }) as unknown as FastifyInstance;
   // Responses finished while closing carry `Connection: close`, so keep-alive

@@ -9,6 +9,7 @@ import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import type { Logger } from 'pino';
+import type { FastifyReply } from 'fastify';
 import { checkServiceName, serviceNameOption } from './devsvc.ts';
 import { InvalidDeviceNameError, TEXT, toHttpError } from './errors.ts';
 import { deviceNameFromPath } from './names.ts';
@@ -50,7 +51,17 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
   const registry = await openRegistry(options);
   const watch = await registry.watch(serviceName);
   const pool = new DevSvcPool(watch, options.deadlineMs, logger);
-  const app = createHttpServer({ logger, bodyLimit: 1024, ready: () => watch.nodes().length > 0 });
+  const sendError = (error: unknown, reply: FastifyReply) => {
+    const { status, text } = toHttpError(error);
+    if (status >= 500) logger.error({ err: error }, 'request failed');
+    return reply.code(status).type(TEXT).send(text);
+  };
+  const app = createHttpServer({
+    logger,
+    bodyLimit: 1024,
+    ready: () => watch.nodes().length > 0,
+    frameworkErrors: (error, _request, reply) => void sendError(error, reply),
+  });
 
   app.route({
     method: 'GET',
@@ -69,14 +80,12 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
   app.route({
     method: ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'],
     url: '/data/*',
-    handler: async (_request, reply) => reply.code(405).header('allow', 'GET').type(TEXT).send('method not allowed; use GET'),
+    // Answered before the body is read: a large or odd body changes nothing about the method.
+    onRequest: async (_request, reply) => reply.code(405).header('allow', 'GET').type(TEXT).send('method not allowed; use GET'),
+    handler: async () => undefined,
   });
   app.setNotFoundHandler(async (request, reply) => reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]?.slice(0, 200)}`));
-  app.setErrorHandler(async (error, _request, reply) => {
-    const { status, text } = toHttpError(error);
-    if (status >= 500) logger.error({ err: error }, 'request failed');
-    return reply.code(status).type(TEXT).send(text);
-  });
+  app.setErrorHandler(async (error, _request, reply) => sendError(error, reply));
 
   let url: string;
   try {

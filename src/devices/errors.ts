@@ -29,6 +29,8 @@ export function registryUnreachable(kind: string, address: string, cause: string
 /** The HTTP status and text for an error thrown while serving /data. */
 export function toHttpError(error: unknown): { status: number; text: string } {
   if (error instanceof InvalidDeviceNameError) return { status: 400, text: error.message };
+  // fastify refuses a URL whose percent-encoding or UTF-8 is broken before any route runs.
+  if ((error as { code?: string }).code === 'FST_ERR_BAD_URL') return toHttpError(new InvalidDeviceNameError('broken percent-encoding or UTF-8'));
   const status = (error as { statusCode?: number }).statusCode ?? 500;
   return { status, text: status >= 500 ? 'internal error' : (error as Error).message };
 }
