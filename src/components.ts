@@ -4,6 +4,7 @@ import type { OptionSchema } from './common/config.ts';
 import { calculator } from './calculator/index.ts';
 import { gateway, users } from './gateway/index.ts';
 import { identity } from './identity/index.ts';
+import { storage } from './storage/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';
 import { scripts } from './scripttrigger/index.ts';
 import { hub } from './hub/index.ts';
@@ -12,7 +13,7 @@ import { sentiment } from './sentiment/index.ts';
 import { face } from './face/index.ts';
 import { modelsCommands, scoring, scoringFrontend } from './scoring/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands];

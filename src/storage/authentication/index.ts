@@ -1,0 +1,197 @@
+/**
+ * Who is calling, and may they? Bearer tokens of offcloud's identity issuer
+ * (verified with src/identity's verifier, authorized by the data-plane roles of
+ * its directory) and Shared Key signatures with an account key.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  createTokenVerifier,
+  TokenVerificationError,
+  bearerToken,
+  type TokenVerifier,
+} from '../../identity/verify.ts';
+import { dataRoleAssignmentsFor, openDirectory, STORAGE_RESOURCE, type DirectoryStore } from '../../identity/directory.ts';
+import { identityIssuers, type IssuerStyle } from '../../identity/issuer.ts';
+import { openSigningKeys } from '../../identity/keys.ts';
+import { errors } from '../errors.ts';
+import type { StorageAccount } from '../persistence/accounts.ts';
+
+/** Oldest and newest x-ms-version accepted with bearer tokens (OAuth needs 2017-11-09 or later). */
+export const OLDEST_BEARER_VERSION = '2017-11-09';
+export const NEWEST_VERSION = '2026-04-06';
+
+export type Action = 'read' | 'write';
+
+export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string };
+
+export interface AuthRequest {
+  method: string;
+  /** The request path as sent (percent-encoded), without the query. */
+  rawPath: string;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  secure: boolean;
+  account: StorageAccount;
+}
+
+export interface AuthenticatorOptions {
+  dataDir: string;
+  /** The identity directory file, when identity runs with --directory. */
+  directoryFile?: string;
+  /** Verify against this JWKS URL instead of the data dir's signing keys. */
+  jwksUri?: string;
+  caCertPath?: string;
+  issuerStyle: IssuerStyle;
+  /** The token issuer's origin: used for `local`-style issuers and in the 401 challenge. */
+  authorityHost: string;
+}
+
+const READER_ROLES = new Set(['Storage Blob Data Reader', 'Storage Blob Data Contributor', 'Storage Blob Data Owner']);
+const WRITER_ROLES = new Set(['Storage Blob Data Contributor', 'Storage Blob Data Owner']);
+
+function header(headers: IncomingHttpHeaders, name: string): string {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(',') : (value ?? '');
+}
+
+/** The Shared Key string-to-sign of a request (Blob service, version 2009-09-19 and later). */
+export function sharedKeyStringToSign(request: AuthRequest, languageFirst: boolean): string {
+  const h = (name: string) => header(request.headers, name);
+  const contentLength = h('content-length') === '0' ? '' : h('content-length');
+  const [first, second] = languageFirst ? ['content-language', 'content-encoding'] : ['content-encoding', 'content-language'];
+  const standard = [
+    request.method.toUpperCase(),
+    h(first),
+    h(second),
+    contentLength,
+    h('content-md5'),
+    h('content-type'),
+    h('date'),
+    h('if-modified-since'),
+    h('if-match'),
+    h('if-none-match'),
+    h('if-unmodified-since'),
+    h('range'),
+  ].join('\n');
+  const canonicalHeaders = Object.keys(request.headers)
+    .filter((name) => name.startsWith('x-ms-'))
+    .sort()
+    .map((name) => `${name}:${header(request.headers, name).trimStart()}\n`)
+    .join('');
+  const queryKeys = [...new Set([...request.query.keys()].map((k) => k.toLowerCase()))].sort();
+  const lowered = new Map([...request.query.entries()].map(([k, v]) => [k.toLowerCase(), v]));
+  const canonicalResource = `/${request.account.name}${request.rawPath || '/'}` + queryKeys.map((k) => `\n${k}:${lowered.get(k) ?? ''}`).join('');
+  return `${standard}\n${canonicalHeaders}${canonicalResource}`;
+}
+
+function verifySharedKey(request: AuthRequest, credential: string): void {
+  const match = /^SharedKey ([^:\s]+):([A-Za-z0-9+/=]+)$/.exec(credential);
+  if (!match) throw errors.invalidAuthenticationInfo();
+  if (match[1] !== request.account.name) throw errors.authenticationFailed(`The account ${match[1]} in the Authorization header does not match the account of the request.`);
+  const given = Buffer.from(match[2]!, 'base64');
+  for (const key of request.account.keys) {
+    for (const languageFirst of [false, true]) {
+      const expected = createHmac('sha256', Buffer.from(key, 'base64')).update(sharedKeyStringToSign(request, languageFirst), 'utf8').digest();
+      if (expected.length === given.length && timingSafeEqual(expected, given)) return;
+    }
+  }
+  throw errors.authenticationFailed(
+    "The MAC signature found in the HTTP request is not the same as any computed signature. Server used the account's keys to sign the request.",
+  );
+}
+
+function checkVersionForBearer(headers: IncomingHttpHeaders): void {
+  const version = header(headers, 'x-ms-version');
+  if (!version) throw errors.missingHeader('x-ms-version');
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(version) || version < OLDEST_BEARER_VERSION || version > NEWEST_VERSION) {
+    throw errors.invalidHeader('x-ms-version');
+  }
+}
+
+/** What each verifier failure reads as in <AuthenticationErrorDetail>. */
+function authenticationDetail(err: TokenVerificationError): string {
+  if (err.code === 'malformed' || err.code === 'missing_claim') return 'Authentication scheme Bearer is not supported.';
+  return err.detail;
+}
+
+export class StorageAuthenticator {
+  private readonly directory: DirectoryStore;
+  private verifierFor: { tenants: string; verifier: TokenVerifier } | null = null;
+
+  constructor(private readonly options: AuthenticatorOptions) {
+    this.directory = openDirectory(options.dataDir, options.directoryFile);
+  }
+
+  /** Makes the identity directory and keys if this data dir has none yet (storage started alone). */
+  async ensure(): Promise<void> {
+    await this.directory.ensure();
+    if (!this.options.jwksUri) await openSigningKeys(this.options.dataDir).ensure();
+  }
+
+  /** `WWW-Authenticate` for a request without credentials: unquoted, space-separated, as the SDK parses it. */
+  async challenge(): Promise<string> {
+    const tenant = (await this.directory.current()).defaultTenantId;
+    const authority = this.options.issuerStyle === 'local' ? this.options.authorityHost : 'https://login.microsoftonline.com';
+    return `Bearer authorization_uri=${authority}/${tenant}/oauth2/authorize resource_id=${STORAGE_RESOURCE.identifierUris[0]}`;
+  }
+
+  private async verifier(): Promise<TokenVerifier> {
+    const directory = await this.directory.current();
+    const tenants = directory.tenants.map((t) => t.id).join(',');
+    if (this.verifierFor?.tenants !== tenants) {
+      const keys = this.options.jwksUri
+        ? { jwksUri: this.options.jwksUri, ...(this.options.caCertPath ? { caCertPath: this.options.caCertPath } : {}) }
+        : (() => {
+            const store = openSigningKeys(this.options.dataDir);
+            return { jwks: async () => (await store.current()).jwks };
+          })();
+      this.verifierFor = {
+        tenants,
+        verifier: createTokenVerifier({
+          keys,
+          issuers: directory.tenants.flatMap((t) => identityIssuers(t.id, this.options.issuerStyle, this.options.authorityHost)),
+          audiences: [],
+        }),
+      };
+    }
+    return this.verifierFor.verifier;
+  }
+
+  async authenticate(request: AuthRequest): Promise<Principal> {
+    const credential = header(request.headers, 'authorization');
+    if (!credential) throw errors.noAuthentication(await this.challenge());
+    if (/^SharedKey /.test(credential)) {
+      verifySharedKey(request, credential);
+      return { scheme: 'SharedKey' };
+    }
+    if (!/^Bearer /i.test(credential)) throw errors.invalidAuthenticationInfo();
+    if (!request.secure) throw errors.authenticationFailed('Authentication scheme Bearer is not allowed with HTTP.');
+    checkVersionForBearer(request.headers);
+    const token = bearerToken(credential);
+    if (!token) throw errors.authenticationFailed('Authentication scheme Bearer is not supported.');
+    const account = request.account.name;
+    try {
+      const verified = await (await this.verifier()).verify(token, {
+        audiences: [
+          ...STORAGE_RESOURCE.identifierUris,
+          STORAGE_RESOURCE.appId,
+          `https://${account}.blob.core.windows.net`,
+          `https://${account}.blob.localhost`,
+        ],
+      });
+      return { scheme: 'Bearer', principalId: verified.principalId };
+    } catch (err) {
+      if (err instanceof TokenVerificationError) throw errors.authenticationFailed(authenticationDetail(err));
+      throw err;
+    }
+  }
+
+  /** `target` is `/storage/<account>[/<container>]`; Shared Key (the account key) may do everything. */
+  async authorize(principal: Principal, action: Action, target: string): Promise<void> {
+    if (principal.scheme === 'SharedKey') return;
+    const assignments = dataRoleAssignmentsFor(await this.directory.current(), principal.principalId, target);
+    const allowed = action === 'read' ? READER_ROLES : WRITER_ROLES;
+    if (!assignments.some((a) => allowed.has(a.role))) throw errors.permissionMismatch();
+  }
+}

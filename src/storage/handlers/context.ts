@@ -1,0 +1,84 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { AccountStore } from '../persistence/store.ts';
+import type { StorageAccount } from '../persistence/accounts.ts';
+import { errors } from '../errors.ts';
+
+/** One request, resolved to its account, container and blob, after authentication. */
+export interface Operation {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  account: StorageAccount;
+  store: AccountStore;
+  container: string | undefined;
+  blob: string | undefined;
+  query: URLSearchParams;
+  /** ServiceEndpoint of listings: `https://host/<account>` (path style) or `https://host/` (host style). */
+  endpoint: string;
+  limits: StorageLimits;
+  /** Checks the caller's data role for this operation (Reader to read, Contributor to write). */
+  authorize(action: 'read' | 'write'): Promise<void>;
+}
+
+export interface StorageLimits {
+  maxBlobBytes: number;
+  maxBlockBytes: number;
+}
+
+export function header(op: Operation, name: string): string | undefined {
+  const value = op.request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function body(op: Operation): Readable {
+  return op.request.raw;
+}
+
+/** Reads a small request body (a block list) into a string, up to `limit` bytes. */
+export async function smallBody(op: Operation, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of op.request.raw) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw errors.requestBodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `x-ms-meta-<name>` headers; names must be valid C# identifiers, as the service requires. */
+export function metadataFromHeaders(op: Operation): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  for (const [name, value] of Object.entries(op.request.headers)) {
+    if (!name.startsWith('x-ms-meta-')) continue;
+    const key = name.slice('x-ms-meta-'.length);
+    if (!METADATA_NAME.test(key)) throw errors.invalidHeader(name);
+    metadata[key] = Array.isArray(value) ? value.join(',') : String(value);
+  }
+  return metadata;
+}
+
+/** `maxresults` (1..5000, default 5000), `marker`, `prefix` of a listing. */
+export function listingQuery(op: Operation) {
+  const raw = op.query.get('maxresults');
+  const maxResults = raw === null ? 5000 : Number(raw);
+  if (!/^\d+$/.test(raw ?? '5000') || maxResults < 1 || maxResults > 5000) throw errors.invalidQuery('maxresults');
+  const include = (op.query.get('include') ?? '').split(',').filter(Boolean);
+  return {
+    maxResults,
+    marker: op.query.get('marker') ?? '',
+    prefix: op.query.get('prefix') ?? '',
+    includeMetadata: include.includes('metadata'),
+  };
+}
+
+/** One page of a sorted listing: items from `marker` (inclusive), and the marker of the next page. */
+export function page<T>(items: T[], key: (item: T) => string, marker: string, max: number): { items: T[]; nextMarker: string } {
+  const start = marker ? items.findIndex((item) => key(item) >= marker) : 0;
+  const from = start < 0 ? items.length : start;
+  const slice = items.slice(from, from + max);
+  const next = items[from + max];
+  return { items: slice, nextMarker: next ? key(next) : '' };
+}

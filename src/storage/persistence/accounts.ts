@@ -1,0 +1,41 @@
+/**
+ * Storage accounts of a data dir (<data-dir>/storage/accounts.json): names and
+ * their two account keys (for Shared Key requests and connection strings).
+ * The default account is made on first start.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../common/files.ts';
+import { StartupError } from '../../common/errors.ts';
+
+export interface StorageAccount {
+  name: string;
+  /** Base64 account keys; either one signs Shared Key requests. */
+  keys: [string, string];
+}
+
+/** Account names as the service allows them: 3-24 lowercase letters and digits. */
+export const ACCOUNT_NAME = /^[a-z0-9]{3,24}$/;
+
+function newKey(): string {
+  return randomBytes(64).toString('base64');
+}
+
+export async function loadAccounts(dataDir: string, defaultAccount: string): Promise<StorageAccount[]> {
+  const path = join(dataDir, 'storage', 'accounts.json');
+  let accounts: StorageAccount[] = [];
+  try {
+    accounts = (JSON.parse(await readFile(path, 'utf8')) as { accounts: StorageAccount[] }).accounts;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new StartupError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  for (const account of accounts) {
+    if (!ACCOUNT_NAME.test(account.name)) throw new StartupError(`${path}: invalid account name "${account.name}" (3-24 lowercase letters and digits)`);
+  }
+  if (!accounts.some((a) => a.name === defaultAccount)) {
+    accounts.push({ name: defaultAccount, keys: [newKey(), newKey()] });
+    await writeFileAtomic(path, JSON.stringify({ accounts }, null, 2) + '\n', 0o600);
+  }
+  return accounts;
+}

@@ -1,0 +1,347 @@
+/**
+ * Containers and blobs on disk, under <data-dir>/storage/<account>/<container>/:
+ *   container.json   the container's properties and metadata
+ *   blobs.json       the blob index: name → properties and the data file holding its bytes
+ *   data/<id>        blob contents, named by random id (blob names never reach the filesystem)
+ *   blocks/<h>/<b>   uncommitted blocks of a blob (h = hash of the blob name, b = hex block id)
+ * A blob's bytes are written to a temporary file, flushed and renamed before the index
+ * (written atomically) points at them: after a crash a blob is either the old one or the
+ * new one, never a partial one. State is held in memory and loaded at start.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Readable, Transform } from 'node:stream';
+import { writeFileAtomic } from '../../common/files.ts';
+import { errors } from '../errors.ts';
+
+export interface ContainerRecord {
+  name: string;
+  created: number;
+  modified: number;
+  etag: string;
+  metadata: Record<string, string>;
+}
+
+export interface BlockRef {
+  id: string;
+  size: number;
+}
+
+export interface BlobProperties {
+  contentType: string;
+  contentEncoding?: string;
+  contentLanguage?: string;
+  contentDisposition?: string;
+  cacheControl?: string;
+}
+
+export interface BlobRecord extends BlobProperties {
+  name: string;
+  file: string;
+  size: number;
+  md5: string;
+  created: number;
+  modified: number;
+  etag: string;
+  metadata: Record<string, string>;
+  /** The committed block list, when the blob was made from blocks. */
+  blocks?: BlockRef[];
+}
+
+interface ContainerState {
+  record: ContainerRecord;
+  dir: string;
+  blobs: Map<string, BlobRecord>;
+  /** Serialises index writes of this container. */
+  queue: Promise<unknown>;
+}
+
+let etagCounter = 0;
+/** Etags in the service's style: 0x + a hex number that grows with each change. */
+export function newEtag(): string {
+  etagCounter = (etagCounter + 1) % 4096;
+  return `"0x${(Date.now() * 4096 + etagCounter).toString(16).toUpperCase()}"`;
+}
+
+function hash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+/** Counts bytes and computes MD5 while a body streams to disk, stopping past a limit. */
+function measuring(limit: number) {
+  const md5 = createHash('md5');
+  let size = 0;
+  const transform = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      size += chunk.length;
+      if (size > limit) return callback(errors.requestBodyTooLarge());
+      md5.update(chunk);
+      callback(null, chunk);
+    },
+  });
+  return { transform, result: () => ({ size, md5: md5.digest('base64') }) };
+}
+
+export class AccountStore {
+  private readonly containers = new Map<string, ContainerState>();
+
+  private constructor(readonly root: string) {}
+
+  /** Loads an account's containers and blob indexes, and removes leftovers of interrupted writes. */
+  static async open(root: string): Promise<AccountStore> {
+    const store = new AccountStore(root);
+    await mkdir(root, { recursive: true });
+    for (const entry of await readdir(root, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const dir = join(root, entry.name);
+      let record: ContainerRecord;
+      try {
+        record = JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as ContainerRecord;
+      } catch {
+        // A container whose creation never completed: nothing was acknowledged.
+        await rm(dir, { recursive: true, force: true });
+        continue;
+      }
+      const blobs = new Map<string, BlobRecord>();
+      try {
+        for (const blob of JSON.parse(await readFile(join(dir, 'blobs.json'), 'utf8')) as BlobRecord[]) blobs.set(blob.name, blob);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      store.containers.set(record.name, { record, dir, blobs, queue: Promise.resolve() });
+      await store.removeUnreferencedData(dir, blobs);
+    }
+    return store;
+  }
+
+  private async removeUnreferencedData(dir: string, blobs: Map<string, BlobRecord>): Promise<void> {
+    const referenced = new Set([...blobs.values()].map((b) => b.file));
+    let files: string[] = [];
+    try {
+      files = await readdir(join(dir, 'data'));
+    } catch {
+      return;
+    }
+    await Promise.all(files.filter((f) => !referenced.has(f)).map((f) => rm(join(dir, 'data', f), { force: true })));
+  }
+
+  listContainers(): ContainerRecord[] {
+    return [...this.containers.values()].map((c) => c.record).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  getContainer(name: string): ContainerRecord {
+    return this.state(name).record;
+  }
+
+  private state(name: string): ContainerState {
+    const state = this.containers.get(name);
+    if (!state) throw errors.containerNotFound();
+    return state;
+  }
+
+  async createContainer(name: string, metadata: Record<string, string>): Promise<ContainerRecord> {
+    if (this.containers.has(name)) throw errors.containerExists();
+    const now = Date.now();
+    const record: ContainerRecord = { name, created: now, modified: now, etag: newEtag(), metadata };
+    const dir = join(this.root, name);
+    const state: ContainerState = { record, dir, blobs: new Map(), queue: Promise.resolve() };
+    this.containers.set(name, state);
+    try {
+      await mkdir(join(dir, 'data'), { recursive: true });
+      await writeFileAtomic(join(dir, 'container.json'), JSON.stringify(record));
+    } catch (err) {
+      this.containers.delete(name);
+      throw err;
+    }
+    return record;
+  }
+
+  async deleteContainer(name: string): Promise<void> {
+    const state = this.state(name);
+    this.containers.delete(name);
+    // container.json goes first, so a crash mid-way leaves a folder that load() discards.
+    await rm(join(state.dir, 'container.json'), { force: true });
+    await rm(state.dir, { recursive: true, force: true });
+  }
+
+  listBlobs(container: string): BlobRecord[] {
+    return [...this.state(container).blobs.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  findBlob(container: string, name: string): BlobRecord | undefined {
+    return this.state(container).blobs.get(name);
+  }
+
+  getBlob(container: string, name: string): BlobRecord {
+    const blob = this.findBlob(container, name);
+    if (!blob) throw errors.blobNotFound();
+    return blob;
+  }
+
+  dataPath(container: string, blob: BlobRecord): string {
+    return join(this.state(container).dir, 'data', blob.file);
+  }
+
+  /** Runs an index change of one container after the previous one finished, then persists the index. */
+  private async changeIndex<T>(state: ContainerState, change: () => Promise<T>): Promise<T> {
+    const run = state.queue.then(async () => {
+      const value = await change();
+      await writeFileAtomic(join(state.dir, 'blobs.json'), JSON.stringify([...state.blobs.values()]));
+      return value;
+    });
+    state.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Streams a body into a new data file; returns its id, size and MD5 once it is on disk. */
+  private async writeData(state: ContainerState, body: Readable | Readable[], limit: number) {
+    const id = randomUUID();
+    const path = join(state.dir, 'data', id);
+    const temp = `${path}.tmp`;
+    const measure = measuring(limit);
+    const out = createWriteStream(temp, { flags: 'wx' });
+    try {
+      // Blocks of a block list stream one after another into one file.
+      const source = Array.isArray(body)
+        ? Readable.from(
+            (async function* () {
+              for (const part of body) yield* part;
+            })(),
+          )
+        : body;
+      await pipeline(source, measure.transform, out);
+      const handle = await open(temp, 'r');
+      await handle.sync();
+      await handle.close();
+      await rename(temp, path);
+    } catch (err) {
+      out.destroy();
+      await rm(temp, { force: true });
+      throw err;
+    }
+    return { id, ...measure.result() };
+  }
+
+  async putBlob(
+    container: string,
+    name: string,
+    body: Readable,
+    options: { properties: BlobProperties; metadata: Record<string, string>; limit: number; expectedMd5?: string },
+  ): Promise<BlobRecord> {
+    const state = this.state(container);
+    const data = await this.writeData(state, body, options.limit);
+    if (options.expectedMd5 && options.expectedMd5 !== data.md5) {
+      await rm(join(state.dir, 'data', data.id), { force: true });
+      throw errors.md5Mismatch();
+    }
+    return this.commitData(state, name, data, options.properties, options.metadata);
+  }
+
+  private commitData(
+    state: ContainerState,
+    name: string,
+    data: { id: string; size: number; md5: string },
+    properties: BlobProperties,
+    metadata: Record<string, string>,
+    blocks?: BlockRef[],
+  ): Promise<BlobRecord> {
+    return this.changeIndex(state, async () => {
+      if (!this.containers.has(state.record.name)) throw errors.containerNotFound();
+      const previous = state.blobs.get(name);
+      const now = Date.now();
+      const record: BlobRecord = {
+        name,
+        file: data.id,
+        size: data.size,
+        md5: data.md5,
+        created: previous?.created ?? now,
+        modified: now,
+        etag: newEtag(),
+        metadata,
+        ...properties,
+        ...(blocks ? { blocks } : {}),
+      };
+      state.blobs.set(name, record);
+      if (previous) void rm(join(state.dir, 'data', previous.file), { force: true });
+      return record;
+    });
+  }
+
+  private blockDir(state: ContainerState, blob: string): string {
+    return join(state.dir, 'blocks', hash(blob));
+  }
+
+  async putBlock(container: string, blob: string, blockId: string, body: Readable, limit: number): Promise<void> {
+    const state = this.state(container);
+    const dir = this.blockDir(state, blob);
+    await mkdir(dir, { recursive: true });
+    const target = join(dir, Buffer.from(blockId, 'base64').toString('hex'));
+    const temp = `${target}.${randomUUID()}.tmp`;
+    const measure = measuring(limit);
+    try {
+      await pipeline(body, measure.transform, createWriteStream(temp));
+      await rename(temp, target);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * Commits a block list: each id is looked up among the uncommitted blocks
+   * (Uncommitted/Latest) or the blob's committed blocks (Committed/Latest).
+   */
+  async commitBlockList(
+    container: string,
+    name: string,
+    list: { id: string; from: 'Latest' | 'Committed' | 'Uncommitted' }[],
+    options: { properties: BlobProperties; metadata: Record<string, string>; limit: number },
+  ): Promise<BlobRecord> {
+    const state = this.state(container);
+    const dir = this.blockDir(state, name);
+    const existing = state.blobs.get(name);
+    const committedOffsets = new Map<string, { start: number; size: number }>();
+    let offset = 0;
+    for (const block of existing?.blocks ?? []) {
+      committedOffsets.set(block.id, { start: offset, size: block.size });
+      offset += block.size;
+    }
+    const parts: Readable[] = [];
+    const refs: BlockRef[] = [];
+    for (const item of list) {
+      const uncommitted = join(dir, Buffer.from(item.id, 'base64').toString('hex'));
+      const uncommittedSize = item.from === 'Committed' ? undefined : await stat(uncommitted).then((s) => s.size, () => undefined);
+      if (uncommittedSize !== undefined) {
+        parts.push(createReadStream(uncommitted));
+        refs.push({ id: item.id, size: uncommittedSize });
+        continue;
+      }
+      const committed = item.from === 'Uncommitted' ? undefined : committedOffsets.get(item.id);
+      if (!committed || !existing) throw errors.invalidBlockList();
+      parts.push(
+        committed.size === 0
+          ? Readable.from([])
+          : createReadStream(this.dataPath(container, existing), { start: committed.start, end: committed.start + committed.size - 1 }),
+      );
+      refs.push({ id: item.id, size: committed.size });
+    }
+    const data = await this.writeData(state, parts, options.limit);
+    const record = await this.commitData(state, name, data, options.properties, options.metadata, refs);
+    await rm(dir, { recursive: true, force: true });
+    return record;
+  }
+
+  async deleteBlob(container: string, name: string): Promise<void> {
+    const state = this.state(container);
+    await this.changeIndex(state, async () => {
+      const blob = state.blobs.get(name);
+      if (!blob) throw errors.blobNotFound();
+      state.blobs.delete(name);
+      void rm(join(state.dir, 'data', blob.file), { force: true });
+    });
+    await rm(this.blockDir(state, name), { recursive: true, force: true });
+  }
+}

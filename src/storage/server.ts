@@ -1,0 +1,223 @@
+/**
+ * The blob endpoint: HTTPS (local CA) on 10000, optionally plain HTTP too.
+ * Path-style URLs (/<account>/<container>/<blob>) and host-style
+ * (<account>.blob.<suffix>/<container>/<blob>); every request is authenticated
+ * (bearer token or Shared Key), authorized, then dispatched by method and `comp`.
+ */
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { commonOptions, portOption, tlsOptions, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger, type Logger } from '../common/log.ts';
+import { resolveTls } from '../common/tls.ts';
+import { ISSUER_STYLES, type IssuerStyle } from '../identity/issuer.ts';
+import { DEFAULT_STORAGE_ACCOUNT } from '../identity/directory.ts';
+import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authentication/index.ts';
+import { errors, StorageError } from './errors.ts';
+import { errorXml } from './xml.ts';
+import { AccountStore } from './persistence/store.ts';
+import { loadAccounts, type StorageAccount } from './persistence/accounts.ts';
+import { serviceOperation } from './handlers/service.ts';
+import { containerOperation } from './handlers/container.ts';
+import { blobOperation } from './handlers/blob.ts';
+import type { Operation, StorageLimits } from './handlers/context.ts';
+
+export const storageOptions = {
+  ...commonOptions,
+  ...tlsOptions,
+  port: portOption(10000, 'HTTPS port (0 = any free port)'),
+  httpPort: {
+    type: 'integer',
+    default: -1,
+    min: -1,
+    max: 65535,
+    description: 'also serve plain HTTP on this port (Shared Key only: bearer tokens need HTTPS); -1 = off',
+  },
+  account: { type: 'string', default: DEFAULT_STORAGE_ACCOUNT, description: 'the default storage account, made on first start' },
+  authorityHost: {
+    type: 'string',
+    default: 'https://127.0.0.1:9440',
+    description: 'origin of the identity token issuer (for local-style issuers and the 401 challenge)',
+  },
+  issuerStyle: { type: 'string', default: 'cloud', choices: ISSUER_STYLES, description: 'issuer strings the tokens carry, as identity --issuer-style' },
+  jwksUri: { type: 'string', default: '', description: "verify tokens with this JWKS URL (default: the data dir's identity signing keys)" },
+  directory: { type: 'string', default: '', description: "identity directory file, when identity runs with --directory (default: the data dir's)" },
+  maxBlobSize: { type: 'integer', default: 2 * 1024 ** 3, min: 1, description: 'largest blob, bytes' },
+  maxBlockSize: { type: 'integer', default: 256 * 1024 ** 2, min: 1, description: 'largest block of Put Block, bytes' },
+} as const;
+export type StorageOptions = OptionValues<typeof storageOptions>;
+
+interface Target {
+  account: string;
+  container: string | undefined;
+  blob: string | undefined;
+  endpoint: string;
+  rawPath: string;
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw errors.invalidUri();
+  }
+}
+
+/** Account, container and blob of a request, from the Host header (host style) or the path. */
+function resolveTarget(request: FastifyRequest, scheme: string): Target {
+  const url = request.raw.url ?? '/';
+  const rawPath = url.split('?')[0] ?? '/';
+  const host = request.headers.host ?? '';
+  const labels = host.split(':')[0]!.split('.');
+  const segments = rawPath.split('/').slice(1);
+  let account: string;
+  let endpoint: string;
+  if (labels.length > 2 && labels[1] === 'blob') {
+    account = labels[0]!;
+    endpoint = `${scheme}://${host}/`;
+  } else {
+    account = decode(segments.shift() ?? '');
+    endpoint = `${scheme}://${host}/${account}`;
+  }
+  const container = segments.length && segments[0] !== '' ? decode(segments[0]!) : undefined;
+  const blobPath = segments.slice(1).join('/');
+  return { account, container, blob: blobPath ? decode(blobPath) : undefined, endpoint, rawPath };
+}
+
+function sendError(reply: FastifyReply, request: FastifyRequest, error: StorageError): FastifyReply {
+  const requestId = String(reply.getHeader('x-ms-request-id') ?? randomUUID());
+  reply.code(error.status).header('x-ms-error-code', error.code);
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  if (request.method === 'HEAD') return reply.send();
+  return reply.type('application/xml').send(errorXml(error, requestId));
+}
+
+interface StorageServerContext {
+  logger: Logger;
+  accounts: Map<string, StorageAccount>;
+  stores: Map<string, AccountStore>;
+  authenticator: StorageAuthenticator;
+  limits: StorageLimits;
+}
+
+function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure: boolean): void {
+  // Bodies are streamed to disk by the handlers, never buffered by fastify.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.addHook('onRequest', async (request, reply) => {
+    const version = request.headers['x-ms-version'];
+    reply
+      .header('x-ms-request-id', randomUUID())
+      .header('x-ms-version', typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) ? version : NEWEST_VERSION)
+      .header('server', 'offcloud-storage');
+    const clientRequestId = request.headers['x-ms-client-request-id'];
+    if (typeof clientRequestId === 'string' && clientRequestId.length <= 1024) reply.header('x-ms-client-request-id', clientRequestId);
+  });
+
+  app.setErrorHandler(async (error, request, reply) => {
+    if (error instanceof StorageError) return sendError(reply, request, error);
+    const status = (error as { statusCode?: number }).statusCode;
+    if (status === 413) return sendError(reply, request, errors.requestBodyTooLarge());
+    if (status && status < 500) return sendError(reply, request, errors.invalidUri());
+    ctx.logger.error({ err: error }, 'storage request failed');
+    return sendError(reply, request, errors.internal());
+  });
+  app.setNotFoundHandler(async (request, reply) => sendError(reply, request, errors.invalidUri()));
+
+  app.route({
+    method: ['GET', 'HEAD', 'PUT', 'DELETE', 'POST', 'PATCH', 'OPTIONS'],
+    url: '/*',
+    exposeHeadRoute: false,
+    handler: async (request, reply) => {
+      const target = resolveTarget(request, secure ? 'https' : 'http');
+      const account = ctx.accounts.get(target.account);
+      const store = ctx.stores.get(target.account);
+      if (!account || !store) throw errors.accountNotFound();
+      const query = new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? '');
+      const principal: Principal = await ctx.authenticator.authenticate({
+        method: request.method,
+        rawPath: target.rawPath,
+        query,
+        headers: request.headers,
+        secure,
+        account,
+      });
+      const scope = `/storage/${account.name}${target.container ? `/${target.container}` : ''}`;
+      const op: Operation = {
+        request,
+        reply,
+        account,
+        store,
+        container: target.container,
+        blob: target.blob,
+        query,
+        endpoint: target.endpoint,
+        limits: ctx.limits,
+        authorize: (action) => ctx.authenticator.authorize(principal, action, scope),
+      };
+      if (!target.container) return serviceOperation(op);
+      if (!target.blob) return containerOperation(op, target.container);
+      return blobOperation(op, target.container, target.blob);
+    },
+  });
+}
+
+export async function startStorage(given: Partial<StorageOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(storageOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'storage');
+  const authenticator = new StorageAuthenticator({
+    dataDir: options.dataDir,
+    directoryFile: options.directory || undefined,
+    jwksUri: options.jwksUri || undefined,
+    issuerStyle: options.issuerStyle as IssuerStyle,
+    authorityHost: options.authorityHost.replace(/\/+$/, ''),
+  });
+  await authenticator.ensure();
+  const accountList = await loadAccounts(options.dataDir, options.account);
+  const stores = new Map<string, AccountStore>();
+  for (const account of accountList) stores.set(account.name, await AccountStore.open(resolve(options.dataDir, 'storage', 'accounts', account.name)));
+  const ctx: StorageServerContext = {
+    logger,
+    accounts: new Map(accountList.map((a) => [a.name, a])),
+    stores,
+    authenticator,
+    limits: { maxBlobBytes: options.maxBlobSize, maxBlockBytes: options.maxBlockSize },
+  };
+  const tls = await resolveTls(options);
+  const https = createHttpServer({ logger, tls });
+  registerRoutes(https, ctx, true);
+  const url = await listen(https, { host: options.host, port: options.port, component: 'storage' });
+  let http: FastifyInstance | null = null;
+  let httpUrl = '';
+  if (options.httpPort >= 0) {
+    http = createHttpServer({ logger });
+    registerRoutes(http, ctx, false);
+    try {
+      httpUrl = await listen(http, { host: options.host, port: options.httpPort, component: 'storage', portKey: 'httpPort' });
+    } catch (err) {
+      await https.close();
+      throw err;
+    }
+  }
+  const main = ctx.accounts.get(options.account)!;
+  const blobEndpoint = `${url}/${main.name}`;
+  logger.info({ url, httpUrl: httpUrl || undefined, account: main.name }, 'storage listening');
+  return {
+    urls: [
+      { label: 'blob endpoint (HTTPS)', url: blobEndpoint },
+      ...(httpUrl ? [{ label: 'blob endpoint (HTTP, Shared Key only)', url: `${httpUrl}/${main.name}` }] : []),
+    ],
+    credentials: [
+      `account ${main.name}; token scope https://storage.azure.com/.default`,
+      `connection string: DefaultEndpointsProtocol=https;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${blobEndpoint};`,
+    ],
+    caCertPath: tls.caCertPath,
+    exports: { blobEndpoint },
+    close: async () => {
+      await Promise.all([https.close(), http?.close()]);
+    },
+  };
+}
