@@ -18,6 +18,8 @@ export class ScriptError extends Error {
 
 export const notFound = (path: string) => new ScriptError(404, 'ScriptNotFound', `no script is served at ${path}`);
 
+export const badPath = () => new ScriptError(400, 'InvalidPath', 'the path is not valid percent-encoded UTF-8');
+
 export const methodNotAllowed = (method: string, allowed: readonly string[]) =>
   new ScriptError(405, 'MethodNotAllowed', `${method} is not allowed here; use ${allowed.join(' or ')}`, {
     allow: allowed.join(', '),

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RunningComponent } from '../common/component.ts';
 import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
@@ -16,6 +16,7 @@ import { resolveTls, type TlsMaterial } from '../common/tls.ts';
 import { CertificateManager, LETS_ENCRYPT_DIRECTORY, type Certificate } from './acme.ts';
 import { ScriptCatalog, type Script } from './catalog.ts';
 import {
+  badPath,
   badSettings,
   cannotStart,
   methodNotAllowed,
@@ -160,9 +161,13 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
   );
 }
 
+/** Errors fastify raises before routing, in our shape. */
+const frameworkErrors = (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) =>
+  sendError(reply, error.code === 'FST_ERR_BAD_URL' ? badPath() : error);
+
 /** The app that serves the scripts (HTTP, or HTTPS when `tls` is given). */
 function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
-  const app = createHttpServer({ logger: ctx.logger, tls, bodyLimit: ctx.options.bodyLimit });
+  const app = createHttpServer({ logger: ctx.logger, tls, bodyLimit: ctx.options.bodyLimit, frameworkErrors });
   // Bodies stay raw: they go to the script's stdin as sent; form fields are read from them too.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -182,15 +187,16 @@ function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
   app.route({ method: ROUTE_METHODS, url: '/*', exposeHeadRoute: false, handler: (request, reply) => callScript(ctx, request, reply) });
   app.setNotFoundHandler(async (request, reply) => sendError(reply, notFound(shownPath(splitUrl(request.url).path))));
   app.setErrorHandler(async (error, _request, reply) => {
-    if (((error as { statusCode?: number }).statusCode ?? 500) >= 500) ctx.logger.error({ err: error }, 'request failed');
-    return sendError(reply, error);
+    sendError(reply, error);
+    if (reply.statusCode >= 500) ctx.logger.error({ err: error }, 'request failed');
+    return reply;
   });
   return app;
 }
 
 /** With TLS, the plain HTTP port: ACME challenges first, every other request redirected (301) to HTTPS. */
 function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort: () => number | null, fallbackHost: string): FastifyInstance {
-  const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 1024 });
+  const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 1024, frameworkErrors });
   app.get<{ Params: { token: string } }>('/.well-known/acme-challenge/:token', async (request, reply) => {
     const answer = challenges.get(request.params.token);
     if (answer === undefined) return sendError(reply, notFound(shownPath(request.url)));
