@@ -1,6 +1,8 @@
 /** Starting a hub on port 0 and talking to its REST API, for the hub suites. */
 import { readFile } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import mqtt, { type MqttClient } from 'mqtt';
 import { tempDataDir, quiet } from '../helpers/index.ts';
@@ -157,4 +159,59 @@ export function nextMessage(client: MqttClient, prefix: string, ms = 5000): Prom
 /** Resolves when the hub closes the connection. */
 export function closedByHub(client: MqttClient, ms = 5000): Promise<void> {
   return nextEvent<void>((listener) => client.once('close', () => listener()), ms, 'connection close');
+}
+
+export interface HubProcess {
+  child: ChildProcess;
+  hub: TestHub;
+}
+
+const HUB_PROCESS = fileURLToPath(new URL('./hub-process.ts', import.meta.url));
+
+/** Starts a hub in a child process (test/hub/hub-process.ts) and connects a REST client to it. */
+export async function spawnHub(options: Partial<HubOptions> & { dataDir: string }): Promise<HubProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', HUB_PROCESS, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.once('exit', (code) => reject(new Error(`hub process exited with ${code}`)));
+  });
+  const started = JSON.parse(line) as { urls: { url: string }[]; credentials: string[]; caCertPath: string };
+  const ca = await readFile(started.caCertPath, 'utf8');
+  const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(started.credentials.join('\n'))![1]!;
+  const host = options.hostName ?? 'localhost';
+  const restUrl = started.urls[1]!.url;
+  const client = await restClient(restUrl, ca, () => serviceToken(host, ownerKey));
+  const mqttPort = Number(new URL(started.urls[0]!.url).port);
+  return {
+    child,
+    hub: {
+      host,
+      mqttPort,
+      restUrl,
+      dataDir: options.dataDir,
+      ca,
+      caPath: started.caCertPath,
+      ownerKey,
+      rest: client.call,
+      async createDevice(key) {
+        const created = await client.call('PUT', `/devices/${encodeURIComponent(key)}`, {});
+        return (created.body as { authentication: { symmetricKey: { primaryKey: string } } }).authentication.symmetricKey.primaryKey;
+      },
+      connectionString: (key, sharedAccessKey) => `HostName=${host}:${mqttPort};DeviceId=${key};SharedAccessKey=${sharedAccessKey}`,
+      close: () => client.agent.close(),
+    },
+  };
+}
+
+/** SIGKILL, and wait until the process is gone. */
+export function killHard(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
 }
