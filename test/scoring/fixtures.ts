@@ -1,5 +1,7 @@
 /** Test inputs made at test time: deterministic random numbers, tensors, mutations, drawn pictures. */
+import { spawn } from 'node:child_process';
 import sharp from 'sharp';
+import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
 
 /** A small deterministic generator (mulberry32), so a failing case can be replayed. */
 export function seededRandom(seed: number): () => number {
@@ -97,3 +99,62 @@ export function crosswordSvg(): Buffer {
 export async function pictureFile(svg: Buffer, format: 'jpeg' | 'png' | 'webp'): Promise<Buffer> {
   return sharp(svg).toFormat(format).toBuffer();
 }
+
+const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
+
+/** Runs the real `offcloud` binary; resolves with its exit code and output. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A scoring request body for a drawing, through the same path the client takes. */
+export async function pictureBody(svg: Buffer, format: 'integers' | 'floats' = 'integers'): Promise<string> {
+  return scoreRequestBody(await imageToPixels(svg), format);
+}
+
+export function argmax(values: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i]! > values[best]!) best = i;
+  return best;
+}
+
+/** Indices of the k largest values, largest first. */
+export function topIndices(values: readonly number[], k: number): number[] {
+  return values
+    .map((v, i) => [v, i] as const)
+    .sort((a, b) => b[0] - a[0])
+    .slice(0, k)
+    .map(([, i]) => i);
+}
+
+/** What JSON.parse makes of a body, reduced to the same question: which float32 tensor, or an error. */
+export function jsonParseTensor(body: string, shape: readonly number[]): Float32Array | 'error' {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return 'error';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !('data' in parsed)) return 'error';
+  const out: number[] = [];
+  const walk = (value: unknown, level: number): boolean => {
+    if (level === shape.length) {
+      if (typeof value !== 'number') return false;
+      out.push(value);
+      return true;
+    }
+    return Array.isArray(value) && value.length === shape[level] && value.every((v) => walk(v, level + 1));
+  };
+  if (!walk((parsed as { data: unknown }).data, 0)) return 'error';
+  const values = Float32Array.from(out);
+  return values.every(Number.isFinite) ? values : 'error';
+}
+

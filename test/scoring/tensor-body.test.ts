@@ -2,32 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { INPUT_SHAPE, MAX_NESTING, readTensorBody } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
-import { mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
+import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
 
 const SMALL = [1, 3, 4, 5];
-
-/** What JSON.parse makes of a body, reduced to the same question: which float32 tensor, or an error. */
-function reference(body: string, shape: readonly number[]): Float32Array | 'error' {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return 'error';
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !('data' in parsed)) return 'error';
-  const out: number[] = [];
-  const walk = (value: unknown, level: number): boolean => {
-    if (level === shape.length) {
-      if (typeof value !== 'number') return false;
-      out.push(value);
-      return true;
-    }
-    return Array.isArray(value) && value.length === shape[level] && value.every((v) => walk(v, level + 1));
-  };
-  if (!walk((parsed as { data: unknown }).data, 0)) return 'error';
-  const values = Float32Array.from(out);
-  return values.every(Number.isFinite) ? values : 'error';
-}
 
 function ours(body: string, shape: readonly number[]): Float32Array | 'error' {
   try {
@@ -47,7 +24,7 @@ test('R-SCORE-1 random valid tensors parse to exactly the float32 of what JSON.p
   const random = seededRandom(1);
   for (let i = 0; i < 400; i++) {
     const body = JSON.stringify({ data: nestedTensor(SMALL, () => randomNumberText(random)) }).replace(/"(-?[0-9][^"]*)"/g, '$1');
-    const expected = reference(body, SMALL);
+    const expected = jsonParseTensor(body, SMALL);
     const got = ours(body, SMALL);
     assert.notEqual(expected, 'error', body);
     assert.ok(got !== 'error' && expected !== 'error' && sameBits(got, expected), `mismatch for ${body}`);
@@ -57,7 +34,7 @@ test('R-SCORE-1 random valid tensors parse to exactly the float32 of what JSON.p
 test('R-SCORE-1 a full [1,3,224,224] body of 17-digit doubles parses bit for bit like JSON.parse', () => {
   const random = seededRandom(2);
   const body = JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => random() * 2.4 - 0.3) });
-  const expected = reference(body, INPUT_SHAPE);
+  const expected = jsonParseTensor(body, INPUT_SHAPE);
   const got = readTensorBody(Buffer.from(body));
   assert.ok(expected !== 'error' && sameBits(got.values, expected));
   assert.equal(got.allIntegers, false);
@@ -73,7 +50,7 @@ test('R-SCORE-1 numbers at float32 ties and edges round like JSON.parse then flo
   ];
   for (const token of tokens) {
     const body = `{"data":[[[[${token}]]]]}`;
-    assert.deepEqual(ours(body, [1, 1, 1, 1]), reference(body, [1, 1, 1, 1]), token);
+    assert.deepEqual(ours(body, [1, 1, 1, 1]), jsonParseTensor(body, [1, 1, 1, 1]), token);
   }
 });
 
@@ -90,7 +67,7 @@ test('R-SCORE-1 long tokens right beside float32 ties round like JSON.parse then
     const nudge = [0, 1e-13, -1e-13, 1e-16, -1e-16][i % 5]!;
     const token = (tie * (1 + nudge)).toPrecision(17 + (i % 5));
     const body = `{"data":[[[[${token}]]]]}`;
-    assert.deepEqual(ours(body, shape), reference(body, shape), token);
+    assert.deepEqual(ours(body, shape), jsonParseTensor(body, shape), token);
   }
 });
 
@@ -100,7 +77,7 @@ test('R-SCORE-2 1,000 fuzzed bodies: accepted exactly when JSON.parse gives a fi
   let rejected = 0;
   for (let i = 0; i < 1000; i++) {
     const body = mutate(valid, random);
-    const expected = reference(body, SMALL);
+    const expected = jsonParseTensor(body, SMALL);
     const got = ours(body, SMALL);
     if (expected === 'error') {
       assert.equal(got, 'error', `accepted a bad body: ${body}`);
