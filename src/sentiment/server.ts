@@ -43,7 +43,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** JSON bodies under every media type the v2 clients send; bytes that are not UTF-8 are refused, not replaced. */
 function acceptJsonBodies(app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   const parse = (_request: FastifyRequest, raw: Buffer, done: (err: Error | null, body?: unknown) => void) => {
     let text: string;
     try {

@@ -27,6 +27,12 @@ export interface TrainSettings {
   epochs: number;
   learningRate: number;
   l2: number;
+  /** Return the average of the weights over all steps (averaged SGD) rather than the last ones. */
+  average: boolean;
+  /** Extra weight per token of a training line, so whole sentences count more than short phrases. */
+  lengthWeight: number;
+  /** Scale each feature by its naive-Bayes log-count ratio (NB-LR); folded into the stored weights. */
+  naiveBayesScaling: boolean;
   features: FeatureConfig;
 }
 
@@ -36,6 +42,9 @@ export const DEFAULT_SETTINGS: TrainSettings = {
   epochs: 6,
   learningRate: 0.2,
   l2: 1e-6,
+  average: false,
+  lengthWeight: 0,
+  naiveBayesScaling: false,
   features: { hashBits: 20, wordNgrams: 3, charNgrams: [3, 5], negation: true },
 };
 
@@ -105,26 +114,55 @@ export function trainLogistic(train: Example[], settings: TrainSettings): { weig
   const size = 1 << settings.features.hashBits;
   const weights = new Float32Array(size);
   const squares = new Float32Array(size).fill(1e-8);
+  // Averaging without touching every weight per step: avg = w - sum(step * change) / steps.
+  const stepWeighted = settings.average ? new Float64Array(size) : null;
   let bias = 0;
   let biasSquares = 1e-8;
-  const encoded = train.map((e) => ({ indices: featureIndices(e.text, settings.features), label: e.label }));
+  let biasStepWeighted = 0;
+  let step = 1;
+  const encoded = train.map((e) => ({ indices: featureIndices(e.text, settings.features), label: e.label, weight: 1 + settings.lengthWeight * e.tokens }));
+  const ratios = settings.naiveBayesScaling ? logCountRatios(encoded, size) : null;
   const random = seededRandom(settings.seed + 1);
   const order = encoded.map((_, i) => i);
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
     for (const i of shuffle(order, random)) {
-      const { indices, label } = encoded[i]!;
-      const error = sigmoid(logit(indices, weights, bias)) - label;
+      const { indices, label, weight } = encoded[i]!;
+      const error = (sigmoid(ratios ? scaledLogit(indices, weights, ratios, bias) : logit(indices, weights, bias)) - label) * weight;
       const scale = indices.length ? 1 / Math.sqrt(indices.length) : 0;
       for (const index of indices) {
-        const gradient = error * scale + settings.l2 * weights[index]!;
+        const gradient = error * scale * (ratios ? ratios[index]! : 1) + settings.l2 * weights[index]!;
         squares[index]! += gradient * gradient;
-        weights[index]! -= (settings.learningRate * gradient) / Math.sqrt(squares[index]!);
+        const change = (settings.learningRate * gradient) / Math.sqrt(squares[index]!);
+        weights[index]! -= change;
+        if (stepWeighted) stepWeighted[index]! -= step * change;
       }
       biasSquares += error * error;
-      bias -= (settings.learningRate * error) / Math.sqrt(biasSquares);
+      const biasChange = (settings.learningRate * error) / Math.sqrt(biasSquares);
+      bias -= biasChange;
+      biasStepWeighted -= step * biasChange;
+      step++;
     }
   }
-  return { weights, bias };
+  const final = stepWeighted ? Float32Array.from(weights, (w, i) => w - stepWeighted[i]! / step) : weights;
+  if (ratios) final.forEach((w, i) => (final[i] = w * ratios[i]!));
+  return { weights: final, bias: stepWeighted ? bias - biasStepWeighted / step : bias };
+}
+
+/** log((p_i / |p|) / (q_i / |q|)) with add-one counts of positive (p) and negative (q) lines per bucket. */
+function logCountRatios(encoded: { indices: Uint32Array; label: number }[], size: number): Float32Array {
+  const positive = new Float64Array(size).fill(1);
+  const negative = new Float64Array(size).fill(1);
+  for (const { indices, label } of encoded) for (const index of indices) (label ? positive : negative)[index]! += 1;
+  const positiveSum = positive.reduce((a, b) => a + b, 0);
+  const negativeSum = negative.reduce((a, b) => a + b, 0);
+  return Float32Array.from(positive, (p, i) => Math.log(p / positiveSum / (negative[i]! / negativeSum)));
+}
+
+function scaledLogit(indices: Uint32Array, weights: Float32Array, ratios: Float32Array, bias: number): number {
+  if (indices.length === 0) return bias;
+  let sum = 0;
+  for (const index of indices) sum += weights[index]! * ratios[index]!;
+  return bias + sum / Math.sqrt(indices.length);
 }
 
 export interface Accuracy {
