@@ -68,7 +68,7 @@ describe('token verifier', () => {
   test('R-TOKEN-7 a resource server with jose.createRemoteJWKSet on the discovery jwks_uri accepts the token (iss, aud checked)', async () => {
     const discovery = await getJson(`${id.issuerUrl}/${id.tenantId}/v2.0/.well-known/openid-configuration`, { dispatcher: id.dispatcher });
     const fetchWithCa: FetchImplementation = (url, options) =>
-      undiciFetch(url, { ...options, dispatcher: id.dispatcher } as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>;
+      undiciFetch(url, { ...options, dispatcher: id.dispatcher } as unknown as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>;
     const jwks = createRemoteJWKSet(new URL(String(discovery.body.jwks_uri)), { [customFetch]: fetchWithCa });
     const { payload } = await jwtVerify(await demoToken(), jwks, { issuer: String(discovery.body.issuer), audience: demoApiId, algorithms: ['RS256'] });
     assert.deepEqual(payload.roles, ['Demo.Read.All']);
