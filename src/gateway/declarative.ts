@@ -177,9 +177,13 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
   const rows = collectRows(doc, errors);
   const created = Math.floor(now / 1000);
   const byKind = (kind: Kind) => rows.filter((r) => r.kind === kind);
+  const generatedIds = new Set<string>();
   const withIds = (kind: Kind, keyOf: (row: Row, i: number) => string) =>
     byKind(kind).map((row, i) => {
-      row.value.id ??= stableId(kind, keyOf(row, i));
+      if (row.value.id === undefined) {
+        row.value.id = stableId(kind, keyOf(row, i));
+        generatedIds.add(row.value.id as string);
+      }
       row.value.created_at ??= created;
       return row;
     });
@@ -259,7 +263,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
     [credentials, credentialRows],
     [plugins, pluginRows],
   ] as const) {
-    checkUnique(listed<{ id: string }>(items, kindRows), 'id', (x) => x.id, errors);
+    // Generated ids repeat only when names do, which is reported below by name.
+    checkUnique(listed<{ id: string }>(items, kindRows), 'id', (x) => (generatedIds.has(x.id) ? null : x.id), errors);
   }
   checkUnique(listed(services, serviceRows), 'name', (s) => s.name, errors);
   checkUnique(listed(routes, routeRows), 'name', (r) => r.name, errors);

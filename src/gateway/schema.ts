@@ -63,7 +63,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function checkField(field: Field, value: unknown, path: string, errors: FieldError[]): unknown {
   if (value === undefined || value === null) {
     if (field.required) errors.push({ path, message: 'required field missing' });
-    return field.default === undefined ? (value === null ? null : undefined) : structuredClone(field.default);
+    if (field.default === undefined) return value === null ? null : undefined;
+    // An absent record still gets the defaults of its own fields.
+    if (field.type === 'record' && field.default !== null) return checkRecord(field.fields, structuredClone(field.default), path, errors);
+    return structuredClone(field.default);
   }
   const fail = (message: string) => {
     errors.push({ path, message });

@@ -96,6 +96,8 @@ export class RedisCounters implements CounterStore {
       commandTimeout: conf.timeout || undefined,
       // Fail fast while Redis is away, so fault_tolerant requests pass instead of queueing.
       maxRetriesPerRequest: 1,
+      // Connect on the first counted request, not when a configuration merely mentions this Redis.
+      lazyConnect: true,
       tls: conf.ssl ? { rejectUnauthorized: conf.ssl_verify, servername: conf.server_name ?? conf.host ?? undefined } : undefined,
     });
     // Connection errors surface through the commands; the event only needs a listener.

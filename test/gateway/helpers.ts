@@ -1,0 +1,136 @@
+/** What the gateway suites share: real backends, a gateway from a document, a Redis server. */
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { stringify } from 'yaml';
+import { startCalculator } from '../../src/calculator/server.ts';
+import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
+import { startUsers } from '../../src/gateway/users/server.ts';
+import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+
+type After = Pick<TestContext, 'after'>;
+
+export interface Gateway {
+  proxy: string;
+  https: string;
+  admin: string;
+  caCertPath: string;
+  close(): Promise<void>;
+}
+
+function urlsOf(running: Awaited<ReturnType<typeof startGateway>>): Gateway {
+  const by = (label: string) => running.urls.find((u) => u.label === label)!.url;
+  return { proxy: by('proxy'), https: by('proxy (TLS)'), admin: by('admin API'), caCertPath: running.caCertPath!, close: running.close };
+}
+
+/** A gateway on free ports loading `doc` (an object, written as YAML) from a temp file. */
+export async function gatewayWith(t: After, doc: unknown, options: Partial<GatewayOptions> = {}): Promise<Gateway> {
+  const dataDir = await tempDataDir(t);
+  const file = join(dataDir, 'kong.yml');
+  await writeFile(file, typeof doc === 'string' ? doc : stringify(doc));
+  const running = await startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, declarativeConfig: file, ...options });
+  t.after(() => running.close());
+  return urlsOf(running);
+}
+
+/** The spec's deployment: calculator + user API + gateway on its default configuration. */
+export async function specStack(t: After, options: Partial<GatewayOptions> = {}) {
+  const dataDir = await tempDataDir(t);
+  const calculator = await startCalculator(quiet);
+  t.after(() => calculator.close());
+  const users = await startUsers({ ...quiet, dataDir });
+  t.after(() => users.close());
+  const running = await startGateway({
+    ...quiet,
+    httpsPort: 0,
+    adminPort: 0,
+    dataDir,
+    usersUrl: users.exports!.usersUrl,
+    calculatorUrl: calculator.urls[0]!.url.replace('/add/{a}/{b}', ''),
+    ...options,
+  });
+  t.after(() => running.close());
+  return { ...urlsOf(running), credentials: running.credentials ?? [], usersUrl: users.exports!.usersUrl };
+}
+
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+/** An upstream that records what reached it and answers with a JSON echo (or what `respond` does). */
+export async function echoBackend(t: After, respond?: (req: IncomingMessage, res: ServerResponse, body: Buffer) => void) {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      if (respond) return respond(req, res, body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url, method: req.method, bytes: body.length }));
+    });
+  });
+  const url = await listenOn(t, server);
+  return { url, seen, server };
+}
+
+export async function listenOn(t: After, server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A loopback port nothing listens on (bound, read, released). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Debian's redis-server on a free loopback port, in a temp dir, stopped after the test. */
+export async function startRedis(t: After): Promise<{ port: number; stop(): Promise<void> }> {
+  const program = debianProgram('redis-server', '/usr/bin/redis-server');
+  const dir = await tempDataDir(t);
+  const port = await freePort();
+  const child = spawn(program, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  t.after(stop);
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+  });
+  return { port, stop };
+}
+
+/** Waits until the current UTC second has at least `ms` left, so a burst stays inside one window. */
+export async function awayFromWindowEdge(windowMs: number, ms: number): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < ms) await new Promise((resolve) => setTimeout(resolve, left + 5));
+}
