@@ -1,0 +1,85 @@
+/** Starts identity and storage on one data dir, and gets tokens the way clients do. */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createPrivateKey } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { request } from 'undici';
+import { startStorage, type StorageOptions } from '../../src/storage/server.ts';
+import type { RunningComponent } from '../../src/common/component.ts';
+import { startForTest, type Cleanup, type StartedIdentity } from '../identity/helpers.ts';
+
+export interface StorageStack {
+  identity: StartedIdentity;
+  storage: RunningComponent;
+  /** https://127.0.0.1:<port>/devstoreaccount1 */
+  blobEndpoint: string;
+  dataDir: string;
+  imdsToken(resource?: string, clientId?: string): Promise<string>;
+  /** A token signed with the issuer's own key, with claims changed (expired, wrong issuer, …). */
+  forgeToken(claims: Record<string, unknown>): Promise<string>;
+  get(path: string, headers?: Record<string, string>, method?: 'GET' | 'PUT' | 'DELETE' | 'HEAD'): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>;
+}
+
+export async function startStorageStack(t: Cleanup, options: Partial<StorageOptions> = {}): Promise<StorageStack> {
+  const identity = await startForTest(t);
+  const storage = await startStorage({ dataDir: identity.dataDir, port: 0, logLevel: 'silent', authorityHost: identity.issuerUrl, ...options });
+  t.after(() => storage.close());
+  const blobEndpoint = storage.urls[0]!.url;
+  return {
+    identity,
+    storage,
+    blobEndpoint,
+    dataDir: identity.dataDir,
+    async imdsToken(resource = 'https://storage.azure.com', clientId) {
+      const query = new URLSearchParams({ 'api-version': '2018-02-01', resource, ...(clientId ? { client_id: clientId } : {}) });
+      const answer = await request(`${identity.imdsUrl}/metadata/identity/oauth2/token?${query}`, { headers: { Metadata: 'true' } });
+      const body = (await answer.body.json()) as { access_token?: string };
+      if (!body.access_token) throw new Error(`no token: ${JSON.stringify(body)}`);
+      return body.access_token;
+    },
+    async forgeToken(claims) {
+      const file = JSON.parse(await readFile(join(identity.dataDir, 'identity', 'signing-keys.json'), 'utf8')) as {
+        keys: { kid: string; privateKey: string; retiredAt: string | null }[];
+      };
+      const key = file.keys.find((k) => k.retiredAt === null)!;
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({
+        aud: 'https://storage.azure.com',
+        iss: `https://sts.windows.net/${identity.tenantId}/`,
+        tid: identity.tenantId,
+        oid: '00000000-0000-0000-0000-000000000001',
+        sub: '00000000-0000-0000-0000-000000000001',
+        ver: '1.0',
+        iat: now,
+        nbf: now,
+        exp: now + 3600,
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: key.kid })
+        .sign(createPrivateKey(key.privateKey));
+    },
+    async get(path, headers = {}, method = 'GET') {
+      const answer = await request(`${blobEndpoint}${path}`, { method, headers, dispatcher: identity.dispatcher });
+      return { status: answer.statusCode, headers: answer.headers, body: await answer.body.text() };
+    },
+  };
+}
+
+/** Runs one scenario of sdk-scenarios.ts in its own process and returns what it printed. */
+export async function runSdkScenario(stack: StorageStack, env: Record<string, string>): Promise<{ ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> }> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./sdk-scenarios.ts', import.meta.url).pathname], {
+    env: {
+      ...process.env,
+      NODE_EXTRA_CA_CERTS: stack.identity.caCertPath,
+      AZURE_POD_IDENTITY_AUTHORITY_HOST: stack.identity.imdsUrl,
+      BLOB_ENDPOINT: stack.blobEndpoint,
+      AUTHORITY_HOST: stack.identity.issuerUrl,
+      TENANT_ID: stack.identity.tenantId,
+      ...env,
+    },
+    timeout: 120_000,
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as { ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> };
+}

@@ -1,0 +1,202 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateKeyPair, SignJWT } from 'jose';
+import { XMLParser } from 'fast-xml-parser';
+import { createUserAssignedIdentity } from '../../src/identity/manage.ts';
+import { suiteCleanup } from '../identity/helpers.ts';
+import { debianProgram } from '../helpers/index.ts';
+import { startStorageStack, type StorageStack } from './helpers.ts';
+
+const cleanup = suiteCleanup(after);
+let stack: StorageStack;
+let token: string;
+const V = { 'x-ms-version': '2017-11-09' };
+
+before(async () => {
+  stack = await startStorageStack(cleanup, { httpPort: 0 });
+  token = await stack.imdsToken();
+  for (const name of ['alpha', 'beta']) {
+    const created = await stack.get(`/${name}?restype=container`, { authorization: `Bearer ${token}`, ...V }, 'PUT');
+    assert.equal(created.status, 201);
+  }
+});
+
+const xml = new XMLParser({ ignoreAttributes: false });
+
+function errorCode(answer: { headers: Record<string, unknown>; body: string }): { header: unknown; code: unknown; detail: unknown } {
+  const parsed = answer.body ? (xml.parse(answer.body) as { Error?: { Code?: string; AuthenticationErrorDetail?: string } }) : {};
+  return { header: answer.headers['x-ms-error-code'], code: parsed.Error?.Code, detail: parsed.Error?.AuthenticationErrorDetail };
+}
+
+test('R-BLOB-1 curl: GET /?comp=list with Authorization: Bearer and x-ms-version 2017-11-09 lists the container names as XML', async () => {
+  const curl = debianProgram('curl', '/usr/bin/curl');
+  const { stdout } = await promisify(execFile)(curl, [
+    '-sS',
+    '--cacert',
+    stack.identity.caCertPath,
+    '-H',
+    `Authorization: Bearer ${token}`,
+    '-H',
+    'x-ms-version: 2017-11-09',
+    '-D',
+    '-',
+    `${stack.blobEndpoint}/?comp=list`,
+  ]);
+  const [head, body] = stdout.split('\r\n\r\n');
+  assert.match(head!, /^HTTP\/1\.1 200/);
+  assert.match(head!, /content-type: application\/xml/i);
+  assert.match(head!, /x-ms-version: 2017-11-09/i);
+  assert.match(head!, /x-ms-request-id: [0-9a-f-]{36}/i);
+  const parsed = xml.parse(body!) as { EnumerationResults: { '@_ServiceEndpoint': string; Containers: { Container: { Name: string; Properties: { Etag: string } }[] } } };
+  assert.equal(parsed.EnumerationResults['@_ServiceEndpoint'], stack.blobEndpoint);
+  assert.deepEqual(parsed.EnumerationResults.Containers.Container.map((c) => c.Name), ['alpha', 'beta']);
+  assert.match(parsed.EnumerationResults.Containers.Container[0]!.Properties.Etag, /^"0x[0-9A-F]+"$/);
+});
+
+test('R-BLOB-1 x-ms-version is required with a bearer token, accepted from 2017-11-09 to 2026-04-06, and echoed', async () => {
+  const auth = { authorization: `Bearer ${token}` };
+  const missing = await stack.get('/?comp=list', auth);
+  assert.equal(missing.status, 400);
+  assert.equal(errorCode(missing).header, 'MissingRequiredHeader');
+  for (const bad of ['2015-04-05', '2099-01-01', 'latest']) {
+    const answer = await stack.get('/?comp=list', { ...auth, 'x-ms-version': bad });
+    assert.equal(answer.status, 400, bad);
+    assert.equal(errorCode(answer).code, 'InvalidHeaderValue');
+  }
+  const newest = await stack.get('/?comp=list', { ...auth, 'x-ms-version': '2026-04-06', 'x-ms-client-request-id': 'abc-123' });
+  assert.equal(newest.status, 200);
+  assert.equal(newest.headers['x-ms-version'], '2026-04-06');
+  assert.equal(newest.headers['x-ms-client-request-id'], 'abc-123');
+});
+
+test('R-BLOB-2 no token → 401 with the unquoted challenge the SDK parses; not Bearer → 400 InvalidAuthenticationInfo', async () => {
+  const none = await stack.get('/?comp=list', V);
+  assert.equal(none.status, 401);
+  assert.equal(errorCode(none).code, 'NoAuthenticationInformation');
+  const challenge = String(none.headers['www-authenticate']);
+  assert.equal(challenge, `Bearer authorization_uri=https://login.microsoftonline.com/${stack.identity.tenantId}/oauth2/authorize resource_id=https://storage.azure.com`);
+  // The SDK's parser: split on spaces, then on '=': every value must be a plain token, the URI a valid URL.
+  const parts = Object.fromEntries(challenge.slice('Bearer '.length).split(' ').map((p) => p.split('=')));
+  assert.equal(new URL(parts.authorization_uri).pathname.split('/')[1], stack.identity.tenantId);
+  const basic = await stack.get('/?comp=list', { ...V, authorization: 'Basic dXNlcjpwYXNz' });
+  assert.equal(basic.status, 400);
+  assert.equal(errorCode(basic).code, 'InvalidAuthenticationInfo');
+});
+
+test('R-BLOB-2 tokens for another audience, expired, of another issuer, foreign-signed or not JWTs → 403 AuthenticationFailed with the detail', async () => {
+  const managementToken = await stack.imdsToken('https://management.azure.com');
+  const foreign = await generateKeyPair('RS256');
+  const now = Math.floor(Date.now() / 1000);
+  const foreignToken = await new SignJWT({ aud: 'https://storage.azure.com', iss: `https://sts.windows.net/${stack.identity.tenantId}/`, tid: stack.identity.tenantId, oid: 'x', iat: now, nbf: now, exp: now + 600 })
+    .setProtectedHeader({ alg: 'RS256', kid: 'foreign' })
+    .sign(foreign.privateKey);
+  const cases: [string, string, RegExp][] = [
+    ['another audience', managementToken, /^Invalid token audience\.$/],
+    ['expired', await stack.forgeToken({ exp: now - 3600, nbf: now - 7200, iat: now - 7200 }), /^Lifetime validation failed\. The token is expired\.$/],
+    ['another issuer', await stack.forgeToken({ iss: 'https://sts.windows.net/00000000-0000-0000-0000-000000000000/' }), /^Invalid token issuer\.$/],
+    ['foreign signature', foreignToken, /key this issuer does not publish/],
+    ['not a JWT', 'abc.def', /^Authentication scheme Bearer is not supported\.$/],
+    ['alg none', `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{}').toString('base64url')}.`, /not supported|RS256/],
+  ];
+  for (const [label, bad, detail] of cases) {
+    const answer = await stack.get('/?comp=list', { ...V, authorization: `Bearer ${bad}` });
+    assert.equal(answer.status, 403, label);
+    const e = errorCode(answer);
+    assert.equal(e.header, 'AuthenticationFailed', label);
+    assert.equal(e.code, 'AuthenticationFailed', label);
+    assert.match(String(e.detail), detail, label);
+  }
+});
+
+test('R-BLOB-2 a valid storage token of an identity without a data role → 403 AuthorizationPermissionMismatch', async () => {
+  const identity = await stack.identity.change((d) => createUserAssignedIdentity(d, 'no-data-role'));
+  const roleless = await stack.imdsToken('https://storage.azure.com', identity.clientId);
+  const answer = await stack.get('/?comp=list', { ...V, authorization: `Bearer ${roleless}` });
+  assert.equal(answer.status, 403);
+  assert.equal(errorCode(answer).code, 'AuthorizationPermissionMismatch');
+});
+
+test('bearer tokens over plain HTTP are refused with the service message', async () => {
+  const httpUrl = stack.storage.urls.find((u) => u.url.startsWith('http:'))!.url;
+  const { request } = await import('undici');
+  const answer = await request(`${httpUrl}/?comp=list`, { headers: { ...V, authorization: `Bearer ${token}` } });
+  const body = await answer.body.text();
+  assert.equal(answer.statusCode, 403);
+  assert.equal(errorCode({ headers: answer.headers, body }).detail, 'Authentication scheme Bearer is not allowed with HTTP.');
+});
+
+test('HEAD errors carry x-ms-error-code and no body; GET ranges answer 206 with Content-Range; bad ranges 416', async () => {
+  const auth = { ...V, authorization: `Bearer ${token}` };
+  const missing = await stack.get('/alpha/nothing-here', auth, 'HEAD');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.headers['x-ms-error-code'], 'BlobNotFound');
+  assert.equal(missing.body, '');
+  const { request } = await import('undici');
+  const put = await request(`${stack.blobEndpoint}/alpha/r.txt`, {
+    method: 'PUT',
+    dispatcher: stack.identity.dispatcher,
+    headers: { ...auth, 'x-ms-blob-type': 'BlockBlob', 'content-type': 'text/plain' },
+    body: '0123456789',
+  });
+  await put.body.dump();
+  assert.equal(put.statusCode, 201);
+  assert.equal(put.headers['content-md5'], 'eB5eJF1ptWaXm4bijSPyxw==');
+  const ranged = await stack.get('/alpha/r.txt', { ...auth, 'x-ms-range': 'bytes=2-5' });
+  assert.equal(ranged.status, 206);
+  assert.equal(ranged.body, '2345');
+  assert.equal(ranged.headers['content-range'], 'bytes 2-5/10');
+  const beyond = await stack.get('/alpha/r.txt', { ...auth, range: 'bytes=20-' });
+  assert.equal(beyond.status, 416);
+  const etag = String(ranged.headers.etag);
+  assert.equal((await stack.get('/alpha/r.txt', { ...auth, 'if-match': '"0xBAD"' })).status, 412);
+  assert.equal((await stack.get('/alpha/r.txt', { ...auth, 'if-match': etag })).status, 200);
+});
+
+test('fuzz: bad container names, path tricks in blob names, broken encodings, huge headers → clean errors; nothing escapes the data dir; the server keeps serving', async () => {
+  const auth = { ...V, authorization: `Bearer ${token}` };
+  for (const name of ['ab', 'UPPER', 'a--b', '-ab', 'a'.repeat(64), 'sp%20ace']) {
+    const answer = await stack.get(`/${name}?restype=container`, auth, 'PUT');
+    assert.equal(answer.status, 400, name);
+    assert.equal(errorCode(answer).code, 'InvalidResourceName', name);
+  }
+  const { request } = await import('undici');
+  const tricky = '../../../../etc/offcloud-escape';
+  const put = await request(`${stack.blobEndpoint}/alpha/${encodeURIComponent(tricky)}`, {
+    method: 'PUT',
+    dispatcher: stack.identity.dispatcher,
+    headers: { ...auth, 'x-ms-blob-type': 'BlockBlob' },
+    body: 'contained',
+  });
+  await put.body.dump();
+  assert.equal(put.statusCode, 201);
+  const listed = await stack.get('/alpha?restype=container&comp=list', auth);
+  assert.ok(listed.body.includes(`<Name>${tricky}</Name>`), 'the name is kept as given');
+  assert.equal((await stack.get(`/alpha/${encodeURIComponent(tricky)}`, auth)).body, 'contained');
+  const dataFiles = await readdir(join(stack.dataDir, 'storage', 'accounts', 'devstoreaccount1', 'alpha', 'data'));
+  assert.ok(dataFiles.every((f) => /^[0-9a-f-]{36}$/.test(f)), 'blob bytes live under random ids only');
+  await assert.rejects(readdir('/etc/offcloud-escape'));
+
+  const cases: [string, Record<string, string>, number][] = [
+    ['/alpha/%E0%A4%A', auth, 400],
+    ['/alpha?restype=container&comp=list&maxresults=0', auth, 400],
+    ['/alpha?restype=container&comp=list&maxresults=abc', auth, 400],
+    ['/alpha/x?comp=block&blockid=@@@', auth, 400],
+    ['/nosuchaccount/?comp=list', auth, 400],
+    ['/?comp=bogus', auth, 400],
+    ['/alpha/big', { ...auth, 'x-huge': 'a'.repeat(20000) }, 431],
+  ];
+  for (const [path, headers, status] of cases) {
+    const url = path.startsWith('/nosuchaccount') ? stack.blobEndpoint.replace('/devstoreaccount1', '') + path : stack.blobEndpoint + path;
+    const answer = await request(url, { dispatcher: stack.identity.dispatcher, headers });
+    const body = await answer.body.text();
+    assert.equal(answer.statusCode, status, path);
+    if (status !== 431) assert.equal(answer.headers['x-ms-error-code'], errorCode({ headers: answer.headers, body }).code, path);
+  }
+  const stillThere = await stack.get('/?comp=list', auth);
+  assert.equal(stillThere.status, 200);
+  assert.ok(stillThere.body.includes('<Name>alpha</Name>'));
+});
