@@ -17,8 +17,11 @@ let honeycomb: string;
 /** Sends paths as written (no URL normalisation of `..` or `%2e%2e` on the client side). */
 let client: Pool;
 
+/** Run at the very end (the suite-level after), not when the before hook ends. */
+const cleanups: (() => unknown)[] = [];
+
 before(async () => {
-  const dataDir = await tempDataDir({ after });
+  const dataDir = await tempDataDir({ after: (fn) => cleanups.push(fn) });
   scoring = await startScoring({ ...quiet, dataDir, maxBodyBytes: MAX_BODY });
   base = scoring.urls[0]!.url.replace(/\/score$/, '');
   honeycomb = await pictureBody(honeycombSvg());
@@ -27,6 +30,7 @@ before(async () => {
 after(async () => {
   await client.close();
   await scoring.close();
+  await Promise.all(cleanups.map((fn) => fn()));
 });
 
 async function post(path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }) {
