@@ -1,0 +1,51 @@
+/**
+ * Storage: SDK upload/download throughput through offcloud against fs on the
+ * same bytes (ratio), and List Containers latency with 10,000 containers.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { startChildServers } from '../common/child.ts';
+import { result, type BenchResult } from '../common/result.ts';
+
+interface ServerInfo {
+  blobEndpoint: string;
+  caCertPath: string;
+  imdsUrl: string;
+}
+
+interface ClientReport {
+  results: Record<string, { oursMBs: number; fsMBs: number }>;
+  list: { containers: number; p50ms: number; minms: number };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const servers = await startChildServers<ServerInfo>(new URL('./servers.ts', import.meta.url));
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./client.ts', import.meta.url).pathname], {
+      env: {
+        ...process.env,
+        NODE_EXTRA_CA_CERTS: servers.info.caCertPath,
+        AZURE_POD_IDENTITY_AUTHORITY_HOST: servers.info.imdsUrl,
+        BLOB_ENDPOINT: servers.info.blobEndpoint,
+      },
+      maxBuffer: 1024 * 1024,
+      timeout: 600_000,
+    });
+    const report = JSON.parse(stdout.trim().split('\n').pop()!) as ClientReport;
+    return [
+      ...Object.entries(report.results).map(([name, r]) =>
+        result({ name: `storage ${name} (SDK, bearer token)`, unit: 'MB/s', ours: r.oursMBs, baseline: 'fs on the same bytes', baselineValue: r.fsMBs, better: 'higher' }),
+      ),
+      result({
+        name: `storage List Containers, ${report.list.containers} containers (p50 of 5)`,
+        unit: 'ms',
+        ours: report.list.p50ms,
+        baseline: 'fastest of the 5',
+        baselineValue: report.list.minms,
+        better: 'lower',
+      }),
+    ];
+  } finally {
+    await servers.stop();
+  }
+}
