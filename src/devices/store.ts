@@ -50,13 +50,13 @@ function parseDevices(path: string, text: string): Device[] {
   });
 }
 
-/** The stored devices; a missing file is created with the seed devices. */
-export async function readDevices(path: string): Promise<Device[]> {
+/** The stored devices; a missing file is created with the seed devices unless `seed` is false. */
+export async function readDevices(path: string, seed = true): Promise<Device[]> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !seed) throw err;
     await writeDevices(path, SEED_DEVICES);
     return [...SEED_DEVICES];
   }
@@ -110,7 +110,8 @@ export class DeviceStore {
       if (file !== basename(path)) return;
       clearTimeout(pending);
       pending = setTimeout(() => {
-        readDevices(path).then(
+        // No seeding here: a file deleted under a running DevSvc is not silently recreated.
+        readDevices(path, false).then(
           (list) => {
             store.devices = toMap(list);
             logger.info({ devices: list.length }, 'device file reloaded');

@@ -10,7 +10,7 @@ import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
 import { devSvcDefinition } from '../../src/devices/proto.ts';
 import { addDevice, deviceFilePath } from '../../src/devices/store.ts';
-import { baseOf, freePort, get } from './helpers.ts';
+import { baseOf, freePort, get, lifo } from './helpers.ts';
 
 const { port: _port, ...quietHost } = quiet;
 const TEXT = 'text/plain; charset=utf-8';
@@ -26,7 +26,8 @@ async function devsvcAndDevdata(t: Parameters<typeof tempDataDir>[0], extra: { d
   return { dataDir, devsvc, base: baseOf(devdata.urls) };
 }
 
-test('R-DEV-2 R-DEV-3 R-DEV-4 active and inactive devices answer the two plain-text lines byte for byte', async (t) => {
+test('R-DEV-2 R-DEV-3 R-DEV-4 active and inactive devices answer the two plain-text lines byte for byte', async (context) => {
+  const t = lifo(context);
   const { base } = await devsvcAndDevdata(t);
   const active = await get(`${base}/data/sensor-1`);
   assert.equal(active.status, 200);
@@ -39,14 +40,16 @@ test('R-DEV-2 R-DEV-3 R-DEV-4 active and inactive devices answer the two plain-t
   assert.ok(!active.body.includes('sensor-1'));
 });
 
-test('R-DEV-6 an unknown device answers false, with no error', async (t) => {
+test('R-DEV-6 an unknown device answers false, with no error', async (context) => {
+  const t = lifo(context);
   const { base } = await devsvcAndDevdata(t);
   const unknown = await get(`${base}/data/no-such-device`);
   assert.equal(unknown.status, 200);
   assert.equal(unknown.body, answer(false));
 });
 
-test('R-DEV-4 a flag changed with `offcloud devices set-active` is what the data service reports next', async (t) => {
+test('R-DEV-4 a flag changed with `offcloud devices set-active` is what the data service reports next', async (context) => {
+  const t = lifo(context);
   const { base, dataDir } = await devsvcAndDevdata(t);
   assert.equal((await get(`${base}/data/sensor-2`)).body, answer(false));
   await execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'devices', 'set-active', 'sensor-2', 'true', '--data-dir', dataDir]);
@@ -61,7 +64,8 @@ test('R-DEV-4 a flag changed with `offcloud devices set-active` is what the data
   assert.equal(body, answer(true));
 });
 
-test('R-DEV-5 DevSvc stopped: the data service answers false, status 200, no error text', async (t) => {
+test('R-DEV-5 DevSvc stopped: the data service answers false, status 200, no error text', async (context) => {
+  const t = lifo(context);
   const { base, devsvc } = await devsvcAndDevdata(t);
   assert.equal((await get(`${base}/data/sensor-1`)).body, answer(true));
   await devsvc.close();
@@ -76,7 +80,8 @@ test('R-DEV-5 DevSvc stopped: the data service answers false, status 200, no err
   assert.deepEqual([none.status, none.body], [200, answer(false)]);
 });
 
-test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline', async (t) => {
+test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline', async (context) => {
+  const t = lifo(context);
   // A DevSvc that answers too late (true, which must not be reported).
   const slow = new Server();
   const pending = new Set<NodeJS.Timeout>();
@@ -103,7 +108,8 @@ test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline'
   assert.ok(Date.now() - started < 1400, 'the answer came before the slow DevSvc replied');
 });
 
-test('fuzz: junk names get 400 in plain text, and the service keeps serving', async (t) => {
+test('fuzz: junk names get 400 in plain text, and the service keeps serving', async (context) => {
+  const t = lifo(context);
   const { base } = await devsvcAndDevdata(t);
   const junk = [
     '/data/a/b', // a slash: two segments

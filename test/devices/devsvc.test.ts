@@ -8,6 +8,7 @@ import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { DEBIAN_PYTHON, quiet, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { devSvcClient, PROTO_PATH } from '../../src/devices/proto.ts';
+import { lifo } from './helpers.ts';
 
 const execFileAsync = promisify(execFile);
 const { port: _port, ...quietHost } = quiet;
@@ -39,7 +40,8 @@ except grpc.RpcError as err:
 print('after', stub.Get(devices_pb2.DeviceName(name='sensor-1'), timeout=5).active)
 `;
 
-test('R-DEV-1 R-DEV-6 an independent client (Debian python3-grpcio, stubs from devices.proto) gets a known and an unknown device', async (t) => {
+test('R-DEV-1 R-DEV-6 an independent client (Debian python3-grpcio, stubs from devices.proto) gets a known and an unknown device', async (context) => {
+  const t = lifo(context);
   const { address, dataDir } = await devsvc(t);
   await execFileAsync(DEBIAN_PYTHON, ['-m', 'grpc_tools.protoc', `-I${PROTO_PATH.replace(/\/[^/]+$/, '')}`, `--python_out=${dataDir}`, `--grpc_python_out=${dataDir}`, 'devices.proto']);
   const { stdout } = await execFileAsync(DEBIAN_PYTHON, ['-c', PYTHON_CLIENT, dataDir, address, 'sensor-1', 'sensor-2', 'nobody', 'x'.repeat(10_240)]);
@@ -54,7 +56,8 @@ test('R-DEV-1 R-DEV-6 an independent client (Debian python3-grpcio, stubs from d
   assert.equal(lines[6], 'after True');
 });
 
-test('R-DEV-1 grpc-js stubs from the shipped proto: Get answers name and active; unknown is {name: "", active: false}', async (t) => {
+test('R-DEV-1 grpc-js stubs from the shipped proto: Get answers name and active; unknown is {name: "", active: false}', async (context) => {
+  const t = lifo(context);
   const { address } = await devsvc(t);
   const client = devSvcClient(address);
   t.after(() => client.close());
@@ -65,7 +68,8 @@ test('R-DEV-1 grpc-js stubs from the shipped proto: Get answers name and active;
   assert.deepEqual(await get('ünknown/../%00'), { name: '', active: false });
 });
 
-test('R-DEV-7 DevSvc serves the standard health service and server reflection (grpcurl-style tools work)', async (t) => {
+test('R-DEV-7 DevSvc serves the standard health service and server reflection (grpcurl-style tools work)', async (context) => {
+  const t = lifo(context);
   const { address } = await devsvc(t);
   const health = loadPackageDefinition(loadSync(healthProtoPath, { keepCase: true, defaults: true, enums: String })) as GrpcObject;
   const Health = ((health.grpc as GrpcObject).health as GrpcObject).v1 as GrpcObject;

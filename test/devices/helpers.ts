@@ -5,6 +5,18 @@ import { once } from 'node:events';
 import { request } from 'undici';
 import { debianProgram } from '../helpers/index.ts';
 
+/**
+ * Cleanups that run last-registered-first (node:test runs `t.after` hooks in
+ * registration order), so servers close before their data dir is removed.
+ */
+export function lifo(t: { after(fn: () => unknown): void }): { after(fn: () => unknown): void } {
+  const stack: Array<() => unknown> = [];
+  t.after(async () => {
+    while (stack.length) await stack.pop()!();
+  });
+  return { after: (fn) => void stack.push(fn) };
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');

@@ -7,7 +7,7 @@ import { quiet, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
 import { StartupError } from '../../src/common/errors.ts';
-import { baseOf, freePort, get, spawnDevSvc, startEtcd, stop, uniqueServiceName } from './helpers.ts';
+import { baseOf, freePort, get, lifo, spawnDevSvc, startEtcd, stop, uniqueServiceName } from './helpers.ts';
 
 const execFileAsync = promisify(execFile);
 const { port: _port, ...quietHost } = quiet;
@@ -19,7 +19,8 @@ function etcdClient(t: { after(fn: () => unknown): void }, address: string): Etc
   return client;
 }
 
-test('R-DEV-7 etcd: a node is stored under /micro/registry/<service>/<node-id> with a lease, and removed on shutdown', async (t) => {
+test('R-DEV-7 etcd: a node is stored under /micro/registry/<service>/<node-id> with a lease, and removed on shutdown', async (context) => {
+  const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const etcd = await startEtcd(t, dataDir);
   const serviceName = uniqueServiceName();
@@ -41,7 +42,8 @@ test('R-DEV-7 etcd: a node is stored under /micro/registry/<service>/<node-id> w
   assert.equal((await client.getAll().prefix(`/micro/registry/${serviceName}/`).keys()).length, 0);
 });
 
-test('R-DEV-7 etcd: two replicas share the calls; kill -9 one, its TTL runs out and every call goes to the other; a restarted replica is picked up', async (t) => {
+test('R-DEV-7 etcd: two replicas share the calls; kill -9 one, its TTL runs out and every call goes to the other; a restarted replica is picked up', async (context) => {
+  const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const etcd = await startEtcd(t, dataDir);
   const serviceName = uniqueServiceName();
@@ -84,7 +86,8 @@ test('R-DEV-7 etcd: two replicas share the calls; kill -9 one, its TTL runs out 
   assert.deepEqual(seen, new Set([b.nodeId, c.nodeId]), 'the restarted replica takes calls again');
 });
 
-test('R-DEV-7 etcd is the default registry; an unreachable etcd stops start-up with the address and the way out', async (t) => {
+test('R-DEV-7 etcd is the default registry; an unreachable etcd stops start-up with the address and the way out', async (context) => {
+  const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const address = `127.0.0.1:${await freePort()}`;
   await assert.rejects(
