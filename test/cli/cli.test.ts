@@ -99,7 +99,7 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
     const name = /^(\S+)\s/.exec(line)?.[1];
     if (name) current = name;
     const set = originsByComponent.get(current) ?? new Set<string>();
-    for (const m of line.matchAll(/\bhttps?:\/\/[^\s/]+/g)) set.add(m[0]);
+    for (const m of line.matchAll(/\bhttps?:\/\/127\.0\.0\.1:\d+/g)) set.add(m[0]);
     originsByComponent.set(current, set);
   }
   for (const [name, origins] of originsByComponent) {
