@@ -1,5 +1,5 @@
 /** The billing endpoint (offcloud billing): resources, key checks, usage records, quota, the management commands. */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -51,7 +51,7 @@ async function call(base: string, path: string, key: string | null, body: unknow
   return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
 }
 
-async function startWithResource(t: Parameters<Parameters<typeof test>[1]>[0], extra: string[] = []) {
+async function startWithResource(t: TestContext, extra: string[] = []) {
   const dataDir = await tempDataDir(t);
   const key = await createResource(dataDir, 'sentiment', extra);
   const billing = await startBilling({ ...quiet, dataDir });
