@@ -42,8 +42,9 @@ function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
   if (!Number.isInteger(size) || size < 1 || size > 1000) {
     return reply.code(400).send({ message: "size must be an integer between 1 and 1000" });
   }
-  const offset = query.offset === undefined ? 0 : Number(Buffer.from(query.offset, 'base64url').toString('utf8'));
-  if (!Number.isInteger(offset) || offset < 0) return reply.code(400).send({ message: 'invalid offset' });
+  const decoded = query.offset === undefined ? '0' : Buffer.from(query.offset, 'base64url').toString('utf8');
+  if (!/^\d{1,9}$/.test(decoded)) return reply.code(400).send({ message: 'invalid offset' });
+  const offset = Number(decoded);
   const data = items.slice(offset, offset + size);
   const nextOffset = offset + size < items.length ? Buffer.from(String(offset + size)).toString('base64url') : null;
   const path = request.url.split('?')[0];

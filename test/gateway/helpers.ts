@@ -6,6 +6,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { stringify } from 'yaml';
+import type { RuntimeExtras } from '../../src/common/config.ts';
 import { startCalculator } from '../../src/calculator/server.ts';
 import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/gateway/users/server.ts';
@@ -27,7 +28,7 @@ function urlsOf(running: Awaited<ReturnType<typeof startGateway>>): Gateway {
 }
 
 /** A gateway on free ports loading `doc` (an object, written as YAML) from a temp file. */
-export async function gatewayWith(t: After, doc: unknown, options: Partial<GatewayOptions> = {}): Promise<Gateway> {
+export async function gatewayWith(t: After, doc: unknown, options: Partial<GatewayOptions> & RuntimeExtras = {}): Promise<Gateway> {
   const dataDir = await tempDataDir(t);
   const file = join(dataDir, 'kong.yml');
   await writeFile(file, typeof doc === 'string' ? doc : stringify(doc));
@@ -53,7 +54,7 @@ export async function specStack(t: After, options: Partial<GatewayOptions> = {})
     ...options,
   });
   t.after(() => running.close());
-  return { ...urlsOf(running), credentials: running.credentials ?? [], usersUrl: users.exports!.usersUrl };
+  return { ...urlsOf(running), credentials: running.credentials ?? [], usersUrl: users.exports!.usersUrl! };
 }
 
 export interface Seen {

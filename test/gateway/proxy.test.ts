@@ -1,6 +1,7 @@
 /** The proxy: Kong's status table produced for real, headers both ways, streaming, protocols. */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { echoBackend, freePort, gatewayWith } from './helpers.ts';
@@ -141,7 +142,7 @@ test('request bodies stream to the upstream and responses stream back without be
   async function* upload() {
     for (let sent = 0; sent < size; sent += 64 * 1024) yield Buffer.alloc(64 * 1024, 1);
   }
-  const posted = await request(`${gw.proxy}/upload`, { method: 'POST', body: upload() });
+  const posted = await request(`${gw.proxy}/upload`, { method: 'POST', body: Readable.from(upload()) });
   assert.equal(posted.statusCode, 200);
   assert.equal(await posted.body.text(), String(size));
 
@@ -164,7 +165,7 @@ test('a buffered or streamed body larger than the limit gets 413; the gateway ke
   async function* chunked() {
     for (let i = 0; i < 4; i++) yield Buffer.alloc(512);
   }
-  const streamed = await request(`${gw.proxy}/x`, { method: 'POST', body: chunked() });
+  const streamed = await request(`${gw.proxy}/x`, { method: 'POST', body: Readable.from(chunked()) });
   assert.equal(streamed.statusCode, 413);
   await streamed.body.dump();
   const small = await request(`${gw.proxy}/x`, { method: 'POST', body: 'small' });
