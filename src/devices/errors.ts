@@ -4,7 +4,7 @@
  * caller (§4.4.1, §7), so only name validation reaches the wire. The DevSvc
  * answers an unknown name with an empty Device, so it needs no wire errors.
  */
-import { StartupError } from '../common/errors.ts';
+import { OffcloudError, StartupError } from '../common/errors.ts';
 
 export const TEXT = 'text/plain; charset=utf-8';
 
@@ -16,8 +16,12 @@ export class InvalidDeviceNameError extends Error {
   }
 }
 
-/** The store file holds something that is not a device list. */
-export class DeviceStoreError extends Error {}
+/** The store file holds something that is not a device list; the CLI prints it as one line. */
+export class DeviceStoreError extends OffcloudError {
+  constructor(message: string) {
+    super('DeviceStoreError', message);
+  }
+}
 
 /** A registry that cannot be reached at start-up, with the way out. */
 export function registryUnreachable(kind: string, address: string, cause: string): StartupError {

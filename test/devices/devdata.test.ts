@@ -10,6 +10,7 @@ import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
 import { devSvcDefinition } from '../../src/devices/proto.ts';
 import { addDevice, deviceFilePath } from '../../src/devices/store.ts';
+import { devicesCommands } from '../../src/devices/commands.ts';
 import { baseOf, freePort, get, lifo } from './helpers.ts';
 
 const { port: _port, ...quietHost } = quiet;
@@ -52,7 +53,7 @@ test('R-DEV-4 a flag changed with `offcloud devices set-active` is what the data
   const t = lifo(context);
   const { base, dataDir } = await devsvcAndDevdata(t);
   assert.equal((await get(`${base}/data/sensor-2`)).body, answer(false));
-  await execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'devices', 'set-active', 'sensor-2', 'true', '--data-dir', dataDir]);
+  await devicesCommands.subcommands['set-active'].runTo(['sensor-2', 'true', '--data-dir', dataDir], { write: () => undefined });
   // DevSvc reloads the file on its change event; ask until it did (bounded).
   const until = Date.now() + 5000;
   let body = '';
