@@ -21,7 +21,7 @@ let client: Pool;
 const cleanups: (() => unknown)[] = [];
 
 before(async () => {
-  const dataDir = await tempDataDir({ after: (fn) => cleanups.push(fn) });
+  const dataDir = await tempDataDir({ after: (fn: () => unknown) => cleanups.push(fn) });
   scoring = await startScoring({ ...quiet, dataDir, maxBodyBytes: MAX_BODY });
   base = scoring.urls[0]!.url.replace(/\/score$/, '');
   honeycomb = await pictureBody(honeycombSvg());

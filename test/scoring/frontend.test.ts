@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { Agent, Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/container.ts';
 import { startScoringFrontend } from '../../src/scoring/frontend.ts';
+import { manageKeys } from '../../src/scoring/commands.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { argmax, honeycombSvg, pictureBody, runCli } from './fixtures.ts';
@@ -38,7 +39,7 @@ function keyOf(running: RunningComponent, service: string, which: 'primary' | 's
 const cleanups: (() => unknown)[] = [];
 
 before(async () => {
-  dataDir = await tempDataDir({ after: (fn) => cleanups.push(fn) });
+  dataDir = await tempDataDir({ after: (fn: () => unknown) => cleanups.push(fn) });
   scoring = await startScoring({ ...quiet, dataDir });
   scoringBase = scoring.exports!.scoringUrl!;
   const dead = `127.0.0.1:${await deadPort()}`;
@@ -123,9 +124,12 @@ test('R-SCORE-8 an unknown service is 404 JSON, also with path tricks', async ()
 test('R-SCORE-10 keys regenerated with the CLI take effect at once, without a restart', async () => {
   const oldPrimary = keyOf(frontend, 'imagenet', 'primary');
   const secondary = keyOf(frontend, 'imagenet', 'secondary');
-  const shown = await runCli(['scoring', 'keys', 'show', 'imagenet', '--data-dir', dataDir, '--json']);
-  assert.equal(shown.code, 0, shown.stderr);
-  assert.deepEqual(JSON.parse(shown.stdout), { primaryKey: oldPrimary, secondaryKey: secondary });
+  const shown: string[] = [];
+  await manageKeys(['show', 'imagenet', '--data-dir', dataDir, '--json'], (line) => shown.push(line));
+  assert.deepEqual(JSON.parse(shown.join('')), { primaryKey: oldPrimary, secondaryKey: secondary });
+  await assert.rejects(manageKeys(['show', 'nosuch', '--data-dir', dataDir], () => undefined), /no keys for service "nosuch"/);
+  await assert.rejects(manageKeys(['regenerate', 'imagenet', '--data-dir', dataDir], () => undefined), /exactly one of --primary or --secondary/);
+  // The real binary, a separate process, changes the key the running front-end uses.
   const regenerated = await runCli(['scoring', 'keys', 'regenerate', 'imagenet', '--primary', '--data-dir', dataDir, '--json']);
   assert.equal(regenerated.code, 0, regenerated.stderr);
   const keys = JSON.parse(regenerated.stdout) as { primaryKey: string; secondaryKey: string };
