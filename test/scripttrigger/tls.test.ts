@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
+import { ensureLocalCa } from '../../src/common/ca.ts';
 import { needsRenewal } from '../../src/scripttrigger/acme.ts';
 import { scriptsOptions, startScripts, type RunningScripts } from '../../src/scripttrigger/server.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
@@ -31,10 +32,10 @@ const acmeOptions = {
   httpsPort: 0,
 };
 
-/** The certificate a TLS server presents for DOMAIN. */
-async function presented(port: number): Promise<X509Certificate> {
+/** The certificate a TLS server presents for a name (verified against `ca` when given). */
+async function presented(port: number, servername = DOMAIN, ca?: string): Promise<X509Certificate> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: DOMAIN, rejectUnauthorized: false }, () => {
+    const socket = connect({ host: '127.0.0.1', port, servername, ...(ca ? { ca } : { rejectUnauthorized: false }) }, () => {
       resolve(new X509Certificate(socket.getPeerX509Certificate()!.raw));
       socket.end();
     });
@@ -113,6 +114,18 @@ test('R-SCRIPT-8 --tls with the local CA serves HTTPS and redirects HTTP', async
   const redirected = await request(`${local.urls[1]!.url}/hello?a=1`);
   assert.equal(redirected.statusCode, 301);
   assert.equal(redirected.headers.location, `${local.urls[0]!.url}hello?a=1`);
+  await redirected.body.dump();
+});
+
+test('R-SCRIPT-8 --tls-cert/--tls-key files are served, HTTP redirects', async (t) => {
+  const ca = await ensureLocalCa(await tempDataDir(t));
+  const withFiles = await startScripts({ ...quiet, dataDir: await tempDataDir(t), scriptsDir: folder, tlsCert: ca.certPath, tlsKey: ca.keyPath, httpPort: 0, httpsPort: 0 });
+  t.after(() => withFiles.close());
+  const port = Number(new URL(withFiles.urls[0]!.url).port);
+  const served = await presented(port, 'localhost', ca.caCert);
+  assert.equal(served.serialNumber, new X509Certificate(ca.cert).serialNumber);
+  const redirected = await request(`${withFiles.urls[1]!.url}/x`);
+  assert.equal(redirected.statusCode, 301);
   await redirected.body.dump();
 });
 
