@@ -4,6 +4,7 @@
  * changes) and prints the ids it made, and a secret once, as `name: value`
  * lines.
  */
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Subcommand } from '../common/component.ts';
 import { commonOptions } from '../common/config.ts';
@@ -12,6 +13,7 @@ import { DATA_ROLES, openDirectory, type Directory, type DirectoryStore } from '
 import { openSigningKeys } from './keys.ts';
 import {
   addAppRole,
+  addClientCertificate,
   addClientSecret,
   assignDataRole,
   createApi,
@@ -106,6 +108,7 @@ function expectAction(positionals: string[], allowed: string[], usage: string): 
 const APP_USAGE = 'offcloud identity app create --name NAME [--identifier-uri api://x] [--token-version 1|2] [--assignment-required]';
 const ROLE_USAGE = 'offcloud identity role add --app APP_ID|URI --value VALUE [--display-name TEXT] [--description TEXT]';
 const CLIENT_USAGE = 'offcloud identity client create --name NAME [--secret-days 180]';
+const CERT_USAGE = 'offcloud identity cert add --client APP_ID --cert FILE.pem';
 const SECRET_USAGE = 'offcloud identity secret add --client APP_ID [--days 180]';
 const GRANT_USAGE = 'offcloud identity grant --client APP_ID|OBJECT_ID --app APP_ID|URI --role VALUE';
 const IDENTITY_USAGE = 'offcloud identity identity create --name NAME';
@@ -155,6 +158,18 @@ export function createIdentityCommands(write: Write): Record<string, Subcommand>
       expectAction(positionals, ['add'], SECRET_USAGE);
       const made = await changeDirectory(flags, (d) => addClientSecret(d, need(flags, 'client'), integer(flags, 'days')));
       print({ keyId: made.keyId, expiresAt: made.expiresAt, 'secret (shown once)': made.value });
+    }),
+    cert: command(write, 'register a certificate whose key signs client assertions', CERT_USAGE, { client: { type: 'string' }, cert: { type: 'string' } }, async (flags, positionals) => {
+      expectAction(positionals, ['add'], CERT_USAGE);
+      const path = need(flags, 'cert');
+      let pem: string;
+      try {
+        pem = await readFile(path, 'utf8');
+      } catch (err) {
+        throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+      }
+      const made = await changeDirectory(flags, (d) => addClientCertificate(d, need(flags, 'client'), pem));
+      print({ keyId: made.keyId, 'x5t (SHA-1)': made.thumbprint, 'x5t#S256': made.thumbprintSha256, expiresAt: made.expiresAt });
     }),
     grant: command(write, 'grant a client (or managed identity) an app role of an API', GRANT_USAGE, { client: { type: 'string' }, app: { type: 'string' }, role: { type: 'string' } }, async (flags) => {
       const grant = await changeDirectory(flags, (d) => grantAppRole(d, need(flags, 'client'), need(flags, 'app'), need(flags, 'role')));

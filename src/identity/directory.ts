@@ -6,7 +6,7 @@
  * atomically; readers reload it when it changes, so CLI edits reach a running
  * server without a restart.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import { extname, resolve } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
@@ -65,6 +65,21 @@ export interface ClientApplication {
   /** Object id of the client's service principal: the token's `oid` and `sub`. */
   servicePrincipalId: string;
   secrets: ClientSecret[];
+  /** Certificates whose keys may sign client assertions (private_key_jwt). */
+  certificates: ClientCertificate[];
+}
+
+/** A client's public certificate, found by the thumbprint in a client assertion's header. */
+export interface ClientCertificate {
+  keyId: string;
+  /** base64url SHA-1 of the DER certificate: the `x5t` header. */
+  thumbprint: string;
+  /** base64url SHA-256 of the DER certificate: the `x5t#S256` header. */
+  thumbprintSha256: string;
+  /** PEM. */
+  certificate: string;
+  /** The certificate's notAfter. */
+  expiresAt: string;
 }
 
 /** A client (or managed identity) principal granted one app role of an API. */
@@ -175,6 +190,24 @@ function secretRecord(value: string, expiresAt: Date, now: Date): ClientSecret {
     hash: hashSecret(salt, value),
     createdAt: now.toISOString(),
     expiresAt: expiresAt.toISOString(),
+  };
+}
+
+/** Reads a PEM certificate into the record a client keeps; `where` names it in errors. */
+export function clientCertificate(pem: string, where: string): ClientCertificate {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(pem);
+  } catch (err) {
+    throw new ConfigError(`${where} is not a PEM certificate: ${(err as Error).message}`);
+  }
+  const der = certificate.raw;
+  return {
+    keyId: createHash('sha256').update(der).digest('hex').slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
+    thumbprint: createHash('sha1').update(der).digest('base64url'),
+    thumbprintSha256: createHash('sha256').update(der).digest('base64url'),
+    certificate: certificate.toString(),
+    expiresAt: new Date(certificate.validTo).toISOString(),
   };
 }
 
@@ -311,6 +344,7 @@ export function seedDirectory(now = new Date()): SeedResult {
     tenantId,
     servicePrincipalId: newId(),
     secrets: [secret.record],
+    certificates: [],
   };
   const system: ManagedIdentity = {
     kind: 'system',
@@ -441,6 +475,7 @@ export function normalizeDirectory(raw: unknown, where: string, now = new Date()
           expiresAt,
         };
       }),
+      certificates: list(c.certificates, `${at}.certificates`).map((k, j) => clientCertificate(text(k.certificate, `${at}.certificates[${j}].certificate`), `${at}.certificates[${j}]`)),
     };
   });
   const appRoleAssignments = list(root.appRoleAssignments, `${where}: appRoleAssignments`).map((g, i) => ({

@@ -49,8 +49,10 @@ export const aad = {
     new AadError(400, 'unauthorized_client', 700016, `Application with identifier '${clientId}' was not found in the directory '${tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.`),
   missingCredential: () =>
     new AadError(401, 'invalid_client', 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'."),
-  assertionUnsupported: () =>
-    new AadError(400, 'invalid_request', 9002313, 'Invalid request. Client assertions are not supported by this issuer; use a client secret.'),
+  invalidAssertion: (why: string) => new AadError(401, 'invalid_client', 700027, why),
+  unknownCertificate: (clientId: string) =>
+    new AadError(401, 'invalid_client', 700027, `The certificate with the identifier used to sign the client assertion is not registered on application '${clientId}'.`),
+  assertionLifetime: () => new AadError(401, 'invalid_client', 700024, 'Client assertion is not within its valid time range.'),
   invalidSecret: (clientId: string) =>
     new AadError(401, 'invalid_client', 7000215, `Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '${clientId}'.`),
   expiredSecret: (clientId: string) =>

@@ -57,15 +57,25 @@ function pem(label: string, der: Buffer): string {
   return `-----BEGIN ${label}-----\n${der.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END ${label}-----\n`;
 }
 
-/** Makes one key pair and its self-signed certificate (valid two years; JWKS users do not check it). */
-async function generateStoredKey(now: Date): Promise<StoredKey> {
+export interface SelfSignedKey {
+  privateKeyPem: string;
+  certificatePem: string;
+  /** The certificate, DER. */
+  der: Buffer;
+}
+
+/**
+ * An RSA 2048 key pair and a self-signed certificate for it (valid two years):
+ * the issuer's signing keys, and a client's assertion certificate in tests.
+ */
+export async function createSelfSignedKey(subject: string, now = new Date()): Promise<SelfSignedKey> {
   await import('reflect-metadata');
   const x509 = await import('@peculiar/x509');
   x509.cryptoProvider.set(webcrypto as unknown as Crypto);
   const keys = (await webcrypto.subtle.generateKey(RSA, true, ['sign', 'verify'])) as CryptoKeyPair;
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^./, '1'),
-    name: 'CN=offcloud token signing',
+    name: `CN=${subject}`,
     notBefore: new Date(now.getTime() - 3_600_000),
     notAfter: new Date(now.getTime() + 2 * 365 * 86_400_000),
     keys,
@@ -73,12 +83,17 @@ async function generateStoredKey(now: Date): Promise<StoredKey> {
   });
   const der = Buffer.from(certificate.rawData);
   const privateDer = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey as webcrypto.CryptoKey));
+  return { privateKeyPem: pem('PRIVATE KEY', privateDer), certificatePem: pem('CERTIFICATE', der), der };
+}
+
+async function generateStoredKey(now: Date): Promise<StoredKey> {
+  const made = await createSelfSignedKey('offcloud token signing', now);
   return {
-    kid: createHash('sha1').update(der).digest('base64url'),
+    kid: createHash('sha1').update(made.der).digest('base64url'),
     createdAt: now.toISOString(),
     retiredAt: null,
-    privateKey: pem('PRIVATE KEY', privateDer),
-    certificate: pem('CERTIFICATE', der),
+    privateKey: made.privateKeyPem,
+    certificate: made.certificatePem,
   };
 }
 

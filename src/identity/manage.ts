@@ -5,6 +5,7 @@
  */
 import { UsageError } from '../common/errors.ts';
 import {
+  clientCertificate,
   createClientSecret,
   DATA_ROLES,
   DEFAULT_SECRET_DAYS,
@@ -18,6 +19,7 @@ import {
   type AppRole,
   type AppRoleAssignment,
   type ClientApplication,
+  type ClientCertificate,
   type DataRole,
   type DataRoleAssignment,
   type Directory,
@@ -90,6 +92,7 @@ export function createClient(directory: Directory, input: { displayName: string;
     tenantId: tenantOf(directory, input.tenantId),
     servicePrincipalId: newId(),
     secrets: [secret.record],
+    certificates: [],
   };
   directory.clients.push(client);
   return { client, secret: secret.value };
@@ -107,6 +110,19 @@ export function addClientSecret(directory: Directory, appId: string, days = DEFA
   const secret = createClientSecret(days, now);
   client.secrets.push(secret.record);
   return { value: secret.value, keyId: secret.record.keyId, expiresAt: secret.record.expiresAt };
+}
+
+/** Registers a certificate whose key may sign client assertions; its thumbprints are what the assertion names. */
+export function addClientCertificate(directory: Directory, appId: string, pem: string): ClientCertificate {
+  const client = requireClient(directory, appId);
+  let certificate: ClientCertificate;
+  try {
+    certificate = clientCertificate(pem, 'the certificate');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (!client.certificates.some((c) => c.thumbprintSha256 === certificate.thumbprintSha256)) client.certificates.push(certificate);
+  return certificate;
 }
 
 /**

@@ -3,8 +3,8 @@
  * §4.9) and managed identity tokens (§4.8). Plain functions over the
  * directory and the signing keys; the HTTP handlers only parse and answer.
  */
-import { randomBytes } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { createPublicKey, randomBytes } from 'node:crypto';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import {
   checkClientSecret,
   findClient,
@@ -13,6 +13,7 @@ import {
   findTenant,
   grantedRoleValues,
   type ApiRegistration,
+  type ClientApplication,
   type Directory,
   type ManagedIdentitySelector,
   type Tenant,
@@ -143,11 +144,7 @@ export async function issueClientCredentialsToken(ctx: IssuerContext, request: C
 
   const client = findClient(ctx.directory, tenant.id, clientId);
   if (!client) throw aad.unknownClient(clientId, tenant.id);
-  if (parameters.has('client_assertion')) throw aad.assertionUnsupported();
-  const secret = parameters.get('client_secret') || request.basic?.clientSecret || '';
-  if (!secret) throw aad.missingCredential();
-  const check = checkClientSecret(client, secret, new Date(nowSeconds(ctx) * 1000));
-  if (!check.ok) throw check.reason === 'expired' ? aad.expiredSecret(client.appId) : aad.invalidSecret(client.appId);
+  const clientAuthMethod = await authenticateClient(ctx, client, tenant, request);
 
   const api = findResource(ctx.directory, tenant.id, resource);
   if (!api) throw aad.unknownResource(resource, tenant.id);
@@ -162,13 +159,79 @@ export async function issueClientCredentialsToken(ctx: IssuerContext, request: C
       api,
       requestedResource: resource,
       clientAppId: client.appId,
-      clientAuthMethod: '1',
+      clientAuthMethod,
       principalId: client.servicePrincipalId,
       roles,
     },
     ctx.clientCredentialsLifetimeSeconds,
   );
   return { ...signed, resource };
+}
+
+const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/**
+ * The token endpoint URLs a client assertion may be addressed to: this
+ * server's and the real cloud's, v2 and v1, with the tenant GUID or domain.
+ */
+function assertionAudiences(ctx: IssuerContext, tenant: Tenant): string[] {
+  const names = [tenant.id, ...(tenant.domain ? [tenant.domain] : [])];
+  return [ctx.origin, 'https://login.microsoftonline.com'].flatMap((origin) =>
+    names.flatMap((name) => [`${origin}/${name}/oauth2/v2.0/token`, `${origin}/${name}/oauth2/token`]),
+  );
+}
+
+/**
+ * Checks a client assertion (private_key_jwt, RFC 7523): signed by the key
+ * of a certificate registered on the client and named by its `x5t#S256` or
+ * `x5t` header, `iss` = `sub` = the client id, `aud` = this token endpoint,
+ * within its lifetime.
+ */
+async function checkClientAssertion(ctx: IssuerContext, client: ClientApplication, tenant: Tenant, assertion: string): Promise<void> {
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(assertion);
+  } catch {
+    throw aad.invalidAssertion('The client assertion is not a well-formed JWT.');
+  }
+  const sha256 = header['x5t#S256'];
+  const certificate = client.certificates.find((c) => (typeof sha256 === 'string' ? c.thumbprintSha256 === sha256 : c.thumbprint === header.x5t));
+  if (!certificate) throw aad.unknownCertificate(client.appId);
+  const now = nowSeconds(ctx);
+  if (Date.parse(certificate.expiresAt) < now * 1000) throw aad.invalidAssertion('The certificate used to sign the client assertion has expired.');
+  try {
+    await jwtVerify(assertion, createPublicKey(certificate.certificate), {
+      algorithms: ['RS256', 'PS256'],
+      issuer: client.appId,
+      subject: client.appId,
+      audience: assertionAudiences(ctx, tenant),
+      currentDate: new Date(now * 1000),
+      clockTolerance: 300,
+      requiredClaims: ['exp'],
+    });
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw aad.assertionLifetime();
+    if (err instanceof joseErrors.JWTClaimValidationFailed) {
+      if (err.claim === 'nbf') throw aad.assertionLifetime();
+      throw aad.invalidAssertion(`The client assertion's '${err.claim}' claim is not valid for this client and endpoint.`);
+    }
+    throw aad.invalidAssertion('Client assertion failed signature validation.');
+  }
+}
+
+/** The client's proof: a secret ("1") or a certificate-signed assertion ("2"), the `appidacr`/`azpacr` value. */
+async function authenticateClient(ctx: IssuerContext, client: ClientApplication, tenant: Tenant, request: ClientCredentialsRequest): Promise<'1' | '2'> {
+  const assertion = request.parameters.get('client_assertion');
+  if (assertion !== undefined) {
+    if (request.parameters.get('client_assertion_type') !== JWT_BEARER_ASSERTION) throw aad.missingParameter('client_assertion_type');
+    await checkClientAssertion(ctx, client, tenant, assertion);
+    return '2';
+  }
+  const secret = request.parameters.get('client_secret') || request.basic?.clientSecret || '';
+  if (!secret) throw aad.missingCredential();
+  const check = checkClientSecret(client, secret, new Date(nowSeconds(ctx) * 1000));
+  if (!check.ok) throw check.reason === 'expired' ? aad.expiredSecret(client.appId) : aad.invalidSecret(client.appId);
+  return '1';
 }
 
 export interface ManagedIdentityRequest {

@@ -26,6 +26,8 @@ import {
 } from '../../src/identity/directory.ts';
 import { ConfigError, UsageError } from '../../src/common/errors.ts';
 import { createIdentityCommands } from '../../src/identity/cli.ts';
+import { createSelfSignedKey } from '../../src/identity/keys.ts';
+import { createHash } from 'node:crypto';
 
 const CLI = fileURLToPath(new URL('../../bin/offcloud.js', import.meta.url));
 
@@ -113,6 +115,12 @@ test('R-TOKEN-4 R-TOKEN-6 management commands print ids and a secret once; a run
   const grant = await offcloud(['grant', '--client', client.fields.appId!, '--app', app.fields.appId!, '--role', 'Orders.Read', ...dir]);
   assert.equal(grant.fields.appRoleId, role.fields.roleId);
   const extra = await offcloud(['secret', 'add', '--client', client.fields.appId!, '--days', '30', ...dir]);
+  const certFile = join(id.dataDir, 'client.crt');
+  const made = await createSelfSignedKey('cli certificate');
+  await writeFile(certFile, made.certificatePem);
+  const cert = await offcloud(['cert', 'add', '--client', client.fields.appId!, '--cert', certFile, ...dir]);
+  assert.equal(cert.fields['x5t (SHA-1)'], createHash('sha1').update(made.der).digest('base64url'));
+  assert.equal((await offcloud(['cert', 'add', '--client', client.fields.appId!, '--cert', join(id.dataDir, 'missing.crt'), ...dir])).code, 2);
   const identity = await offcloud(['identity', 'create', '--name', 'batch', ...dir]);
   const assign = await offcloudBinary(['assign', '--principal', identity.fields.clientId!, '--role', 'Storage Blob Data Reader', '--scope', '/storage/devstoreaccount1/reports', ...dir]);
   assert.equal(assign.fields.principalId, identity.fields.principalId, 'a managed identity client id resolves to its object id');

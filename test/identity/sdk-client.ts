@@ -5,6 +5,7 @@
  * once per process; the environment (NODE_EXTRA_CA_CERTS, AZURE_*) comes
  * from the parent.
  */
+import { readFileSync } from 'node:fs';
 import { ConfidentialClientApplication } from '@azure/msal-node';
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 
@@ -62,6 +63,18 @@ const scenarios: Record<string, () => Promise<unknown>> = {
       badScope: await failure(() => msalApp(`${issuer}/${tenant}`, clientId, secret).acquireTokenByClientCredential({ scopes: ['api://offcloud-demo-api'] })),
       unknownTenant: await failure(() => msalApp(`${issuer}/00000000-0000-0000-0000-00000000beef`, clientId, secret).acquireTokenByClientCredential({ scopes })),
     };
+  },
+
+  /** msal-node with a certificate: client assertions signed PS256 + x5t#S256, and RS256 + x5t. */
+  async 'msal-certificate'() {
+    const privateKey = readFileSync(env('CERT_KEY_FILE'), 'utf8');
+    const authority = `${env('ISSUER')}/${env('TENANT')}`;
+    const app = (clientCertificate: { thumbprintSha256: string; privateKey: string } | { thumbprint: string; privateKey: string }) =>
+      new ConfidentialClientApplication({ auth: { clientId: env('CLIENT_ID'), authority, knownAuthorities: [new URL(authority).host], clientCertificate } });
+    const sha256 = await app({ thumbprintSha256: env('CERT_SHA256_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
+    const sha1 = await app({ thumbprint: env('CERT_SHA1_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
+    const unregistered = await failure(() => app({ thumbprintSha256: 'ab'.repeat(32), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] }));
+    return { sha256: sha256?.accessToken, sha1: sha1?.accessToken, unregistered };
   },
 
   /** @azure/identity ClientSecretCredential with authorityHost + disableInstanceDiscovery. */

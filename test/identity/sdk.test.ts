@@ -7,9 +7,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { claimsOf, startForTest, suiteCleanup, type StartedIdentity } from './helpers.ts';
-import { createClient, createUserAssignedIdentity, grantAppRole } from '../../src/identity/manage.ts';
+import { addClientCertificate, createClient, createUserAssignedIdentity, grantAppRole } from '../../src/identity/manage.ts';
+import { createSelfSignedKey } from '../../src/identity/keys.ts';
+import { tempDataDir } from '../helpers/index.ts';
 import { STORAGE_RESOURCE, type ManagedIdentity } from '../../src/identity/directory.ts';
 
 const CLIENT_SCRIPT = fileURLToPath(new URL('./sdk-client.ts', import.meta.url));
@@ -84,6 +88,29 @@ describe('official SDKs', { concurrency: 2 }, () => {
     assert.equal(r.badScope!.status, 400);
     // An unknown tenant fails discovery, which MSAL reports as endpoints_resolution_error.
     assert.equal(r.unknownTenant!.errorCode, 'endpoints_resolution_error');
+  });
+
+  test('R-TOKEN-1 msal-node with a client certificate: assertions with x5t#S256 (PS256) and x5t (RS256) get tokens with azpacr 2', async (t) => {
+    const dir = await tempDataDir(t);
+    const made = await createSelfSignedKey('sdk client certificate');
+    const keyFile = join(dir, 'client.key');
+    await writeFile(keyFile, made.privateKeyPem, { mode: 0o600 });
+    const certificate = await id.change((d) => addClientCertificate(d, client.appId, made.certificatePem));
+    const r = (await runScenario('msal-certificate', {
+      ...clientEnv(),
+      CERT_KEY_FILE: keyFile,
+      CERT_SHA256_HEX: Buffer.from(certificate.thumbprintSha256, 'base64url').toString('hex'),
+      CERT_SHA1_HEX: Buffer.from(certificate.thumbprint, 'base64url').toString('hex'),
+    })) as Record<string, unknown>;
+    for (const token of [r.sha256, r.sha1]) {
+      const claims = claimsOf(String(token));
+      assert.equal(claims.azp, client.appId);
+      assert.equal(claims.azpacr, '2');
+      assert.deepEqual(claims.roles, ['Demo.Read.All']);
+    }
+    const unregistered = r.unregistered as Record<string, unknown>;
+    assert.equal(unregistered.errorCode, 'invalid_client');
+    assert.match(String(unregistered.message), /AADSTS700027/);
   });
 
   test('R-TOKEN-1 @azure/identity ClientSecretCredential with authorityHost and disableInstanceDiscovery', async () => {

@@ -4,10 +4,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { claimsOf, getJson, headerOf, postForm, startForTest, suiteCleanup, type JsonAnswer, type StartedIdentity } from './helpers.ts';
-import { addAppRole, addClientSecret, createApi, createClient, grantAppRole } from '../../src/identity/manage.ts';
+import { addAppRole, addClientCertificate, addClientSecret, createApi, createClient, grantAppRole } from '../../src/identity/manage.ts';
+import { createSelfSignedKey } from '../../src/identity/keys.ts';
 import { GUID } from '../../src/identity/directory.ts';
 
 const DEMO_SCOPE = 'api://offcloud-demo-api/.default';
@@ -188,6 +190,33 @@ describe('token endpoint and discovery', () => {
     assertAadError(await postForm(id, tokenPath(), specRequest({ client_secret: expired.value })), 401, 'invalid_client', 7000222);
     const fresh = await id.change((d) => addClientSecret(d, granted.appId, 30));
     assert.equal((await postForm(id, tokenPath(), specRequest({ client_secret: fresh.value }))).status, 200);
+  });
+
+  test('R-TOKEN-1 client assertions: a registered certificate signs; wrong audience, issuer, key, lifetime or type are refused', async () => {
+    const made = await createSelfSignedKey('assertion test');
+    const registered = await id.change((d) => addClientCertificate(d, granted.appId, made.certificatePem));
+    const key = createPrivateKey(made.privateKeyPem);
+    const now = Math.floor(Date.now() / 1000);
+    const endpoint = `${id.issuerUrl}${tokenPath()}`;
+    const assertion = (claims: Record<string, unknown> = {}, header: Record<string, unknown> = { 'x5t#S256': registered.thumbprintSha256 }, signWith = key) =>
+      new SignJWT({ aud: endpoint, iss: granted.appId, sub: granted.appId, nbf: now, exp: now + 600, jti: randomUUID(), ...claims })
+        .setProtectedHeader({ alg: 'PS256', ...header })
+        .sign(signWith);
+    const withAssertion = async (jwt: string, type = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer') =>
+      postForm(id, tokenPath(), { grant_type: 'client_credentials', client_id: granted.appId, client_assertion_type: type, client_assertion: jwt, scope: DEMO_SCOPE });
+    const ok = await withAssertion(await assertion());
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(claimsOf(String(ok.body.access_token)).azpacr, '2');
+    const cloudAudience = await withAssertion(await assertion({ aud: `https://login.microsoftonline.com/${id.tenantId}/oauth2/v2.0/token` }));
+    assert.equal(cloudAudience.status, 200);
+    const other = createPrivateKey((await createSelfSignedKey('impostor')).privateKeyPem);
+    assertAadError(await withAssertion(await assertion({ aud: 'https://elsewhere.example/token' })), 401, 'invalid_client', 700027);
+    assertAadError(await withAssertion(await assertion({ iss: demoApiId })), 401, 'invalid_client', 700027);
+    assertAadError(await withAssertion(await assertion({}, { 'x5t#S256': registered.thumbprintSha256 }, other)), 401, 'invalid_client', 700027);
+    assertAadError(await withAssertion(await assertion({}, { x5t: 'bm90LXJlZ2lzdGVyZWQ' })), 401, 'invalid_client', 700027);
+    assertAadError(await withAssertion(await assertion({ nbf: now - 7200, exp: now - 3600 })), 401, 'invalid_client', 700024);
+    assertAadError(await withAssertion('not.a.jwt'), 401, 'invalid_client', 700027);
+    assertAadError(await withAssertion(await assertion(), 'password'), 400, 'invalid_request', 900144);
   });
 
   test('R-TOKEN-1 fuzzing: duplicates, 1 MB body, JSON body, broken encoding, wrong method, path tricks; JSON errors and the server keeps serving', async () => {
