@@ -14,8 +14,9 @@ export const devsvc = defineComponent({
   summary: 'Device lookup service: gRPC DevSvc.Get on any free port, registered in etcd|mdns|kubernetes (§4.5.1)',
   options: devsvcOptions,
   start: startDevSvc,
-  // `offcloud up` needs nothing installed: multicast DNS, or static wiring where multicast is off.
-  upDefaults: { registry: 'mdns' },
+  // `offcloud up` needs nothing installed: multicast DNS (or static wiring where multicast is off),
+  // unless OFFCLOUD_REGISTRY names another registry.
+  upDefaults: { registry: process.env.OFFCLOUD_REGISTRY ?? 'mdns' },
 });
 
 export const devdata = defineComponent({
@@ -23,7 +24,6 @@ export const devdata = defineComponent({
   summary: 'Device data service: GET /data/<device> on :8081, asks DevSvc through the registry (§4.4.1)',
   options: devdataOptions,
   start: startDevData,
-  upDefaults: { registry: 'mdns' },
   // Under `offcloud up`, find DevSvc the way it registered (mdns, or its address if it fell back to static).
   wireUp(started) {
     const exports = started.get('devsvc')?.exports;

@@ -1,0 +1,11 @@
+// One DevSvc replica in its own process, registered over mdns under the bench's service name.
+import { startDevSvc } from '../../src/devices/devsvc.ts';
+import { announce } from '../common/child.ts';
+
+const devsvc = await startDevSvc({
+  logLevel: 'silent',
+  dataDir: process.env.BENCH_DEVICES_DATA!,
+  serviceName: process.env.BENCH_DEVICES_SERVICE!,
+  registry: 'mdns',
+});
+announce({ address: devsvc.exports!.address, registry: devsvc.exports!.registry }, () => devsvc.close());
