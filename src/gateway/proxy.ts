@@ -149,7 +149,10 @@ export class Proxy {
       path: given.path,
       query: given.query,
       clientHeaders: req.headers,
-      clientHeadersDistinct: req.headersDistinct,
+      // Built on first use: only key-auth needs repeated headers kept apart.
+      get clientHeadersDistinct() {
+        return req.headersDistinct;
+      },
       upstreamHeaders: forwardableHeaders(req),
       responseHeaders: given.responseHeaders,
       forwardedIp: realIp || clientAddress(req),
@@ -213,10 +216,6 @@ export class Proxy {
     const hasBody = ctx.body !== null || hasRequestBody(req);
     const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
 
-    const client = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) client.abort(new Error('client went away'));
-    });
     const sentAt = performance.now();
     await this.options.pools.forward({
       service,
@@ -225,7 +224,7 @@ export class Proxy {
       headers,
       body: ctx.body ?? (hasBody ? req : null),
       maxBodySize: this.options.maxBodySize,
-      signal: client.signal,
+      client: res,
       onResponse: (status, upstream) => {
         res.writeHead(status, this.responseHeaders(upstream, ctx, {
           'x-kong-upstream-latency': String(Math.round(performance.now() - sentAt)),

@@ -3,6 +3,7 @@
  * (undici), Kong's per-phase timeouts, `retries` extra tries when a
  * connection fails before anything was sent, and bodies streamed both ways.
  */
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { Readable, type Writable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
@@ -23,8 +24,8 @@ export interface ForwardRequest {
   maxBodySize: number;
   /** Called once with the upstream's status and headers; returns where the body goes. */
   onResponse(status: number, headers: UpstreamHeaders): Writable;
-  /** Fires when the client goes away, so the upstream request is dropped too. */
-  signal: AbortSignal;
+  /** The client's response: when it closes early, the upstream request is dropped too. */
+  client: Writable;
 }
 
 /** Errors that mean "no connection was made", so no byte reached the upstream and a retry is safe. */
@@ -99,13 +100,22 @@ export class UpstreamPools {
     for (let attempt = 0; attempt <= service.retries; attempt++) {
       const bodyStarted = { value: false };
       let responded = false;
-      const controller = new AbortController();
-      const onClientGone = () => controller.abort(request.signal.reason);
-      request.signal.addEventListener('abort', onClientGone, { once: true });
+      // undici takes an EventEmitter as its abort signal: far cheaper per request than an AbortController.
+      const signal = new EventEmitter();
+      let abortReason: Error | null = null;
+      const abort = (reason: Error) => {
+        if (abortReason) return;
+        abortReason = reason;
+        signal.emit('abort');
+      };
+      const onClientGone = () => {
+        if (!request.client.writableFinished) abort(new Error('client went away'));
+      };
+      request.client.once('close', onClientGone);
       const body =
         request.body === null || Buffer.isBuffer(request.body)
           ? request.body
-          : Readable.from(streamBody(request.body, { maxBodySize: request.maxBodySize, writeTimeout: service.write_timeout, abort: (err) => controller.abort(err) }, bodyStarted), { objectMode: false });
+          : Readable.from(streamBody(request.body, { maxBodySize: request.maxBodySize, writeTimeout: service.write_timeout, abort }, bodyStarted), { objectMode: false });
       try {
         await pool.stream(
           {
@@ -115,7 +125,7 @@ export class UpstreamPools {
             body,
             headersTimeout: service.read_timeout,
             bodyTimeout: service.read_timeout,
-            signal: controller.signal,
+            signal,
           },
           ({ statusCode, headers }) => {
             responded = true;
@@ -124,15 +134,15 @@ export class UpstreamPools {
         );
         return;
       } catch (err) {
-        const reason = controller.signal.aborted ? controller.signal.reason : err;
-        if (responded || request.signal.aborted) throw reason;
+        const reason: unknown = abortReason ?? err;
+        if (responded || request.client.destroyed) throw reason;
         if (reason instanceof GatewayError) throw reason;
         lastError = reason;
         const code = errorCode(reason);
         const retryable = CONNECT_FAILURES.has(code) || (EARLY_RESETS.has(code) && (bodyless || !bodyStarted.value));
         if (!retryable || bodyStarted.value) break;
       } finally {
-        request.signal.removeEventListener('abort', onClientGone);
+        request.client.removeListener('close', onClientGone);
       }
     }
     throw upstreamFailure(lastError);

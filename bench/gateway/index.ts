@@ -1,0 +1,182 @@
+/**
+ * The gateway against Debian's nginx as a plain reverse proxy, same backend,
+ * same load generator (wrk), same run, alternating rounds:
+ *   (a) the backend directly, (b) nginx → backend, (c) our gateway with no
+ *   plugins, (d) our gateway with key-auth + rate-limiting (limit set high).
+ * Prints requests/s and p50/p99 for each and the ratios (c)/(b), (d)/(b).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startGateway } from '../../src/gateway/server.ts';
+import { median } from '../common/load.ts';
+import { result, type BenchResult } from '../common/result.ts';
+import { debianProgram } from '../../test/helpers/index.ts';
+import { freePort } from '../../test/gateway/helpers.ts';
+
+const execFileAsync = promisify(execFile);
+const CONNECTIONS = 32;
+const SECONDS = 5;
+const ROUNDS = 3;
+const KEY = 'bench-key';
+
+/** The reference's backend (part D): a bare node:http server answering 47 bytes of JSON, in its own process. */
+const BACKEND = `
+const body = JSON.stringify({ users: [{ id: 1, name: 'Ada Lovelace' }] }).padEnd(47);
+require('node:http').createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}).listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
+interface Figures {
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+}
+
+function milliseconds(text: string): number {
+  const [, value, unit] = /^([\d.]+)(us|ms|s)$/.exec(text.trim()) ?? [];
+  const n = Number(value);
+  return unit === 'us' ? n / 1000 : unit === 's' ? n * 1000 : n;
+}
+
+async function wrk(url: string, headers: string[] = []): Promise<Figures> {
+  const program = debianProgram('wrk', '/usr/bin/wrk');
+  const { stdout } = await execFileAsync(program, ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url]);
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
+  if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error answers from ${url}`);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
+    p50ms: milliseconds(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
+    p99ms: milliseconds(/\s99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
+  };
+}
+
+async function startProcess(program: string, args: string[], readyWhen: (output: string) => boolean): Promise<ChildProcess> {
+  const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (readyWhen(output)) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${program} exited (${code}): ${output}`)));
+  });
+  return child;
+}
+
+async function waitForPort(url: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+function nginxConfig(dir: string, port: number, backendPort: number): string {
+  return `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream be { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location = /users {
+      limit_except GET { deny all; }
+      proxy_pass http://be/api/getusers;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_connect_timeout 10s; proxy_read_timeout 10s; proxy_send_timeout 10s;
+    }
+  }
+}
+`;
+}
+
+function gatewayDoc(backendPort: number, plugins: boolean): Record<string, unknown> {
+  return {
+    _format_version: '3.0',
+    services: [
+      {
+        name: 'users',
+        url: `http://127.0.0.1:${backendPort}/api/getusers`,
+        connect_timeout: 10000,
+        read_timeout: 10000,
+        write_timeout: 10000,
+        retries: 10,
+        routes: [{ name: 'users', paths: ['/users'], methods: ['GET'] }],
+        plugins: plugins ? [{ name: 'key-auth' }, { name: 'rate-limiting', config: { second: 1e9, policy: 'local' } }] : [],
+      },
+    ],
+    consumers: [{ username: 'bench', keyauth_credentials: [{ key: KEY }] }],
+  };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-gateway-'));
+  const children: ChildProcess[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const backendPort = await freePort();
+    children.push(await startProcess(process.execPath, ['-e', BACKEND, String(backendPort)], (o) => o.includes('ready')));
+    const nginxPort = await freePort();
+    await writeFile(join(dir, 'nginx.conf'), nginxConfig(dir, nginxPort, backendPort));
+    children.push(spawn(debianProgram('nginx-light', '/usr/sbin/nginx'), ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' }));
+    await waitForPort(`http://127.0.0.1:${nginxPort}/users`);
+
+    const targets: { name: string; url: string; headers?: string[] }[] = [
+      { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers` },
+      { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users` },
+    ];
+    for (const plugins of [false, true]) {
+      const file = join(dir, `kong-${plugins}.json`);
+      await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
+      const gw = await startGateway({ port: 0, httpsPort: 0, adminPort: 0, logLevel: 'silent', dataDir: dir, declarativeConfig: file });
+      closers.push(gw.close);
+      targets.push({
+        name: plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins',
+        url: `${gw.urls[0]!.url}/users`,
+        headers: plugins ? [`apikey: ${KEY}`] : [],
+      });
+    }
+
+    const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const target of targets) rounds.get(target.name)!.push(await wrk(target.url, target.headers));
+    }
+    const summary = Object.fromEntries(
+      [...rounds].map(([name, figures]) => [name, { rps: median(figures.map((f) => f.rps)), p50ms: median(figures.map((f) => f.p50ms)), p99ms: median(figures.map((f) => f.p99ms)), rounds: figures }]),
+    );
+    for (const [name, s] of Object.entries(summary)) {
+      console.log(`${name.padEnd(42)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms`);
+    }
+    const nginx = summary['(b) nginx → backend']!;
+    const details = { connections: CONNECTIONS, secondsPerRound: SECONDS, rounds: ROUNDS, load: 'wrk -t1', summary };
+    return [
+      result({ name: 'gateway (c) no plugins vs nginx, requests/s', unit: 'req/s', ours: summary['(c) gateway, no plugins']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginx.rps, better: 'higher', details }),
+      result({ name: 'gateway (d) key-auth + rate-limiting vs nginx, requests/s', unit: 'req/s', ours: summary['(d) gateway + key-auth + rate-limiting']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginx.rps, better: 'higher', details }),
+    ];
+  } finally {
+    for (const close of closers) await close();
+    for (const child of children) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
