@@ -6,6 +6,7 @@
  * full), so a script printing gigabytes does not grow the server.
  */
 import { spawn } from 'node:child_process';
+import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Script } from './catalog.ts';
@@ -98,7 +99,7 @@ function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
 export async function startRun(options: RunOptions): Promise<ScriptRun> {
   const { script, output, logger } = options;
   const child = spawn(script.command, script.args, {
-    cwd: script.file.slice(0, script.file.lastIndexOf('/')) || '/',
+    cwd: dirname(script.file),
     env: options.env,
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -64,18 +64,13 @@ const RESERVED = new Set(['/health', '/ready']);
 const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
 const FORM = 'application/x-www-form-urlencoded';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The authenticated user, when basic authentication is on. */
-    remoteUser: string | null;
-  }
-}
-
 interface Context {
   options: ScriptsOptions;
   catalog: ScriptCatalog;
   limiter: RunLimiter;
   passwords: PasswordFile | null;
+  /** The authenticated user of each request, when basic authentication is on. */
+  users: WeakMap<FastifyRequest, string>;
   /** Running scripts, each with the promise of its response having ended. */
   runs: Map<ScriptRun, Promise<void>>;
   logger: Logger;
@@ -113,7 +108,7 @@ async function callScript(ctx: Context, request: FastifyRequest, reply: FastifyR
       remoteAddress: request.ip,
       contentType,
       contentLength: body?.length ?? 0,
-      user: request.remoteUser,
+      user: ctx.users.get(request) ?? null,
     },
     parameterVariables(sources),
     process.env,
@@ -146,17 +141,20 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
     throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
   reply.hijack();
-  const ended = new Promise<void>((resolve) => reply.raw.once('close', resolve));
+  // A close before the run is done is the client leaving; after, stop() does nothing.
+  const ended = new Promise<void>((resolve) =>
+    reply.raw.once('close', () => {
+      run.stop('disconnected');
+      ctx.runs.delete(run);
+      resolve();
+    }),
+  );
   ctx.runs.set(run, ended);
   response.open();
-  reply.raw.once('close', () => {
-    if (response.clientGone) run.stop('disconnected');
-  });
   const result = await run.done;
-  ctx.runs.delete(run);
   response.finish(result, `${run.pid}-${randomBytes(4).toString('hex')}`);
   ctx.logger.info(
-    { script: script.urlPath, user: request.remoteUser, pid: run.pid, code: result.code, signal: result.signal, reason: result.reason, ms: Date.now() - started },
+    { script: script.urlPath, user: ctx.users.get(request) ?? null, pid: run.pid, code: result.code, signal: result.signal, reason: result.reason, ms: Date.now() - started },
     'script run ended',
   );
 }
@@ -171,12 +169,11 @@ function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
   // Bodies stay raw: they go to the script's stdin as sent; form fields are read from them too.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-  app.decorateRequest('remoteUser', null);
   app.addHook('onRequest', async (request) => {
     if (!ctx.passwords || RESERVED.has(request.routeOptions.url ?? '')) return;
     const user = await ctx.passwords.authenticate(request.headers.authorization);
     if (user === null) throw unauthorized(ctx.options.realm);
-    request.remoteUser = user;
+    ctx.users.set(request, user);
   });
   app.get('/', async (request, reply) => {
     const scripts = await ctx.catalog.list();
@@ -223,6 +220,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     catalog: new ScriptCatalog(folder, RESERVED),
     limiter: new RunLimiter(options.maxRunning),
     passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
+    users: new WeakMap(),
     runs: new Map(),
     logger,
   };

@@ -51,11 +51,6 @@ export class ScriptResponse implements RunOutput {
     this.res.flushHeaders();
   }
 
-  /** True once the client has gone away. */
-  get clientGone(): boolean {
-    return this.closed;
-  }
-
   writeLine(stream: OutputStream, line: string): boolean {
     if (this.closed) return true;
     if (this.framing === 'plain') return stream === 'stdout' ? this.res.write(`${line}\n`) : true;
