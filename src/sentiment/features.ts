@@ -15,10 +15,13 @@ export interface FeatureConfig {
   charNgrams: [number, number];
   /** Prefix words after a negation, up to the next punctuation, with "not_". */
   negation: boolean;
+  /** Also mark the words after the last "but"/"however"/…: in "X, but Y" the Y part usually decides. */
+  contrast?: boolean;
 }
 
 const NEGATIONS = new Set(["not", "n't", 'no', 'never', 'nothing', 'nobody', 'none', 'neither', 'nor', 'nowhere', 'cannot', 'without', 'hardly', 'barely', 'lacks', 'lack']);
 const SCOPE_END = /^[.,;:!?]$/;
+const CONTRAST = new Set(['but', 'however', 'yet', 'though', 'although', 'nevertheless', 'still']);
 
 /** Splits like the Stanford Sentiment Treebank's tokenizer, which the training phrases use. */
 export function tokenize(text: string): string[] {
@@ -65,6 +68,13 @@ export function featureIndices(text: string, config: FeatureConfig): Uint32Array
   const seen = new Set<number>();
   for (let n = 1; n <= config.wordNgrams; n++) {
     for (let i = 0; i + n <= words.length; i++) seen.add(fnv1a(`w${n}:${words.slice(i, i + n).join(' ')}`) & mask);
+  }
+  if (config.contrast) {
+    let last = -1;
+    words.forEach((word, i) => {
+      if (CONTRAST.has(word)) last = i;
+    });
+    for (let i = last + 1; last >= 0 && i < words.length; i++) seen.add(fnv1a(`a1:${words[i]}`) & mask);
   }
   const [minChars, maxChars] = config.charNgrams;
   if (minChars > 0) {

@@ -22,6 +22,7 @@ export interface SentimentModelCard {
     epochs: number;
     learningRate: number;
     l2: number;
+    naiveBayesScaling: boolean;
     validationShare: number;
     trainCount: number;
   };

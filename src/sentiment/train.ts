@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '../common/files.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
 import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
 import { writeModel, type SentimentModelCard } from './model.ts';
@@ -27,10 +28,6 @@ export interface TrainSettings {
   epochs: number;
   learningRate: number;
   l2: number;
-  /** Return the average of the weights over all steps (averaged SGD) rather than the last ones. */
-  average: boolean;
-  /** Extra weight per token of a training line, so whole sentences count more than short phrases. */
-  lengthWeight: number;
   /** Scale each feature by its naive-Bayes log-count ratio (NB-LR); folded into the stored weights. */
   naiveBayesScaling: boolean;
   features: FeatureConfig;
@@ -39,13 +36,11 @@ export interface TrainSettings {
 export const DEFAULT_SETTINGS: TrainSettings = {
   seed: 20261122,
   validationShare: 0.1,
-  epochs: 6,
+  epochs: 4,
   learningRate: 0.2,
   l2: 1e-6,
-  average: false,
-  lengthWeight: 0,
-  naiveBayesScaling: false,
-  features: { hashBits: 20, wordNgrams: 3, charNgrams: [3, 5], negation: true },
+  naiveBayesScaling: true,
+  features: { hashBits: 20, wordNgrams: 3, charNgrams: [2, 5], negation: true, contrast: true },
 };
 
 export const DEFAULT_DATA = resolve(PACKAGE_ROOT, '..', 'shared', 'data', 'sst2', 'train.tsv');
@@ -114,38 +109,29 @@ export function trainLogistic(train: Example[], settings: TrainSettings): { weig
   const size = 1 << settings.features.hashBits;
   const weights = new Float32Array(size);
   const squares = new Float32Array(size).fill(1e-8);
-  // Averaging without touching every weight per step: avg = w - sum(step * change) / steps.
-  const stepWeighted = settings.average ? new Float64Array(size) : null;
   let bias = 0;
   let biasSquares = 1e-8;
-  let biasStepWeighted = 0;
-  let step = 1;
-  const encoded = train.map((e) => ({ indices: featureIndices(e.text, settings.features), label: e.label, weight: 1 + settings.lengthWeight * e.tokens }));
+  const encoded = train.map((e) => ({ indices: featureIndices(e.text, settings.features), label: e.label }));
   const ratios = settings.naiveBayesScaling ? logCountRatios(encoded, size) : null;
   const random = seededRandom(settings.seed + 1);
   const order = encoded.map((_, i) => i);
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
     for (const i of shuffle(order, random)) {
-      const { indices, label, weight } = encoded[i]!;
-      const error = (sigmoid(ratios ? scaledLogit(indices, weights, ratios, bias) : logit(indices, weights, bias)) - label) * weight;
+      const { indices, label } = encoded[i]!;
+      const error = sigmoid(ratios ? scaledLogit(indices, weights, ratios, bias) : logit(indices, weights, bias)) - label;
       const scale = indices.length ? 1 / Math.sqrt(indices.length) : 0;
       for (const index of indices) {
         const gradient = error * scale * (ratios ? ratios[index]! : 1) + settings.l2 * weights[index]!;
         squares[index]! += gradient * gradient;
-        const change = (settings.learningRate * gradient) / Math.sqrt(squares[index]!);
-        weights[index]! -= change;
-        if (stepWeighted) stepWeighted[index]! -= step * change;
+        weights[index]! -= (settings.learningRate * gradient) / Math.sqrt(squares[index]!);
       }
       biasSquares += error * error;
-      const biasChange = (settings.learningRate * error) / Math.sqrt(biasSquares);
-      bias -= biasChange;
-      biasStepWeighted -= step * biasChange;
-      step++;
+      bias -= (settings.learningRate * error) / Math.sqrt(biasSquares);
     }
   }
-  const final = stepWeighted ? Float32Array.from(weights, (w, i) => w - stepWeighted[i]! / step) : weights;
-  if (ratios) final.forEach((w, i) => (final[i] = w * ratios[i]!));
-  return { weights: final, bias: stepWeighted ? bias - biasStepWeighted / step : bias };
+  // Trained on ratio-scaled features; folding each ratio into its weight lets scoring use plain presence features.
+  if (ratios) weights.forEach((w, i) => (weights[i] = w * ratios[i]!));
+  return { weights, bias };
 }
 
 /** log((p_i / |p|) / (q_i / |q|)) with add-one counts of positive (p) and negative (q) lines per bucket. */
@@ -220,6 +206,7 @@ export function trainSentimentModel(dataPath = DEFAULT_DATA, settings = DEFAULT_
       epochs: settings.epochs,
       learningRate: settings.learningRate,
       l2: settings.l2,
+      naiveBayesScaling: settings.naiveBayesScaling,
       validationShare: settings.validationShare,
       trainCount: train.length,
     },
@@ -228,11 +215,43 @@ export function trainSentimentModel(dataPath = DEFAULT_DATA, settings = DEFAULT_
   return { card, weights: values };
 }
 
+function modelCard(card: SentimentModelCard): string {
+  const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
+  const f = card.features;
+  return `# Model card: offcloud sentiment, English (models/sentiment-en)
+
+Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is written by that run.
+
+- **Task**: binary sentiment of English text; the container reports the probability of
+  "positive" as the v2 score (0 = most negative, 1 = most positive).
+- **Data**: ${card.training.data}, 67,349 labelled phrases (sha256 \`${card.training.dataSha256}\`).
+  Licence and source: see ../shared/data/SOURCES.md.
+- **Validation split**: ${pct(card.training.validationShare)} of the sentences (lines that are no sub-phrase of another
+  line), chosen with seed ${card.training.seed}, together with every line that is a sub-phrase of them, so no part
+  of a validation sentence is trained on. ${card.training.trainCount} lines are left for training.
+- **Method**: logistic regression over hashed features (${2 ** f.hashBits} buckets, FNV-1a): word 1- to ${f.wordNgrams}-grams
+  with negation scope marking (words after not/n't/never/… up to the next punctuation get a \`not_\` prefix),
+  character ${f.charNgrams[0]}- to ${f.charNgrams[1]}-grams inside words, and the words after the last "but"/"however"/… as extra
+  features; ${card.training.naiveBayesScaling ? 'each feature scaled by its naive-Bayes log-count ratio (NB-LR), folded into the stored weights; ' : ''}AdaGrad SGD,
+  ${card.training.epochs} epochs, learning rate ${card.training.learningRate}, L2 ${card.training.l2}; features weighted 1/sqrt(count).
+- **Weights**: \`weights.i16\`, one little-endian int16 per bucket with one scale (${card.weightScale.toExponential(4)}); the
+  accuracy below is measured with these quantised weights.
+- **Validation accuracy**: ${pct(card.validation.all)} on all ${card.validation.allCount} validation lines; **${pct(card.validation.long)}** on the
+  ${card.validation.longCount} lines of 10 tokens or more (closest to what users send).
+- **Chosen by measurement**: word n-grams alone gave about 81–82 % on the long lines; character n-grams,
+  NB scaling and the contrast features each added measurably. A one-hidden-layer network over the same features,
+  averaged SGD and weighting long lines more did not beat this and were dropped.
+- **Limits**: trained on film reviews (SST); other domains score lower. Sarcasm and long-range
+  structure are beyond a bag of n-grams. English only; other languages use lexicons (docs/sentiment.md).
+`;
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   const started = Date.now();
   const out = process.argv[2] ?? DEFAULT_OUT;
   const { card, weights } = trainSentimentModel(process.env.SST2_TRAIN ?? DEFAULT_DATA);
   await writeModel(out, card, weights);
+  await writeFileAtomic(join(out, 'MODEL_CARD.md'), modelCard(card));
   const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
   console.log(`trained on ${card.training.trainCount} phrases in ${((Date.now() - started) / 1000).toFixed(1)} s → ${out}`);
   console.log(`validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`);
