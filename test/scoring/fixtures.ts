@@ -64,6 +64,29 @@ export function mutate(text: string, random: () => number): string {
   }
 }
 
+/** Edits that break any valid scoring body (its only string is the "data" name), whatever the place. */
+const BREAKERS: ((body: Buffer, at: number, random: () => number) => Buffer)[] = [
+  // cut short: a JSON object cannot end early
+  (body, at) => body.subarray(0, at),
+  // an unbalanced bracket or brace, or a stray colon
+  (body, at, random) => Buffer.concat([body.subarray(0, at), Buffer.from(']}:'[Math.floor(random() * 3)]!), body.subarray(at)]),
+  // a byte that has no place in JSON outside a string (or breaks the "data" name inside it)
+  (body, at, random) => Buffer.concat([body.subarray(0, at), Buffer.from([[0x00, 0x01, 0x1f, 0x7f][Math.floor(random() * 4)]!]), body.subarray(at)]),
+  // a number replaced by something that is not a finite JSON number
+  (body, at, random) => {
+    const start = body.indexOf(',', Math.max(at, 12)) + 1 || 12;
+    let end = start;
+    while (body[end]! >= 0x30 && body[end]! <= 0x39) end++;
+    const token = ['null', 'true', '"7"', 'NaN', '1e999', '-', '01', '1.', '.5', '+1', '0x1F', '[1]', '{}', ''][Math.floor(random() * 14)]!;
+    return Buffer.concat([body.subarray(0, start), Buffer.from(token), body.subarray(end)]);
+  },
+];
+
+export function breakBody(valid: Buffer, random: () => number): Buffer {
+  const at = Math.floor(random() * (valid.length - 2)) + 1;
+  return BREAKERS[Math.floor(random() * BREAKERS.length)]!(valid, at, random);
+}
+
 /**
  * Pictures drawn at test time that the default model knows at once: a honeycomb
  * of hexagonal cells (class 599 "honeycomb") and a crossword grid (918 "crossword_puzzle").

@@ -1,0 +1,159 @@
+/**
+ * Where a scoring request's time goes, in one run on one machine:
+ *  (a) session.run alone on a prepared tensor (ONNX Runtime, same options),
+ *  (b) JSON.parse alone of the same ~0.7 MB request body,
+ *  (c) POST /score end to end through our container (single-pass body reader),
+ *  (d) a naive server: fastify's stock JSON body parsing, nested arrays
+ *      flattened into a Float32Array, the same session and softmax.
+ * Each at concurrency 1 and 4: per-request time and requests/s. Targets:
+ * (c) ≤ (a)+(b) per request, and (c) ≥ 2× (d) in throughput.
+ */
+import { availableParallelism } from 'node:os';
+import Fastify from 'fastify';
+import * as ort from 'onnxruntime-node';
+import sharp from 'sharp';
+import { startScoring } from '../../src/scoring/container.ts';
+import { normalizeInput, softmax } from '../../src/scoring/classifier.ts';
+import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
+import { DEFAULT_MODEL } from '../../src/scoring/model-files.ts';
+import { INPUT_SHAPE, readTensorBody } from '../../src/scoring/tensor-body.ts';
+import { resolveModelFile } from '../../src/common/models.ts';
+import { median, requestsPerSecond } from '../common/load.ts';
+import { result, type BenchResult } from '../common/result.ts';
+
+const SECONDS = 5;
+const MEAN = [0.485, 0.456, 0.406];
+const STD = [0.229, 0.224, 0.225];
+const THREADS = availableParallelism();
+
+/** Per-call milliseconds (median of `rounds` timed batches) of a synchronous step. */
+function timeSync(rounds: number, perRound: number, step: () => void): number {
+  const samples: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const started = performance.now();
+    for (let i = 0; i < perRound; i++) step();
+    samples.push((performance.now() - started) / perRound);
+  }
+  return median(samples);
+}
+
+/** Requests/s of an async step run by `concurrency` loops for `seconds`. */
+async function loopRate(concurrency: number, seconds: number, step: () => Promise<unknown>): Promise<number> {
+  const until = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        await step();
+        done++;
+      }
+    }),
+  );
+  return done / seconds;
+}
+
+/** The obvious way to write the server: stock body parsing, then copy the nested arrays out. */
+async function startNaiveServer(session: ort.InferenceSession): Promise<{ url: string; close(): Promise<void> }> {
+  const app = Fastify({ bodyLimit: 16 * 1024 * 1024 });
+  app.post('/score', async (request) => {
+    const nested = (request.body as { data: number[][][][] }).data;
+    const values = Float32Array.from(nested.flat(3));
+    normalizeInput(values, 'pixels', MEAN, STD);
+    const started = performance.now();
+    const output = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', values, [...INPUT_SHAPE]) });
+    const time = (performance.now() - started) / 1000;
+    return { result: softmax(output[session.outputNames[0]!]!.data as Float32Array), time };
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/score`, close: () => app.close() };
+}
+
+/** A natural-looking test picture (smooth gradients plus noise), as a client would send it. */
+async function requestBody(): Promise<string> {
+  const size = 320;
+  const raw = Buffer.alloc(size * size * 3);
+  for (let i = 0; i < size * size; i++) {
+    const x = i % size;
+    const y = Math.floor(i / size);
+    raw[i * 3] = (x * 0.7 + ((i * 7919) % 23)) & 255;
+    raw[i * 3 + 1] = (y * 0.6 + ((i * 104729) % 31)) & 255;
+    raw[i * 3 + 2] = ((x + y) * 0.4) & 255;
+  }
+  const png = await sharp(raw, { raw: { width: size, height: size, channels: 3 } }).png().toBuffer();
+  return scoreRequestBody(await imageToPixels(png));
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const modelPath = resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: '.offcloud' });
+  const session = await ort.InferenceSession.create(modelPath, {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: THREADS,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
+  });
+  const body = await requestBody();
+  const bytes = Buffer.from(body);
+  const prepared = readTensorBody(bytes).values;
+  normalizeInput(prepared, 'pixels', MEAN, STD);
+  const tensor = new ort.Tensor('float32', prepared, [...INPUT_SHAPE]);
+  const feeds = { [session.inputNames[0]!]: tensor };
+  for (let i = 0; i < 20; i++) await session.run(feeds);
+
+  // (a) the model alone
+  const runSamples: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    const started = performance.now();
+    await session.run(feeds);
+    runSamples.push(performance.now() - started);
+  }
+  const aMs = median(runSamples);
+  const aRps1 = await loopRate(1, SECONDS, () => session.run(feeds));
+  const aRps4 = await loopRate(4, SECONDS, () => session.run(feeds));
+
+  // (b) JSON.parse alone (from the bytes, as a server has them), and our reader alone, for comparison
+  const bMs = timeSync(15, 10, () => JSON.parse(bytes.toString('utf8')));
+  const readerMs = timeSync(15, 10, () => readTensorBody(bytes));
+  const naiveParseMs = timeSync(15, 10, () => Float32Array.from((JSON.parse(bytes.toString('utf8')) as { data: number[][][][] }).data.flat(3)));
+
+  // (c) ours and (d) the naive server, alternating so drift on a shared machine hits both
+  const ours = await startScoring({ port: 0, logLevel: 'silent', threads: THREADS });
+  const naive = await startNaiveServer(session);
+  const oursUrl = ours.urls[0]!.url;
+  const headers = { 'content-type': 'application/json' };
+  try {
+    const load = (url: string, connections: number) => requestsPerSecond({ url, method: 'POST', body, headers, connections, seconds: SECONDS });
+    await load(oursUrl, 1);
+    await load(naive.url, 1);
+    const c1 = await load(oursUrl, 1);
+    const d1 = await load(naive.url, 1);
+    const c4 = await load(oursUrl, 4);
+    const d4 = await load(naive.url, 4);
+    for (const [label, r] of [['ours c=1', c1], ['naive c=1', d1], ['ours c=4', c4], ['naive c=4', d4]] as const) {
+      if (r.errors) throw new Error(`${label}: ${r.errors} failed requests`);
+    }
+    const cMs = 1000 / c1.rps;
+    const dMs = 1000 / d1.rps;
+    const figures = {
+      machine: { cpus: availableParallelism(), ortThreads: THREADS, bodyBytes: bytes.length, secondsPerLoad: SECONDS },
+      a_sessionRun: { msPerRun: aMs, rpsC1: aRps1, rpsC4: aRps4 },
+      b_jsonParse: { msPerBody: bMs, rps: 1000 / bMs },
+      reader: { msPerBody: readerMs, naiveParseAndFlattenMs: naiveParseMs },
+      c_ours: { msPerRequestC1: cMs, rpsC1: c1.rps, rpsC4: c4.rps, p99msC1: c1.p99ms, p99msC4: c4.p99ms },
+      d_naive: { msPerRequestC1: dMs, rpsC1: d1.rps, rpsC4: d4.rps, p99msC1: d1.p99ms, p99msC4: d4.p99ms },
+      ratios: { cOverAplusB: cMs / (aMs + bMs), cOverDThroughputC1: c1.rps / d1.rps, cOverDThroughputC4: c4.rps / d4.rps },
+    };
+    return [
+      result({ name: 'scoring body parse into the tensor (ms per body)', unit: 'ms', ours: readerMs, baseline: 'JSON.parse alone', baselineValue: bMs, better: 'lower', details: figures }),
+      result({ name: 'scoring POST /score per request at concurrency 1 (ms)', unit: 'ms', ours: cMs, baseline: '(a) session.run + (b) JSON.parse', baselineValue: aMs + bMs, better: 'lower' }),
+      result({ name: 'scoring POST /score req/s at concurrency 1', unit: 'req/s', ours: c1.rps, baseline: '(d) naive server', baselineValue: d1.rps, better: 'higher' }),
+      result({ name: 'scoring POST /score req/s at concurrency 4', unit: 'req/s', ours: c4.rps, baseline: '(d) naive server', baselineValue: d4.rps, better: 'higher' }),
+    ];
+  } finally {
+    await ours.close();
+    await naive.close();
+    await session.release();
+  }
+}
