@@ -55,5 +55,8 @@ function toWire(face: MeasuredFace, options: DetectOptions): DetectedFace {
 export async function detectFaces(pool: ModelPool, image: Uint8Array, options: DetectOptions): Promise<DetectedFace[]> {
   checkImageSize(image);
   const measured = await pool.measure(image, measurementsFor(options.attributes, options.returnFaceLandmarks), MAX_FACES);
-  return measured.faces.map((face) => toWire(face, options));
+  const faces = measured.faces.map((face) => toWire(face, options));
+  // Largest first by the rectangles as sent: rounding can swap two faces of nearly equal size.
+  const area = (f: DetectedFace) => f.faceRectangle.width * f.faceRectangle.height;
+  return faces.sort((a, b) => area(b) - area(a));
 }

@@ -1,4 +1,5 @@
 import { defineComponent } from '../common/component.ts';
+import { containerWireUp } from '../cognitive/index.ts';
 import { faceOptions, startFace } from './server.ts';
 
 export const face = defineComponent({
@@ -8,4 +9,6 @@ export const face = defineComponent({
   start: startFace,
   // Sentiment holds 5000 under `offcloud up`.
   upDefaults: { port: 5005 },
+  // Under `offcloud up`: the billing URL and demo face key that billing publishes.
+  wireUp: containerWireUp('face'),
 });

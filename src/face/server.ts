@@ -10,17 +10,27 @@ import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
-import { parseDetectOptions } from './detect-request.ts';
+import {
+  billingGate,
+  CONTAINER_KINDS,
+  containerOptions,
+  openBillingConnection,
+  registerContainerSurface,
+  type BillingConnection,
+  type OpenApiPaths,
+} from '../cognitive/index.ts';
+import { DETECTION_MODELS, parseDetectOptions, RECOGNITION_MODELS } from './detect-request.ts';
 import { detectFaces, MAX_IMAGE_BYTES } from './detect.ts';
 import { createDownloader, downloadImage } from './download.ts';
 import { badArgument, FaceApiError, invalidUrl, toFaceApiError } from './errors.ts';
 import { ModelPool } from './pool.ts';
 import type { ModelPaths } from './models/index.ts';
-import type { UnsupportedAttributes } from './attributes.ts';
+import { SUPPORTED_ATTRIBUTES, type UnsupportedAttributes } from './attributes.ts';
 
 export const faceOptions = {
   ...commonOptions,
   port: portOption(5000),
+  ...containerOptions,
   workers: {
     type: 'integer',
     default: Math.min(availableParallelism(), 2),
@@ -51,6 +61,44 @@ export type FaceOptions = OptionValues<typeof faceOptions>;
 /** A `{"url"}` body is a few hundred bytes; a generous limit still stops abuse early. */
 const JSON_BODY_LIMIT = 64 * 1024;
 const DETECT_PATH = '/face/v1.0/detect';
+const FACE_CONTAINER_VERSION = '1.0.0';
+
+const flagParameter = (name: string, fallback: boolean, description: string) => ({
+  name,
+  in: 'query',
+  schema: { type: 'boolean', default: fallback },
+  description,
+});
+
+const openApiPaths: OpenApiPaths = {
+  [DETECT_PATH]: {
+    post: {
+      summary: 'Detect faces: rectangles, 27 landmarks and attributes from real models',
+      parameters: [
+        flagParameter('returnFaceId', true, 'return a faceId (GUID) per face'),
+        flagParameter('returnFaceLandmarks', false, 'return the 27 landmarks'),
+        { name: 'returnFaceAttributes', in: 'query', schema: { type: 'string' }, description: `comma-separated; supported: ${SUPPORTED_ATTRIBUTES.join(', ')}` },
+        { name: 'recognitionModel', in: 'query', schema: { type: 'string', enum: [...RECOGNITION_MODELS] } },
+        flagParameter('returnRecognitionModel', false, 'echo the recognition model'),
+        { name: 'detectionModel', in: 'query', schema: { type: 'string', enum: [...DETECTION_MODELS] } },
+        { name: 'faceIdTimeToLive', in: 'query', schema: { type: 'integer', minimum: 60, maximum: 86400, default: 86400 } },
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { example: { url: 'https://example.com/photo.jpg' } },
+          'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+        },
+      },
+      responses: {
+        '200': { description: 'The faces, largest first (at most 100)' },
+        '400': { description: '{"error":{"code","message"}}: BadArgument, InvalidURL, InvalidImage, InvalidImageSize' },
+        '415': { description: 'Content-Type other than application/octet-stream or application/json' },
+        '503': { description: 'Billing unreachable (Retry-After) or models still loading' },
+      },
+    },
+  },
+};
 
 function modelPaths(options: FaceOptions): ModelPaths {
   const find = (relativePath: string, explicit: string) => resolveModelFile({ relativePath, explicit, dataDir: options.dataDir });
@@ -66,13 +114,21 @@ function isJson(request: FastifyRequest): boolean {
   return /^application\/json/i.test(request.headers['content-type'] ?? '');
 }
 
-export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+/** The running container; `billing` lets tests drive the usage reports. */
+export interface RunningFace extends RunningComponent {
+  billing: BillingConnection;
+}
+
+export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}): Promise<RunningFace> {
   const options = withDefaults(faceOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'face');
   const paths = modelPaths(options);
+  // Eula/Billing/ApiKey first: a container missing them must not spend seconds loading models.
+  const billing = await openBillingConnection({ component: 'face', kind: 'face', containerVersion: FACE_CONTAINER_VERSION, options, logger });
   let pool: ModelPool | null = null;
   const downloader = createDownloader();
   const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null });
+  registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
 
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   app.removeContentTypeParser('application/json');
@@ -84,7 +140,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     }
   });
 
-  app.post(DETECT_PATH, async (request, reply) => {
+  app.post(DETECT_PATH, { preHandler: billingGate(billing) }, async (request, reply) => {
     const detectOptions = parseDetectOptions(request.query as Record<string, string>, options.unsupportedAttributes as UnsupportedAttributes);
     if (!pool) throw new FaceApiError(503, 'InternalServerError', 'The models are still loading.');
     let image: Uint8Array;
@@ -98,7 +154,10 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
       if (!('url' in body)) throw invalidUrl();
       image = await downloadImage(body.url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: options.urlTimeoutMs }, downloader);
     }
-    return reply.send(await detectFaces(pool, image, detectOptions));
+    const faces = await detectFaces(pool, image, detectOptions);
+    // One transaction per image analysed, as the real service bills detect; counts only.
+    billing.record({ [CONTAINER_KINDS.face.billedMeter]: 1 });
+    return reply.send(faces);
   });
 
   app.setNotFoundHandler(async (request, reply) =>
@@ -118,13 +177,19 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     pool = await ModelPool.start(options.workers, paths, logger);
   } catch (err) {
     await app.close();
+    await billing.close();
     throw err;
   }
   logger.info('face models loaded');
   return {
-    urls: [{ label: 'Face detect (v1.0)', url: `${url}${DETECT_PATH}` }],
+    urls: [
+      { label: 'Face detect (v1.0)', url: `${url}${DETECT_PATH}` },
+      { label: 'Face status / swagger', url: `${url}/status` },
+    ],
+    billing,
     close: async () => {
       await app.close();
+      await billing.close();
       await pool?.close();
       await downloader.close();
     },
