@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
+import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import { echoBackend, freePort, gatewayWith } from './helpers.ts';
 
@@ -171,4 +172,27 @@ test('a buffered or streamed body larger than the limit gets 413; the gateway ke
   const small = await request(`${gw.proxy}/x`, { method: 'POST', body: 'small' });
   assert.equal(small.statusCode, 200);
   await small.body.dump();
+});
+
+test('504 when the upstream stops reading the request body for longer than write_timeout', async (t) => {
+  const backend = await echoBackend(t);
+  // Reads nothing: the request body backs up until the gateway's write timeout fires.
+  backend.server.removeAllListeners('request');
+  backend.server.on('request', (req) => req.pause());
+  const gw = await gatewayWith(t, doc({ url: backend.url, write_timeout: 300, read_timeout: 60000, retries: 0 }, [{ paths: ['/'] }]));
+  const { port } = new URL(gw.proxy);
+  const status = await new Promise<number>((resolve, reject) => {
+    const upload = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/upload', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    upload.on('error', reject);
+    const chunk = Buffer.alloc(256 * 1024);
+    const pump = () => {
+      while (!upload.destroyed && upload.write(chunk));
+      if (!upload.destroyed) upload.once('drain', pump);
+    };
+    pump();
+  });
+  assert.equal(status, 504);
 });
