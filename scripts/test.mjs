@@ -27,7 +27,7 @@ const wanted = readFileSync('scripts/debian-packages.txt', 'utf8')
   .map((line) => line.replace(/#.*/, '').trim())
   .filter(Boolean)
   .map((line) => line.split(/\s+/));
-const missing = wanted.filter(([, file]) => !existsSync(file)).map(([pkg]) => pkg);
+const missing = [...new Set(wanted.filter(([, file]) => !existsSync(file)).map(([pkg]) => pkg))];
 if (missing.length) {
   if (process.getuid?.() === 0) {
     console.log(`test: installing Debian packages: ${missing.join(' ')}`);
