@@ -7,6 +7,7 @@ import { Agent, Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/container.ts';
 import { startScoringFrontend } from '../../src/scoring/frontend.ts';
 import { manageKeys } from '../../src/scoring/commands.ts';
+import { scoringFrontend } from '../../src/scoring/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { argmax, honeycombSvg, pictureBody, runCli } from './fixtures.ts';
@@ -209,4 +210,9 @@ test('R-SCORE-12 TLS is optional: over HTTPS with a client trusting the local CA
     child.stdin!.end(honeycomb);
   });
   assert.equal(argmax((JSON.parse(viaCurl) as { result: number[] }).result), HONEYCOMB);
+});
+
+test('R-SCORE-11 under offcloud up the front-end is wired to the scoring container started before it', () => {
+  assert.deepEqual(scoringFrontend.wireUp!(new Map([['scoring', scoring]])), { services: [`imagenet=${scoringBase}`] });
+  assert.deepEqual(scoringFrontend.wireUp!(new Map()), {});
 });
