@@ -47,20 +47,11 @@ function fieldsOf(out: string): Record<string, string> {
   );
 }
 
-/** Runs the real binary: `offcloud identity …` (loads every component, so used sparingly). */
-function offcloudBinary(args: string[]): Promise<CommandOutput> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'identity', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? 1, out, fields: fieldsOf(out), err }));
-  });
-}
-
-/** The same commands in this process, their output collected; a usage error gives code 2 as the binary. */
+/**
+ * `offcloud identity <command>` in this process, its output collected; a usage
+ * error gives code 2 as the binary does (the binary loads every component, so
+ * the suite spawns it once, in the start test).
+ */
 async function offcloud(args: string[]): Promise<CommandOutput> {
   let out = '';
   const commands = createIdentityCommands((text) => (out += text));
@@ -122,7 +113,7 @@ test('R-TOKEN-4 R-TOKEN-6 management commands print ids and a secret once; a run
   assert.equal(cert.fields['x5t (SHA-1)'], createHash('sha1').update(made.der).digest('base64url'));
   assert.equal((await offcloud(['cert', 'add', '--client', client.fields.appId!, '--cert', join(id.dataDir, 'missing.crt'), ...dir])).code, 2);
   const identity = await offcloud(['identity', 'create', '--name', 'batch', ...dir]);
-  const assign = await offcloudBinary(['assign', '--principal', identity.fields.clientId!, '--role', 'Storage Blob Data Reader', '--scope', '/storage/devstoreaccount1/reports', ...dir]);
+  const assign = await offcloud(['assign', '--principal', identity.fields.clientId!, '--role', 'Storage Blob Data Reader', '--scope', '/storage/devstoreaccount1/reports', ...dir]);
   assert.equal(assign.fields.principalId, identity.fields.principalId, 'a managed identity client id resolves to its object id');
 
   for (const secret of [secretLine, extra.fields['secret (shown once)']!]) {

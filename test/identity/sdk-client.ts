@@ -38,6 +38,18 @@ function msalApp(authority: string, clientId: string, clientSecret: string): Con
   });
 }
 
+/** msal-node with a certificate: client assertions signed PS256 + x5t#S256, and RS256 + x5t. */
+async function certificateCredentials() {
+  const privateKey = readFileSync(env('CERT_KEY_FILE'), 'utf8');
+  const authority = `${env('ISSUER')}/${env('TENANT')}`;
+  const app = (clientCertificate: { thumbprintSha256: string; privateKey: string } | { thumbprint: string; privateKey: string }) =>
+    new ConfidentialClientApplication({ auth: { clientId: env('CLIENT_ID'), authority, knownAuthorities: [new URL(authority).host], clientCertificate } });
+  const sha256 = await app({ thumbprintSha256: env('CERT_SHA256_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
+  const sha1 = await app({ thumbprint: env('CERT_SHA1_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
+  const unregistered = await failure(() => app({ thumbprintSha256: 'ab'.repeat(32), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] }));
+  return { sha256: sha256?.accessToken, sha1: sha1?.accessToken, unregistered };
+}
+
 const scenarios: Record<string, () => Promise<unknown>> = {
   /** msal-node client credentials: token, cache, tenant case, authority forms, errors. */
   async msal() {
@@ -62,39 +74,25 @@ const scenarios: Record<string, () => Promise<unknown>> = {
       unknownClient: await failure(() => msalApp(`${issuer}/${tenant}`, '00000000-0000-0000-0000-000000000001', secret).acquireTokenByClientCredential({ scopes })),
       badScope: await failure(() => msalApp(`${issuer}/${tenant}`, clientId, secret).acquireTokenByClientCredential({ scopes: ['api://offcloud-demo-api'] })),
       unknownTenant: await failure(() => msalApp(`${issuer}/00000000-0000-0000-0000-00000000beef`, clientId, secret).acquireTokenByClientCredential({ scopes })),
+      certificate: await certificateCredentials(),
     };
   },
 
-  /** msal-node with a certificate: client assertions signed PS256 + x5t#S256, and RS256 + x5t. */
-  async 'msal-certificate'() {
-    const privateKey = readFileSync(env('CERT_KEY_FILE'), 'utf8');
-    const authority = `${env('ISSUER')}/${env('TENANT')}`;
-    const app = (clientCertificate: { thumbprintSha256: string; privateKey: string } | { thumbprint: string; privateKey: string }) =>
-      new ConfidentialClientApplication({ auth: { clientId: env('CLIENT_ID'), authority, knownAuthorities: [new URL(authority).host], clientCertificate } });
-    const sha256 = await app({ thumbprintSha256: env('CERT_SHA256_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
-    const sha1 = await app({ thumbprint: env('CERT_SHA1_HEX'), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] });
-    const unregistered = await failure(() => app({ thumbprintSha256: 'ab'.repeat(32), privateKey }).acquireTokenByClientCredential({ scopes: [env('SCOPE')] }));
-    return { sha256: sha256?.accessToken, sha1: sha1?.accessToken, unregistered };
-  },
-
-  /** @azure/identity ClientSecretCredential with authorityHost + disableInstanceDiscovery. */
+  /** @azure/identity ClientSecretCredential with authorityHost + disableInstanceDiscovery, and DefaultAzureCredential from the environment. */
   async 'client-secret'() {
     const options = { authorityHost: env('ISSUER'), disableInstanceDiscovery: true };
     const credential = new ClientSecretCredential(env('TENANT'), env('CLIENT_ID'), env('CLIENT_SECRET'), options);
     const first = await credential.getToken(env('SCOPE'));
     const second = await credential.getToken(env('SCOPE'));
     const wrong = new ClientSecretCredential(env('TENANT'), env('CLIENT_ID'), `${env('CLIENT_SECRET')}x`, options);
+    // DefaultAzureCredential through EnvironmentCredential (AZURE_TENANT_ID/CLIENT_ID/CLIENT_SECRET/AUTHORITY_HOST).
+    const viaEnvironment = await new DefaultAzureCredential({ disableInstanceDiscovery: true }).getToken('https://storage.azure.com/.default');
     return {
       first: { token: first.token, expiresOnTimestamp: first.expiresOnTimestamp },
       sameSecond: first.token === second.token,
       wrongSecret: await failure(() => wrong.getToken(env('SCOPE'))),
+      viaEnvironment: { token: viaEnvironment.token },
     };
-  },
-
-  /** DefaultAzureCredential through EnvironmentCredential (AZURE_TENANT_ID/CLIENT_ID/CLIENT_SECRET/AUTHORITY_HOST). */
-  async 'default-env'() {
-    const token = await new DefaultAzureCredential({ disableInstanceDiscovery: true }).getToken(env('SCOPE'));
-    return { token: token.token };
   },
 
   /** ManagedIdentityCredential through AZURE_POD_IDENTITY_AUTHORITY_HOST: system-assigned, then user-assigned by client id. */

@@ -64,8 +64,18 @@ describe('official SDKs', { concurrency: 2 }, () => {
 
   const clientEnv = () => ({ ...base(), ISSUER: id.issuerUrl, TENANT: id.tenantId, CLIENT_ID: client.appId, CLIENT_SECRET: client.secret, SCOPE: 'api://offcloud-demo-api/.default' });
 
-  test('R-TOKEN-1 R-TOKEN-2 msal-node client credentials: token, cached second call, tenant case, authority forms, AADSTS errors', async () => {
-    const r = (await runScenario('msal', clientEnv())) as Record<string, Record<string, unknown>>;
+  test('R-TOKEN-1 R-TOKEN-2 msal-node client credentials: token, cached second call, tenant case, authority forms, AADSTS errors, certificate assertions', async (t) => {
+    const dir = await tempDataDir(t);
+    const made = await createSelfSignedKey('sdk client certificate');
+    const keyFile = join(dir, 'client.key');
+    await writeFile(keyFile, made.privateKeyPem, { mode: 0o600 });
+    const certificate = await id.change((d) => addClientCertificate(d, client.appId, made.certificatePem));
+    const r = (await runScenario('msal', {
+      ...clientEnv(),
+      CERT_KEY_FILE: keyFile,
+      CERT_SHA256_HEX: Buffer.from(certificate.thumbprintSha256, 'base64url').toString('hex'),
+      CERT_SHA1_HEX: Buffer.from(certificate.thumbprint, 'base64url').toString('hex'),
+    })) as Record<string, Record<string, unknown>>;
     assert.equal(r.first!.fromCache, false);
     assert.equal(r.second!.fromCache, true);
     assert.equal(r.second!.token, r.first!.token);
@@ -88,33 +98,25 @@ describe('official SDKs', { concurrency: 2 }, () => {
     assert.equal(r.badScope!.status, 400);
     // An unknown tenant fails discovery, which MSAL reports as endpoints_resolution_error.
     assert.equal(r.unknownTenant!.errorCode, 'endpoints_resolution_error');
-  });
-
-  test('R-TOKEN-1 msal-node with a client certificate: assertions with x5t#S256 (PS256) and x5t (RS256) get tokens with azpacr 2', async (t) => {
-    const dir = await tempDataDir(t);
-    const made = await createSelfSignedKey('sdk client certificate');
-    const keyFile = join(dir, 'client.key');
-    await writeFile(keyFile, made.privateKeyPem, { mode: 0o600 });
-    const certificate = await id.change((d) => addClientCertificate(d, client.appId, made.certificatePem));
-    const r = (await runScenario('msal-certificate', {
-      ...clientEnv(),
-      CERT_KEY_FILE: keyFile,
-      CERT_SHA256_HEX: Buffer.from(certificate.thumbprintSha256, 'base64url').toString('hex'),
-      CERT_SHA1_HEX: Buffer.from(certificate.thumbprint, 'base64url').toString('hex'),
-    })) as Record<string, unknown>;
-    for (const token of [r.sha256, r.sha1]) {
+    // Certificate credentials: assertions with x5t#S256 (PS256) and x5t (RS256) give tokens with azpacr 2.
+    for (const token of [r.certificate!.sha256, r.certificate!.sha1]) {
       const claims = claimsOf(String(token));
       assert.equal(claims.azp, client.appId);
       assert.equal(claims.azpacr, '2');
-      assert.deepEqual(claims.roles, ['Demo.Read.All']);
     }
-    const unregistered = r.unregistered as Record<string, unknown>;
+    const unregistered = r.certificate!.unregistered as Record<string, unknown>;
     assert.equal(unregistered.errorCode, 'invalid_client');
     assert.match(String(unregistered.message), /AADSTS700027/);
   });
 
-  test('R-TOKEN-1 @azure/identity ClientSecretCredential with authorityHost and disableInstanceDiscovery', async () => {
-    const r = (await runScenario('client-secret', clientEnv())) as Record<string, Record<string, unknown> | boolean>;
+  test('R-TOKEN-1 @azure/identity ClientSecretCredential (authorityHost, disableInstanceDiscovery) and DefaultAzureCredential from AZURE_* variables', async () => {
+    const r = (await runScenario('client-secret', {
+      ...clientEnv(),
+      AZURE_TENANT_ID: id.tenantId,
+      AZURE_CLIENT_ID: client.appId,
+      AZURE_CLIENT_SECRET: client.secret,
+      AZURE_AUTHORITY_HOST: `${id.issuerUrl}/`,
+    })) as Record<string, Record<string, unknown> | boolean>;
     const first = r.first as Record<string, unknown>;
     assert.equal(claimsOf(String(first.token)).azp, client.appId);
     assert.equal(r.sameSecond, true, 'the second getToken is served from the cache');
@@ -122,21 +124,10 @@ describe('official SDKs', { concurrency: 2 }, () => {
     assert.equal(wrong.name, 'AuthenticationRequiredError');
     assert.match(String(wrong.message), /invalid_client/);
     assert.match(String(wrong.message), /AADSTS7000215/);
-  });
-
-  test('R-TOKEN-1 DefaultAzureCredential through environment variables (AZURE_AUTHORITY_HOST with a trailing slash)', async () => {
-    const r = await runScenario('default-env', {
-      ...base(),
-      SCOPE: 'https://storage.azure.com/.default',
-      AZURE_TENANT_ID: id.tenantId,
-      AZURE_CLIENT_ID: client.appId,
-      AZURE_CLIENT_SECRET: client.secret,
-      AZURE_AUTHORITY_HOST: `${id.issuerUrl}/`,
-    });
-    const claims = claimsOf(String(r.token));
-    assert.equal(claims.aud, 'https://storage.azure.com');
-    assert.equal(claims.appid, client.appId);
-    assert.equal(claims.ver, '1.0');
+    const viaEnvironment = claimsOf(String((r.viaEnvironment as Record<string, unknown>).token));
+    assert.equal(viaEnvironment.aud, 'https://storage.azure.com');
+    assert.equal(viaEnvironment.appid, client.appId);
+    assert.equal(viaEnvironment.ver, '1.0');
   });
 
   for (const trailing of ['', '/']) {
