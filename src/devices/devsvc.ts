@@ -11,7 +11,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { ReflectionService } from '@grpc/reflection';
 import { commonOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { ConfigError } from '../common/errors.ts';
+import { ConfigError, StartupError } from '../common/errors.ts';
 import { translateListenError } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
@@ -84,7 +84,8 @@ async function mdnsSeesItself(registry: Registry, serviceName: string, nodeId: s
   let seen: (value: boolean) => void = () => undefined;
   const result = new Promise<boolean>((resolve) => (seen = resolve));
   const watch = await registry.watch(serviceName, (nodes) => nodes.some((n) => n.id === nodeId) && seen(true));
-  const timer = setTimeout(() => seen(false), 2000);
+  // Generous: on a loaded machine the loopback round trip can take a while.
+  const timer = setTimeout(() => seen(false), 3000);
   try {
     return await result;
   } finally {
@@ -134,7 +135,14 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
   const nodeId = `${serviceName}-${randomUUID()}`;
   const record = serviceRecord(serviceName, nodeId, advertised, registry.kind);
 
-  await registry.register(record, options.registerTtl);
+  try {
+    await registry.register(record, options.registerTtl);
+  } catch (err) {
+    server.forceShutdown();
+    store.close();
+    await registry.close();
+    throw new StartupError(`devsvc: could not register in the ${registry.where}: ${(err as Error).message}`);
+  }
   if (registry.kind === 'mdns' && !(await mdnsSeesItself(registry, serviceName, nodeId))) {
     logger.warn('multicast DNS does not reach this machine itself; falling back to static wiring (give the data service --registry static --registry-address ' + advertised + ')');
     await registry.deregister(record);

@@ -91,7 +91,7 @@ test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline'
       const timer = setTimeout(() => {
         pending.delete(timer);
         callback(null, { name: 'sensor-1', active: true });
-      }, 1500);
+      }, 4000);
       pending.add(timer);
     },
   });
@@ -106,7 +106,7 @@ test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline'
   const started = Date.now();
   const answered = await get(`${baseOf(devdata.urls)}/data/sensor-1`);
   assert.deepEqual([answered.status, answered.body], [200, answer(false)]);
-  assert.ok(Date.now() - started < 1400, 'the answer came before the slow DevSvc replied');
+  assert.ok(Date.now() - started < 3500, 'the answer came before the slow DevSvc replied');
 });
 
 test('fuzz: junk names get 400 in plain text, and the service keeps serving', async (context) => {

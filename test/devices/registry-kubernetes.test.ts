@@ -125,4 +125,10 @@ test('R-DEV-7 kubernetes: DevSvc and the data service find each other through th
     startDevSvc({ ...quietHost, dataDir, registry: 'kubernetes', registryAddress: [`http://127.0.0.1:${await freePort()}`] }),
     (err: Error) => err instanceof StartupError && /cannot reach the kubernetes registry/.test(err.message),
   );
+  // An API that answers but has no pod of ours: registration fails, start-up says so and lets go of the port.
+  api.pods.delete(ownPod);
+  await assert.rejects(
+    startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'kubernetes', registryAddress: [api.url] }),
+    (err: Error) => err instanceof StartupError && /could not register in the kubernetes API .* answered 404/.test(err.message),
+  );
 });

@@ -76,12 +76,12 @@ test('R-DEV-7 mdns: a replica killed with -9 (no goodbye) is forgotten when its 
   const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const serviceName = uniqueServiceName();
-  const replica = await spawnDevSvc(t, ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'mdns', '--register-ttl', '2', '--register-interval', '1']);
+  const replica = await spawnDevSvc(t, ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'mdns', '--register-ttl', '3', '--register-interval', '1']);
   const devdata = await startDevData({ ...quiet, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 300 });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);
   assert.equal(await readyBecomes(base, 200, 5000), 200);
   assert.equal((await get(`${base}/data/sensor-1`)).node, replica.nodeId);
   await stop(replica.child, 'SIGKILL');
-  assert.equal(await readyBecomes(base, 503, 6000), 503);
+  assert.equal(await readyBecomes(base, 503, 10_000), 503);
 });
