@@ -7,7 +7,11 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
-import { debianProgram } from '../helpers/index.ts';
+import { startCalculator } from '../../src/calculator/server.ts';
+import { gateway } from '../../src/gateway/index.ts';
+import { startGateway } from '../../src/gateway/server.ts';
+import { startUsers } from '../../src/gateway/users/server.ts';
+import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { awayFromWindowEdge, echoBackend, specStack } from './helpers.ts';
 
 const run = promisify(execFile);
@@ -196,4 +200,19 @@ test('R-CALC-2 through the gateway: curl GET /calc/v1/add/<a>/<b> answers the su
   const bad = await request(`${stack.proxy}/calc/v1/add/x/3`);
   assert.equal(bad.statusCode, 400, "the calculator's own error passes through");
   await bad.body.dump();
+});
+
+test('R-CALC-2 under offcloud up the gateway takes the calculator and user API URLs from the components started before it', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const calculator = await startCalculator(quiet);
+  t.after(() => calculator.close());
+  const users = await startUsers({ ...quiet, dataDir });
+  t.after(() => users.close());
+  const wired = gateway.wireUp!(new Map([['calculator', calculator], ['users', users]]));
+  assert.equal(wired.usersUrl, users.exports!.usersUrl);
+  assert.equal(wired.calculatorUrl, calculator.urls[0]!.url.replace('/add/{a}/{b}', ''));
+  const running = await startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, apiKey: KEY, ...wired });
+  t.after(() => running.close());
+  const res = await request(`${running.urls[0]!.url}/calc/v1/add/1/1`);
+  assert.equal(await res.body.text(), '2');
 });
