@@ -10,13 +10,15 @@ const h = await startHarness({ after });
 const runs = join(h.dataDir, 'runs.txt');
 await h.script('ticker.sh', `#!/bin/sh\necho run >> "${runs}"\necho "tick 1"\nsleep 1\necho "tick 2 $PARAM_WHO"\nexit 4\n`);
 
+await h.script('greet.sh', '#!/bin/sh\necho "hello from the index"\n');
+const browser = await chromium.launch({
+  executablePath: debianProgram('chromium', '/usr/bin/chromium'),
+  // Headless, with a fresh profile of playwright's own making.
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+after(() => browser.close());
+
 test('R-SCRIPT-5 a browser EventSource (headless Debian chromium) receives the lines live, then the exit event, and does not run the script again', async () => {
-  const browser = await chromium.launch({
-    executablePath: debianProgram('chromium', '/usr/bin/chromium'),
-    // Headless, with a fresh profile of playwright's own making.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  after(() => browser.close());
   const page = await browser.newPage();
   await page.goto(`${h.base}/`);
   const seen = await page.evaluate(
@@ -45,4 +47,12 @@ test('R-SCRIPT-5 a browser EventSource (headless Debian chromium) receives the l
   assert.deepEqual(JSON.parse(seen.exit), { code: 4, signal: null, reason: 'exited' });
   assert.match(seen.lastEventId, /^exit:/);
   assert.equal(await readFile(runs, 'utf8'), 'run\n');
+});
+
+test('R-SCRIPT-1 the index page runs a script from its "run" button and shows the streamed lines', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${h.base}/`);
+  await page.click('button[data-path="/greet"]');
+  await page.waitForFunction(() => document.getElementById('output')?.textContent?.includes('[exit]'), undefined, { timeout: 10_000 });
+  assert.equal(await page.textContent('#output'), 'hello from the index\n[exit] {"code":0,"signal":null,"reason":"exited"}\n');
 });

@@ -96,7 +96,9 @@ test('R-SCRIPT-1 the index lists every script with URL and methods (JSON and HTM
   assert.ok(listed.scripts.some((s) => s.path === '/reports/daily'));
   const html = await request(`${h.base}/`, { headers: { accept: 'text/html' } });
   assert.match(html.headers['content-type'] as string, /text\/html/);
-  assert.match(await html.body.text(), /<a href="\/reports\/daily">/);
+  const page = await html.body.text();
+  assert.match(page, /<button data-path="\/reports\/daily">run<\/button>/);
+  assert.doesNotMatch(page, /data-path="\/resources\/create"/, 'a POST-only script gets no GET button');
 });
 
 test('R-SCRIPT-1 hidden files, other extensions and links out of the folder are not served or listed', async () => {
