@@ -49,13 +49,13 @@ await import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)});`;
   }
 
   /** Scores in [0, 1], in the order of `texts`. */
-  score(texts: string[]): Promise<Float64Array> {
+  score(language: string, texts: string[]): Promise<Float64Array> {
     if (texts.length === 0) return Promise.resolve(new Float64Array(0));
     const id = this.#nextId++;
     const worker = this.#workers[this.#next++ % this.#workers.length]!;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      worker.postMessage({ id, texts } satisfies ScoreRequest);
+      worker.postMessage({ id, language, texts } satisfies ScoreRequest);
     });
   }
 

@@ -16,6 +16,7 @@ import { analyzeSentiment, type LanguageScorer } from './analyze.ts';
 import { badRequest, MESSAGES, refusalBody, toWireError } from './errors.ts';
 import { sentimentPaths, sentimentSchemas } from './openapi.ts';
 import { ScorerPool } from './scorer.ts';
+import { V2_LANGUAGES } from './lexicons.ts';
 
 export const CONTAINER_VERSION = '2.1.0';
 export const DEFAULT_MODEL_DIR = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
@@ -78,7 +79,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     await connection.close();
     throw err;
   }
-  const scorers = new Map<string, LanguageScorer>([['en', (texts) => pool.score(texts)]]);
+  const scorers = new Map<string, LanguageScorer>(V2_LANGUAGES.map((language) => [language, (texts) => pool.score(language, texts)]));
   const limits = { maxDocuments: options.maxDocuments, maxDocumentGraphemes: options.maxDocumentGraphemes };
 
   const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes });

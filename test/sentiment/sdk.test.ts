@@ -48,7 +48,7 @@ test('R-SENT-6 per-document problems come back in errors with HTTP 200, the rest
   assert.equal(result._response.status, 200);
   assert.deepEqual(result.documents!.map((d) => d.id), ['ok']);
   const messages = Object.fromEntries(result.errors!.map((e) => [e.id, e.message]));
-  assert.match(messages.lang!, /^Supplied language not supported\. Pass in one of:en/);
+  assert.equal(messages.lang, 'Supplied language not supported. Pass in one of:en,es,pt,fr,de,it,nl,no,sv,pl,da,fi,ru,el,tr');
   assert.equal(messages.empty, 'Record cannot be null/empty');
   assert.match(messages.long!, /too large to be processed\. Limit document size to: 5120 text elements/);
   assert.deepEqual(result.statistics, { documentsCount: 4, validDocumentsCount: 1, erroneousDocumentsCount: 3, transactionsCount: 1 });
@@ -66,4 +66,30 @@ test('R-SENT-6 a request-level problem surfaces as RestError 400 with its code',
   });
   const duplicate = [{ id: '1', text: 'a' }, { id: '1', text: 'b' }];
   await assert.rejects(client(base).sentiment({ multiLanguageBatchInput: { documents: duplicate } }), (err: RestError) => err.statusCode === 400 && err.code === 'BadRequest');
+});
+
+test('R-SENT-1 R-SENT-4 the other v2 languages are scored by their lexicons, in [0, 1]', async (t) => {
+  const { base } = await startSetup(t);
+  const clear: Record<string, [string, string]> = {
+    es: ['Me encanta, es una película maravillosa.', 'Es una película horrible y aburrida.'],
+    pt: ['Adorei, é um filme maravilhoso.', 'É um filme horrível e chato.'],
+    fr: ["Un film magnifique, je l'adore.", 'Un film horrible et ennuyeux.'],
+    it: ['Un film bellissimo e meraviglioso.', 'Un film orribile e noioso.'],
+  };
+  const others = ['de', 'nl', 'no', 'sv', 'pl', 'da', 'fi', 'ru', 'el', 'tr'];
+  const documents = [
+    ...Object.entries(clear).flatMap(([language, [good, bad]]) => [
+      { language, id: `${language}+`, text: good },
+      { language, id: `${language}-`, text: bad },
+    ]),
+    ...others.map((language) => ({ language, id: language, text: 'ok 😍' })),
+  ];
+  const result = await sentiment(base, { multiLanguageBatchInput: { documents } });
+  assert.deepEqual(result.errors, []);
+  const scores = Object.fromEntries(result.documents!.map((d) => [d.id, d.score!]));
+  for (const language of Object.keys(clear)) {
+    assert.ok(scores[`${language}+`]! > 0.5, `${language}+ ${scores[`${language}+`]}`);
+    assert.ok(scores[`${language}-`]! < 0.5, `${language}- ${scores[`${language}-`]}`);
+  }
+  for (const language of others) assert.ok(scores[language]! >= 0 && scores[language]! <= 1, language);
 });
