@@ -4,7 +4,7 @@
  * token"): a preHandler that checks the bearer token and the roles, and
  * answers 401/403 in the RFC 6750 shape otherwise.
  */
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { sendBearerError } from './errors.ts';
 import { bearerToken, TokenVerificationError, type TokenVerifier, type VerifiedToken, type VerifyOverrides } from './verify.ts';
 
@@ -28,3 +28,21 @@ export function requireAppRoles(verifier: TokenVerifier, roles: string[], overri
     }
   };
 }
+
+export interface AppRolesPluginOptions {
+  verifier: TokenVerifier;
+  /** Roles every request of the protected routes needs. */
+  roles: string[];
+  audiences?: string[];
+}
+
+/**
+ * The same check as a fastify plugin: registered on an instance, it protects
+ * every route of that instance declared after it, e.g.
+ * `app.register(async (api) => { await api.register(appRolesPlugin, { verifier, roles }); api.get(…) })`.
+ */
+export async function appRolesPlugin(app: FastifyInstance, options: AppRolesPluginOptions): Promise<void> {
+  app.addHook('preHandler', requireAppRoles(options.verifier, options.roles, options.audiences ? { audiences: options.audiences } : {}));
+}
+// Applies to the instance it is registered on, not only to its own child context (what fastify-plugin marks).
+Object.assign(appRolesPlugin, { [Symbol.for('skip-override')]: true });

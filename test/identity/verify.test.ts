@@ -15,7 +15,7 @@ import { addAppRole, createApi, createClient, grantAppRole } from '../../src/ide
 import { openSigningKeys } from '../../src/identity/keys.ts';
 import { identityIssuers } from '../../src/identity/issuer.ts';
 import { createTokenVerifier, TokenVerificationError, type TokenVerifier, type TokenVerificationErrorCode } from '../../src/identity/verify.ts';
-import { requireAppRoles, verifiedTokenOf } from '../../src/identity/plugin.ts';
+import { appRolesPlugin, requireAppRoles, verifiedTokenOf } from '../../src/identity/plugin.ts';
 
 async function rejects(verifier: TokenVerifier, token: string, code: TokenVerificationErrorCode, overrides = {}): Promise<void> {
   await assert.rejects(verifier.verify(token, overrides), (err: unknown) => {
@@ -155,6 +155,20 @@ describe('token verifier', () => {
       assert.equal(denied.statusCode, 401, String(authorization));
       assert.match(String(denied.headers['www-authenticate']), /^Bearer error="invalid_token"/);
     }
+  });
+
+  test('R-TOKEN-7 the fastify plugin protects every route of the instance it is registered on, and only those', async (t) => {
+    const api = Fastify();
+    t.after(() => api.close());
+    await api.register(async (scope) => {
+      await scope.register(appRolesPlugin, { verifier: local, roles: ['Demo.Read.All'] });
+      scope.get('/protected', async (request) => ({ roles: verifiedTokenOf(request)?.roles }));
+    });
+    api.get('/public', async () => ({ ok: true }));
+    const token = await demoToken();
+    assert.deepEqual((await api.inject({ url: '/protected', headers: { authorization: `Bearer ${token}` } })).json(), { roles: ['Demo.Read.All'] });
+    assert.equal((await api.inject({ url: '/protected' })).statusCode, 401);
+    assert.equal((await api.inject({ url: '/public' })).statusCode, 200);
   });
 
   test('R-TOKEN-7 a verifier whose JWKS cannot be fetched reports keys_unavailable', async () => {
