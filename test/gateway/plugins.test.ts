@@ -114,7 +114,7 @@ test('rate-limiting: every window gets headers; the most restrictive one drives 
     t,
     doc(backend.url, [{ name: 'rate-limiting', config: { minute: 2, hour: 100, limit_by: 'ip', error_code: 503, error_message: 'slow down' } }]),
   );
-  await awayFromWindowEdge(60_000, 5_000);
+  await awayFromWindowEdge(60_000, 10_000);
   const first = await request(`${gw.proxy}/`);
   await first.body.dump();
   assert.equal(first.headers['x-ratelimit-limit-minute'], '2');

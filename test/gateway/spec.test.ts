@@ -143,9 +143,18 @@ test('R-GW-5 without a key or with a wrong key the request is rejected (401) and
 
 test('R-GW-6 two requests in one second: 200 then 429 with Retry-After and the rate-limit headers', async (t) => {
   const stack = await specStack(t, { apiKey: KEY });
-  await awayFromWindowEdge(1000, 400);
-  const first = await request(`${stack.proxy}/users?apikey=${KEY}`);
-  const second = await request(`${stack.proxy}/users`, { headers: { apikey: KEY } });
+  const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+  // On a loaded machine a pair can straddle a second; such a pair proves nothing and is tried again in a fresh second.
+  let first: Awaited<ReturnType<typeof request>>;
+  let second: Awaited<ReturnType<typeof request>>;
+  for (let attempt = 0; ; attempt++) {
+    await nextSecond();
+    const started = Date.now();
+    first = await request(`${stack.proxy}/users?apikey=${KEY}`);
+    second = await request(`${stack.proxy}/users`, { headers: { apikey: KEY } });
+    if (Math.floor(started / 1000) === Math.floor(Date.now() / 1000) || attempt === 4) break;
+    await Promise.all([first.body.dump(), second.body.dump()]);
+  }
   assert.equal(first.statusCode, 200);
   await first.body.dump();
   assert.equal(first.headers['x-ratelimit-limit-second'], '1');
@@ -158,7 +167,7 @@ test('R-GW-6 two requests in one second: 200 then 429 with Retry-After and the r
   assert.equal(second.headers['x-ratelimit-remaining-second'], '0');
   assert.equal(((await second.body.json()) as { message: string }).message, 'API rate limit exceeded');
   // The next window lets the consumer in again.
-  await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+  await nextSecond();
   const third = await request(`${stack.proxy}/users?apikey=${KEY}`);
   assert.equal(third.statusCode, 200);
   await third.body.dump();
