@@ -13,7 +13,7 @@ import Fastify from 'fastify';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { startScoring } from '../../src/scoring/container.ts';
-import { normalizeInput, softmax } from '../../src/scoring/classifier.ts';
+import { normalizeInput, serverSessionOptions, softmax } from '../../src/scoring/classifier.ts';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
 import { DEFAULT_MODEL } from '../../src/scoring/model-files.ts';
 import { INPUT_SHAPE, readTensorBody } from '../../src/scoring/tensor-body.ts';
@@ -86,14 +86,7 @@ async function requestBody(): Promise<string> {
 
 export async function run(): Promise<BenchResult[]> {
   const modelPath = resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: '.offcloud' });
-  const session = await ort.InferenceSession.create(modelPath, {
-    executionProviders: ['cpu'],
-    intraOpNumThreads: THREADS,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
-  });
+  const session = await ort.InferenceSession.create(modelPath, serverSessionOptions(THREADS));
   const body = await requestBody();
   const bytes = Buffer.from(body);
   const prepared = readTensorBody(bytes).values;

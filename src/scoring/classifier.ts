@@ -91,6 +91,25 @@ function looksLikeProbabilities(values: ArrayLike<number>): boolean {
   return Math.abs(sum - 1) < 1e-3;
 }
 
+/**
+ * ONNX Runtime session options for a server: one thread per core inside a
+ * run, full graph optimisation, quiet logging, and no spin-waiting between
+ * runs, so idle pool threads leave the cores to the event loop reading the
+ * next request body.
+ */
+export function serverSessionOptions(threads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads > 0 ? threads : availableParallelism(),
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    // Warnings about initializers listed as graph inputs are noise for a served model.
+    logSeverityLevel: 3,
+    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+  };
+}
+
 export class ImageClassifier {
   /** Runs wait here so that one run at a time gets every thread, instead of runs fighting over cores. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -106,15 +125,7 @@ export class ImageClassifier {
   static async load(options: ClassifierOptions): Promise<ImageClassifier> {
     let session: ort.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(options.modelPath, {
-        executionProviders: ['cpu'],
-        intraOpNumThreads: options.threads > 0 ? options.threads : availableParallelism(),
-        interOpNumThreads: 1,
-        executionMode: 'sequential',
-        graphOptimizationLevel: 'all',
-        // Warnings about initializers listed as graph inputs are noise for a served model.
-        logSeverityLevel: 3,
-      });
+      session = await ort.InferenceSession.create(options.modelPath, serverSessionOptions(options.threads));
     } catch (err) {
       throw new StartupError(`cannot load model ${options.modelPath}: ${(err as Error).message}`);
     }
