@@ -162,6 +162,8 @@ const UNRESERVED = /[A-Za-z0-9\-._~]/;
  */
 export function normalizePath(raw: string): string {
   if (!raw.startsWith('/')) throw new GatewayError(400, MESSAGES.badRequest);
+  // The common case has nothing to decode, merge or resolve.
+  if (!/%|\/\/|\/\.(?:\.)?(?:\/|$)/.test(raw)) return raw;
   const decoded = raw.replace(/%(..)?/g, (escape, hex: string | undefined) => {
     if (!hex || !/^[0-9A-Fa-f]{2}$/.test(hex)) throw new GatewayError(400, MESSAGES.badRequest);
     const code = parseInt(hex, 16);
