@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
+import { webcrypto, X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
@@ -91,6 +91,41 @@ test('R-SCRIPT-7 the certificate is renewed without a restart, and a restart reu
   await server!.close();
   server = await startScripts({ ...acmeOptions, acmeDirectory: 'https://127.0.0.1:1/unreachable' });
   assert.equal((await presented(httpsPortOf(server))).serialNumber, after.serialNumber);
+});
+
+/** A self-signed certificate for DOMAIN, 80 days into a 90-day life: due for renewal. */
+async function agingCertificate(): Promise<{ cert: string; key: string }> {
+  await import('reflect-metadata');
+  const x509 = await import('@peculiar/x509');
+  x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const day = 86_400_000;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '0a0b0c',
+    name: `CN=${DOMAIN}`,
+    notBefore: new Date(Date.now() - 80 * day),
+    notAfter: new Date(Date.now() + 10 * day),
+    keys,
+    signingAlgorithm: algorithm,
+  });
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey as webcrypto.CryptoKey));
+  return { cert: cert.toString('pem'), key: `-----BEGIN PRIVATE KEY-----\n${der.toString('base64')}\n-----END PRIVATE KEY-----\n` };
+}
+
+test('R-SCRIPT-7 a stored certificate close to expiry is renewed at start-up', async (t) => {
+  // pebble validates on the one HTTP port: the server of the tests above gives it up.
+  await server?.close();
+  server = undefined;
+  const aged = await tempDataDir(t);
+  const old = await agingCertificate();
+  await writeScript(join(aged, 'scripts', 'acme'), `${DOMAIN}.crt`, old.cert, 0o644);
+  await writeScript(join(aged, 'scripts', 'acme'), `${DOMAIN}.key`, old.key, 0o600);
+  const renewed = await startScripts({ ...acmeOptions, dataDir: aged, httpPort });
+  t.after(() => renewed.close());
+  const cert = await presented(httpsPortOf(renewed));
+  assert.match(cert.issuer, /Pebble Intermediate CA/);
+  assert.notEqual(cert.serialNumber, new X509Certificate(old.cert).serialNumber);
 });
 
 test('R-SCRIPT-7 renewal is due when a third of the lifetime or 30 days is left', () => {
