@@ -2,18 +2,8 @@
 import { spawn } from 'node:child_process';
 import sharp from 'sharp';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
-
-/** A small deterministic generator (mulberry32), so a failing case can be replayed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The project's one seeded generator (mulberry32), so a failing fuzz case can be replayed.
+export { seededRandom } from '../../src/sentiment/train.ts';
 
 export function nestedTensor<T>(shape: readonly number[], value: () => T): unknown {
   const [dim, ...rest] = shape;
