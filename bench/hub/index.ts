@@ -7,13 +7,13 @@
  * load is the floor they are set against.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
 import { createSasToken } from '../../src/hub/sas.ts';
-import { spawnHub } from '../../test/hub/helpers.ts';
+import { freePort, spawnHub } from '../../test/hub/helpers.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
@@ -31,23 +31,22 @@ interface Target {
   credentials(i: number): { clientId: string; username?: string; password?: string };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function waitForOutput(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child[stream]!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (pattern.test(out)) resolve(out);
+/** Waits until something listens on the port (mosquitto's log is block-buffered on a pipe). */
+async function listening(child: ChildProcess, port: number): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${child.spawnfile} exited with ${child.exitCode}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
     });
-    child.once('exit', (code) => reject(new Error(`${String(child.spawnfile)} exited with ${code}: ${out}`)));
-  });
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 async function connectAll(target: Target): Promise<MqttClient[]> {
@@ -137,7 +136,7 @@ async function startOurHub(dataDir: string): Promise<{ child: ChildProcess; targ
   };
 }
 
-async function startMosquitto(dataDir: string, ca: string): Promise<{ child: ChildProcess; target: Target }> {
+async function startMosquitto(dataDir: string): Promise<{ child: ChildProcess; target: Target }> {
   const port = await freePort();
   const config = join(dataDir, 'mosquitto.conf');
   await writeFile(
@@ -148,16 +147,17 @@ async function startMosquitto(dataDir: string, ca: string): Promise<{ child: Chi
       `certfile ${join(dataDir, 'ca', 'localhost.crt')}`,
       `keyfile ${join(dataDir, 'ca', 'localhost.key')}`,
       'allow_anonymous true',
+      // Stay the user we run as: dropping to "mosquitto" would lose access to the temp dir's key.
+      `user ${userInfo().username}`,
       'persistence false',
       'log_dest stderr',
       'log_type error',
-      'log_type notice',
       '',
     ].join('\n'),
   );
-  const child = spawn('/usr/sbin/mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  await waitForOutput(child, 'stderr', /running|Opening ipv4 listen socket/);
-  return { child, target: { name: 'mosquitto', port, ca, credentials: (i) => ({ clientId: `bench-${i}` }) } };
+  const child = spawn('/usr/sbin/mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await listening(child, port);
+  return { child, target: { name: 'mosquitto', port, ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8'), credentials: (i) => ({ clientId: `bench-${i}` }) } };
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -171,8 +171,9 @@ function stop(child: ChildProcess): Promise<void> {
 export async function run(): Promise<BenchResult[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-hub-bench-'));
   const ours = await startOurHub(dataDir);
-  const baseline = await startMosquitto(dataDir, ours.target.ca);
+  let baseline: Awaited<ReturnType<typeof startMosquitto>> | undefined;
   try {
+    baseline = await startMosquitto(dataDir);
     const hubRounds: Round[] = [];
     const mosquittoRounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) {
@@ -190,7 +191,7 @@ export async function run(): Promise<BenchResult[]> {
       result({ name: 'hub twin reported PATCH round trip p99 under that load', unit: 'ms', ours: percentile(twinMs, 99), baseline: 'mosquitto QoS 1 PUBACK p99 under the same load', baselineValue: percentile(pubackMs, 99), better: 'lower', details }),
     ];
   } finally {
-    await Promise.all([stop(ours.child), stop(baseline.child)]);
+    await Promise.all([stop(ours.child), baseline && stop(baseline.child)]);
     await rm(dataDir, { recursive: true, force: true });
   }
 }

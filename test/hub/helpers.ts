@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import mqtt, { type MqttClient } from 'mqtt';
@@ -214,4 +215,13 @@ export function killHard(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGKILL');
   });
+}
+
+/** A port free on loopback right now, for programs that cannot take port 0 (redis-server, mosquitto). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -6,17 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { debianProgram, tempDataDir } from '../helpers/index.ts';
-import { closedByHub, connectDevice, eventually, killHard, nextMessage, spawnHub } from './helpers.ts';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { closedByHub, connectDevice, eventually, freePort, killHard, nextMessage, spawnHub } from './helpers.ts';
 
 test('two replicas on one Redis: C2D, desired push and methods sent via B reach a device on A', async (t) => {
   const redisServer = debianProgram('redis-server', '/usr/bin/redis-server');
