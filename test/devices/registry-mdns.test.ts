@@ -6,6 +6,7 @@ import type { Answer } from 'dns-packet';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
+import { devdata as devdataComponent } from '../../src/devices/index.ts';
 import { baseOf, get, lifo, spawnDevSvc, stop, uniqueServiceName } from './helpers.ts';
 
 const { port: _port, ...quietHost } = quiet;
@@ -84,4 +85,20 @@ test('R-DEV-7 mdns: a replica killed with -9 (no goodbye) is forgotten when its 
   assert.equal((await get(`${base}/data/sensor-1`)).node, replica.nodeId);
   await stop(replica.child, 'SIGKILL');
   assert.equal(await readyBecomes(base, 503, 10_000), 503);
+});
+
+test('R-DEV-7 mdns unavailable (an interface without multicast): DevSvc falls back to static and `offcloud up` wires the data service to it', async (context) => {
+  const t = lifo(context);
+  const dataDir = await tempDataDir(t);
+  const serviceName = uniqueServiceName();
+  // Linux's loopback interface has no MULTICAST flag: queries sent there never come back.
+  const running = await startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'mdns', mdnsInterface: '127.0.0.1' });
+  t.after(() => running.close());
+  assert.equal(running.exports!.registry, 'static');
+  assert.match(running.urls[1]!.url, /^static addresses /);
+  const wired = devdataComponent.wireUp!(new Map([['devsvc', running]]));
+  assert.deepEqual(wired, { registry: 'static', serviceName, registryAddress: [running.exports!.address] });
+  const data = await startDevData({ ...quiet, dataDir, ...wired });
+  t.after(() => data.close());
+  assert.equal((await get(`${baseOf(data.urls)}/data/sensor-1`)).body, `Device active:  true\n${NO_DATA_SENTENCE}\n`);
 });

@@ -30,12 +30,18 @@ export const registryOptions = {
     max: 600_000,
     description: 'how often mdns and kubernetes watchers ask the registry again, in ms',
   },
+  mdnsInterface: {
+    type: 'string',
+    default: '',
+    description: 'IPv4 address of the interface multicast DNS uses (default: every interface)',
+  },
 } as const satisfies OptionSchema;
 
 export interface RegistryChoice {
   registry: string;
   registryAddress: string[];
   registryRefreshMs: number;
+  mdnsInterface: string;
 }
 
 export async function openRegistry(choice: RegistryChoice): Promise<Registry> {
@@ -44,7 +50,7 @@ export async function openRegistry(choice: RegistryChoice): Promise<Registry> {
     case 'etcd':
       return connectEtcdRegistry(choice.registryAddress.length ? choice.registryAddress : [DEFAULT_ETCD_ADDRESS]);
     case 'mdns':
-      return openMdnsRegistry({ queryIntervalMs: choice.registryRefreshMs });
+      return openMdnsRegistry({ queryIntervalMs: choice.registryRefreshMs, interfaceAddress: choice.mdnsInterface });
     case 'kubernetes':
       return connectKubernetesRegistry({ ...inClusterOptions(choice.registryAddress[0] ?? ''), pollIntervalMs: choice.registryRefreshMs });
     case 'static':

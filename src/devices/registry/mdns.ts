@@ -64,12 +64,14 @@ export interface MdnsRegistryOptions {
   queryIntervalMs?: number;
   /** How long a new watch waits for the first answers before serving. */
   initialWaitMs?: number;
+  /** IPv4 address of the one interface to use; every interface when absent. */
+  interfaceAddress?: string;
 }
 
 export async function openMdnsRegistry(options: MdnsRegistryOptions = {}): Promise<Registry> {
   const queryIntervalMs = options.queryIntervalMs ?? 5000;
   const initialWaitMs = options.initialWaitMs ?? 500;
-  const mdns = makeMdns({ loopback: true, reuseAddr: true });
+  const mdns = makeMdns({ loopback: true, reuseAddr: true, ...(options.interfaceAddress ? { interface: options.interfaceAddress } : {}) });
   await new Promise<void>((resolve, reject) => {
     mdns.once('ready', resolve);
     mdns.once('error', reject);
