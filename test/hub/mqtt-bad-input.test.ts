@@ -194,3 +194,18 @@ test('R-TWIN-5 a clean=false session keeps its C2D subscription: messages sent w
   assert.match(topic, /^devices\/sticky\/messages\/devicebound\/%24\.mid=[^&]+&%24\.to=%2Fdevices%2Fsticky%2Fmessages%2Fdevicebound&%24\.exp=[^&]+&n=1$/);
   await client.endAsync();
 });
+
+test('re-keying or deleting a device closes its open connection; the old key no longer connects', async () => {
+  const key = await hub.createDevice('revoked');
+  const client = await connectDevice(hub, 'revoked', key);
+  const closed = closedByHub(client);
+  assert.equal((await hub.rest('POST', '/devices/revoked/regenerateKey', { key: 'both' })).status, 200);
+  await closed;
+  await assert.rejects(connectDevice(hub, 'revoked', key), { code: 5 });
+  const fresh = ((await hub.rest('GET', '/devices/revoked')).body as { authentication: { symmetricKey: { primaryKey: string } } }).authentication.symmetricKey.primaryKey;
+  const again = await connectDevice(hub, 'revoked', fresh);
+  const closedAgain = closedByHub(again);
+  assert.equal((await hub.rest('DELETE', '/devices/revoked')).status, 204);
+  await closedAgain;
+  await assert.rejects(connectDevice(hub, 'revoked', fresh), { code: 5 });
+});
