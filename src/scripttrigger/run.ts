@@ -109,6 +109,8 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
     child.once('error', reject);
   });
   const pid = child.pid as number;
+  // Nothing after a successful spawn should emit 'error' (signals go to the group, not child.kill), but one must not crash the server.
+  child.on('error', (err) => logger.warn({ script: script.urlPath, pid, err: err.message }, 'script process error'));
   let endReason: EndReason = 'exited';
   let finished = false;
   let killTimer: NodeJS.Timeout | undefined;

@@ -87,6 +87,16 @@ test('R-SCRIPT-1 a script without the executable bit runs with the interpreter i
   assert.deepEqual(dataLines(await callStream(`${h.base}/plain`)), ['not executable']);
 });
 
+test('R-SCRIPT-3 a script whose interpreter is missing answers 500 ScriptNotStarted, and the server keeps serving', async () => {
+  await h.script('orphan.sh', '#!/nonexistent/interpreter\necho never\n');
+  const answer = await request(`${h.base}/orphan`);
+  assert.equal(answer.statusCode, 500);
+  const body = (await answer.body.json()) as { error: { code: string; message: string } };
+  assert.equal(body.error.code, 'ScriptNotStarted');
+  assert.match(body.error.message, /ENOENT/);
+  assert.deepEqual(dataLines(await callStream(`${h.base}/top`)), ['top level']);
+});
+
 test('R-SCRIPT-1 the index lists every script with URL and methods (JSON and HTML)', async () => {
   const json = await request(`${h.base}/`, { headers: { accept: 'application/json' } });
   const listed = (await json.body.json()) as { scripts: { path: string; url: string; methods: string[] }[] };
