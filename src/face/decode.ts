@@ -59,12 +59,14 @@ export async function decodeImage(bytes: Uint8Array): Promise<RgbImage> {
       throw invalidImage();
     }
     if (rgba.length < width * height * 4) throw invalidImage();
-    // BMP alpha is rarely meaningful (often 0 in 32-bit files): drop it rather than flatten.
-    return toRgb(sharp(rgba, { raw: { width, height, channels: 4 } }).removeAlpha());
+    // BMP alpha is rarely meaningful (bmp-ts leaves 0 in 24-bit files): every pixel is opaque.
+    for (let i = 3; i < rgba.length; i += 4) rgba[i] = 255;
+    return toRgb(sharp(rgba, { raw: { width, height, channels: 4 } }));
   }
   let metadata: Metadata;
   try {
-    metadata = await sharp(bytes).metadata();
+    // Header only, so no pixel limit: the dimensions are checked just below, with their own error.
+    metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch {
     throw invalidImage();
   }

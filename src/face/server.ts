@@ -130,8 +130,9 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null });
   registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
 
+  // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-  app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_request, body, done) => {
     try {
       done(null, JSON.parse(body as string));

@@ -1,0 +1,147 @@
+/**
+ * Face detect throughput and latency for photos of 1, 4 and 20 faces at 640
+ * px, detection only and with every supported attribute, against the same
+ * models called directly in this process (decode + measure, no HTTP, no
+ * worker hop) in the same run. Sequential ours/direct = serving overhead;
+ * two connections against the two-worker container = what the second core buys.
+ */
+import { performance } from 'node:perf_hooks';
+import sharp from 'sharp';
+import { request } from 'undici';
+import { startBilling } from '../../src/billing/server.ts';
+import { measurementsFor, SUPPORTED_ATTRIBUTES } from '../../src/face/attributes.ts';
+import { decodeImage } from '../../src/face/decode.ts';
+import { MAX_FACES } from '../../src/face/detect.ts';
+import { FaceModels } from '../../src/face/models/index.ts';
+import { startFace } from '../../src/face/server.ts';
+import { crowd, fivePeople, portrait } from '../../test/face/images.ts';
+import { median } from '../common/load.ts';
+import { result, type BenchResult } from '../common/result.ts';
+
+interface Photo {
+  name: string;
+  bytes: Buffer;
+}
+
+async function photos(): Promise<Photo[]> {
+  const at640 = (image: Buffer) => sharp(image).resize({ width: 640 }).jpeg({ quality: 90 }).toBuffer();
+  const strip = await sharp(await fivePeople()).extract({ left: 0, top: 0, width: 632, height: 165 }).toBuffer();
+  // Two rows of ten faces from the contact sheet of face crops.
+  const twenty = await sharp(await crowd()).extract({ left: 0, top: 283, width: 1030, height: 210 }).toBuffer();
+  return [
+    { name: '1 face', bytes: await at640(await portrait()) },
+    { name: '4 faces', bytes: await at640(strip) },
+    { name: '20 faces', bytes: await at640(twenty) },
+  ];
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+interface Run {
+  imagesPerSecond: number;
+  p50ms: number;
+  p99ms: number;
+  n: number;
+}
+
+/** `count` calls, `parallel` at a time; latency of each and images/s over the whole run. */
+async function timed(count: number, parallel: number, call: () => Promise<unknown>): Promise<Run> {
+  const latencies: number[] = [];
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) {
+        next++;
+        const t = performance.now();
+        await call();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  return { imagesPerSecond: count / seconds, p50ms: median(latencies), p99ms: percentile(latencies, 99), n: count };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const quiet = { logLevel: 'silent', host: '127.0.0.1', port: 0 } as const;
+  const dataDir = `/tmp/offcloud-face-bench-${process.pid}`;
+  const billing = await startBilling({ ...quiet, dataDir, demoResources: true });
+  const face = await startFace({
+    ...quiet,
+    dataDir,
+    workers: 2,
+    eula: 'accept',
+    billing: billing.exports!.billingUrl!,
+    apiKey: billing.exports!['apiKey.face']!,
+  });
+  const rssWithContainer = process.memoryUsage().rss;
+  const direct = await FaceModels.load({
+    detector: '../shared/models/face-ultralight-rfb/version-RFB-640.onnx',
+    eyeglasses: '../shared/models/face-attributes-glasses-mantasu/glasses_eyeglasses.onnx',
+    sunglasses: '../shared/models/face-attributes-glasses-mantasu/glasses_sunglasses.onnx',
+    mask: '../shared/models/face-attributes-mask-aizoo/model.json',
+  });
+  const endpoint = face.urls[0]!.url;
+  const results: BenchResult[] = [];
+  try {
+    for (const photo of await photos()) {
+      for (const mode of ['detection only', 'all supported attributes'] as const) {
+        const attributes = mode === 'detection only' ? [] : [...SUPPORTED_ATTRIBUTES];
+        const query = attributes.length ? `?returnFaceAttributes=${attributes.join(',')}` : '';
+        const wanted = measurementsFor(attributes, false);
+        const viaHttp = async () => {
+          const response = await request(endpoint + query, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: photo.bytes });
+          const faces = (await response.body.json()) as unknown[];
+          if (response.statusCode !== 200) throw new Error(`detect answered ${response.statusCode}`);
+          return faces.length;
+        };
+        const viaModels = async () => (await direct.measure(await decodeImage(photo.bytes), wanted, MAX_FACES)).length;
+        const faces = await viaHttp();
+        await viaModels();
+        // Heavy runs get fewer calls so the whole benchmark stays within minutes on 2 cores.
+        const count = mode === 'detection only' ? 20 : Math.max(3, Math.round(24 / Math.max(1, faces)));
+        const ours = await timed(count, 1, viaHttp);
+        const models = await timed(count, 1, viaModels);
+        const both = await timed(count, 2, viaHttp);
+        results.push(
+          result({
+            name: `face detect, ${photo.name} (${faces} found) at 640 px, ${mode}, one request at a time`,
+            unit: 'images/s',
+            ours: ours.imagesPerSecond,
+            baseline: 'the same models called directly, one image at a time',
+            baselineValue: models.imagesPerSecond,
+            better: 'higher',
+            details: { ours, models },
+          }),
+          result({
+            name: `face detect, ${photo.name} at 640 px, ${mode}, two connections (two workers)`,
+            unit: 'images/s',
+            ours: both.imagesPerSecond,
+            baseline: 'the same models called directly, one image at a time',
+            baselineValue: models.imagesPerSecond,
+            better: 'higher',
+            details: { ours: both, models },
+          }),
+        );
+      }
+    }
+    results.push(
+      result({
+        name: 'face container resident memory with two workers (RSS of this process before the direct models loaded)',
+        unit: 'MiB',
+        ours: rssWithContainer / 2 ** 20,
+        baseline: 'the 6 GB the real container asks for (spec §4.12)',
+        baselineValue: 6 * 1024,
+        better: 'lower',
+      }),
+    );
+    return results;
+  } finally {
+    await face.close();
+    await billing.close();
+  }
+}
