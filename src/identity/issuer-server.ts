@@ -54,6 +54,17 @@ function discoveryTenant(directory: Directory, segment: string): string {
   throw aad.unknownTenant(segment);
 }
 
+/**
+ * The origin a client used (its Host header), so that discovery points it back
+ * at the name it can reach (`localhost`, a container host name) rather than
+ * the bound address; the bound origin when the header is absent or odd.
+ */
+function requestOrigin(request: FastifyRequest, bound: string): string {
+  const host = request.headers.host;
+  return typeof host === 'string' && /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(host) ? `https://${host}` : bound;
+}
+
+/** `origin` is where this client reaches the server; the issuer string never depends on it. */
 function openIdConfiguration(ctx: IssuerContext, origin: string, tenantId: string, version: 1 | 2) {
   const v2 = version === 2 ? '/v2.0' : '';
   return {
@@ -66,7 +77,7 @@ function openIdConfiguration(ctx: IssuerContext, origin: string, tenantId: strin
     response_types_supported: ['code', 'id_token', 'code id_token', 'id_token token'],
     grant_types_supported: ['client_credentials'],
     scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
-    issuer: issuerFor(version, tenantId, ctx.issuerStyle, origin),
+    issuer: issuerFor(version, tenantId, ctx.issuerStyle, ctx.origin),
     request_uri_parameter_supported: false,
     authorization_endpoint: `${origin}/${tenantId}/oauth2${v2}/authorize`,
     end_session_endpoint: `${origin}/${tenantId}/oauth2${v2}/logout`,
@@ -91,7 +102,7 @@ export function registerIssuerRoutes(app: FastifyInstance, options: IssuerRoutes
 
   const discovery = (version: 1 | 2) => async (request: FastifyRequest<{ Params: { tenant: string } }>) => {
     const ctx = await options.context();
-    return openIdConfiguration(ctx, options.origin(), discoveryTenant(ctx.directory, request.params.tenant), version);
+    return openIdConfiguration(ctx, requestOrigin(request, options.origin()), discoveryTenant(ctx.directory, request.params.tenant), version);
   };
   app.get('/:tenant/v2.0/.well-known/openid-configuration', discovery(2));
   app.get('/:tenant/.well-known/openid-configuration', discovery(1));
@@ -106,9 +117,10 @@ export function registerIssuerRoutes(app: FastifyInstance, options: IssuerRoutes
 
   // Instance discovery: this host is its own (only) cloud, so clients that do ask need no network.
   app.get('/:tenant/discovery/instance', async (request: FastifyRequest<{ Params: { tenant: string } }>) => {
-    const host = new URL(options.origin()).host;
+    const origin = requestOrigin(request, options.origin());
+    const host = new URL(origin).host;
     return {
-      tenant_discovery_endpoint: `${options.origin()}/${request.params.tenant.toLowerCase()}/v2.0/.well-known/openid-configuration`,
+      tenant_discovery_endpoint: `${origin}/${request.params.tenant.toLowerCase()}/v2.0/.well-known/openid-configuration`,
       'api-version': '1.1',
       metadata: [{ preferred_network: host, preferred_cache: host, aliases: [host] }],
     };

@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createPrivateKey, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { request } from 'undici';
 import { claimsOf, getJson, headerOf, postForm, startForTest, suiteCleanup, type JsonAnswer, type StartedIdentity } from './helpers.ts';
 import { addAppRole, addClientCertificate, addClientSecret, createApi, createClient, grantAppRole } from '../../src/identity/manage.ts';
@@ -254,6 +256,23 @@ describe('token endpoint and discovery', () => {
     assert.equal(v1.body.jwks_uri, `${id.issuerUrl}/${id.tenantId}/discovery/keys`);
     const unknown = await getJson(`${id.issuerUrl}/not-a-tenant/v2.0/.well-known/openid-configuration`, { dispatcher: id.dispatcher });
     assertAadError(unknown, 400, 'invalid_request', 90002);
+    const viaLocalhost = await getJson(`${id.issuerUrl}/${id.tenantId}/v2.0/.well-known/openid-configuration`, { dispatcher: id.dispatcher, headers: { host: `localhost:${new URL(id.issuerUrl).port}` } });
+    assert.equal(viaLocalhost.body.token_endpoint, `https://localhost:${new URL(id.issuerUrl).port}/${id.tenantId}/oauth2/v2.0/token`, 'endpoints follow the name the client used');
+    assert.equal(viaLocalhost.body.issuer, v2.body.issuer, 'the issuer does not');
+    const oddHost = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const url = new URL(id.issuerUrl);
+      const ask = httpsRequest(
+        { host: url.hostname, port: url.port, path: `/${id.tenantId}/v2.0/.well-known/openid-configuration`, headers: { host: 'evil/path?x' }, ca: readFileSync(id.caCertPath), servername: 'localhost' },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(JSON.parse(text) as Record<string, unknown>));
+        },
+      );
+      ask.on('error', reject);
+      ask.end();
+    });
+    assert.equal(oddHost.token_endpoint, v2.body.token_endpoint, 'an odd Host header falls back to the bound origin');
     const instance = await getJson(`${id.issuerUrl}/common/discovery/instance?api-version=1.1&authorization_endpoint=x`, { dispatcher: id.dispatcher });
     assert.equal(instance.body.tenant_discovery_endpoint, `${id.issuerUrl}/common/v2.0/.well-known/openid-configuration`);
     assert.ok(Array.isArray(instance.body.metadata));
