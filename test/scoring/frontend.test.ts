@@ -1,7 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { Agent, Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/container.ts';
@@ -9,10 +11,13 @@ import { startScoringFrontend } from '../../src/scoring/frontend.ts';
 import { manageKeys } from '../../src/scoring/commands.ts';
 import { scoringFrontend } from '../../src/scoring/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
-import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { DEBIAN_PYTHON, debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { imageToPixels } from '../../src/scoring/client.ts';
 import { argmax, honeycombSvg, pictureBody, runCli } from './fixtures.ts';
 
 const HONEYCOMB = 599;
+const SCORE_CLIENT = new URL('./score_client.py', import.meta.url).pathname;
+const run = promisify(execFile);
 
 let scoring: RunningComponent;
 let frontend: RunningComponent;
@@ -48,7 +53,7 @@ before(async () => {
     ...quiet,
     dataDir,
     healthIntervalMs: 200,
-    maxBodyBytes: 2 * 1024 * 1024,
+    maxBodyBytes: 4 * 1024 * 1024,
     services: [`imagenet=${scoringBase}`, `two=${dead}+${scoringBase}`, `down=${dead}`],
   });
   frontendBase = frontend.exports!.scoringFrontendUrl!;
@@ -186,7 +191,7 @@ test('R-SCORE-11 a service with no live replica answers 502 JSON, and the front-
 });
 
 test('R-SCORE-8 bodies over the limit get 413 JSON; other methods 405', async () => {
-  assertError(await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(3 * 1024 * 1024, 0x20)), 413);
+  assertError(await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(5 * 1024 * 1024, 0x20)), 413);
   const get = await request(`${frontendBase}/api/v1/service/imagenet/score`);
   assertError({ status: get.statusCode, text: await get.body.text() }, 405);
 });
@@ -215,4 +220,19 @@ test('R-SCORE-12 TLS is optional: over HTTPS with a client trusting the local CA
 test('R-SCORE-11 under offcloud up the front-end is wired to the scoring container started before it', () => {
   assert.deepEqual(scoringFrontend.wireUp!(new Map([['scoring', scoring]])), { services: [`imagenet=${scoringBase}`] });
   assert.deepEqual(scoringFrontend.wireUp!(new Map()), {});
+});
+
+test('R-SCORE-8 R-SCORE-5 a Python requests client sends integers and 17-digit floats through the front-end', async () => {
+  const python = debianProgram('python3-requests', DEBIAN_PYTHON);
+  const pixelsFile = join(dataDir, 'pixels.bin');
+  await writeFile(pixelsFile, await imageToPixels(honeycombSvg()));
+  const key = keyOf(frontend, 'two', 'secondary');
+  const url = `${frontendBase}/api/v1/service/two/score`;
+  for (const form of ['integers', 'floats']) {
+    const { stdout } = await run(python, [SCORE_CLIENT, url, key, pixelsFile, form]);
+    const [top, count, time] = stdout.trim().split(' ');
+    assert.equal(Number(top), HONEYCOMB, `${form}: ${stdout}`);
+    assert.equal(Number(count), 1000);
+    assert.ok(Number(time) > 0);
+  }
 });
