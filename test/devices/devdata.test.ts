@@ -22,7 +22,7 @@ async function devsvcAndDevdata(t: Parameters<typeof tempDataDir>[0], extra: { d
   const dataDir = await tempDataDir(t);
   const devsvc = await startDevSvc({ ...quietHost, dataDir, registry: 'static' });
   t.after(() => devsvc.close());
-  const devdata = await startDevData({ ...quiet, dataDir, registry: 'static', registryAddress: [devsvc.exports!.address!], ...extra });
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, registry: 'static', registryAddress: [devsvc.exports!.address!], ...extra });
   t.after(() => devdata.close());
   return { dataDir, devsvc, base: baseOf(devdata.urls) };
 }
@@ -75,7 +75,7 @@ test('R-DEV-5 DevSvc stopped: the data service answers false, status 200, no err
   assert.equal(after.body, answer(false));
   // Nothing listens on the address at all.
   const dataDir = await tempDataDir(t);
-  const nowhere = await startDevData({ ...quiet, dataDir, registry: 'static', registryAddress: [`127.0.0.1:${await freePort()}`] });
+  const nowhere = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, registry: 'static', registryAddress: [`127.0.0.1:${await freePort()}`] });
   t.after(() => nowhere.close());
   const none = await get(`${baseOf(nowhere.urls)}/data/sensor-1`);
   assert.deepEqual([none.status, none.body], [200, answer(false)]);

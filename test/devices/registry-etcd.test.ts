@@ -49,7 +49,7 @@ test('R-DEV-7 etcd: two replicas share the calls; kill -9 one, its TTL runs out 
   const serviceName = uniqueServiceName();
   const args = ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'etcd', '--registry-address', etcd, '--register-ttl', '3', '--register-interval', '1'];
   const [a, b] = await Promise.all([spawnDevSvc(t, args), spawnDevSvc(t, args)]);
-  const devdata = await startDevData({ ...quiet, dataDir, serviceName, registry: 'etcd', registryAddress: [etcd], deadlineMs: 1000 });
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'etcd', registryAddress: [etcd] });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);
 

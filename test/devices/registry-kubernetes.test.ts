@@ -117,7 +117,7 @@ test('R-DEV-7 kubernetes: DevSvc and the data service find each other through th
   const devsvc = await startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'kubernetes', registryAddress: [api.url] });
   t.after(() => devsvc.close());
   assert.ok(api.pods.get(ownPod)!.metadata.annotations[`micro.mu/service-${serviceName}`]);
-  const devdata = await startDevData({ ...quiet, dataDir, serviceName, registry: 'kubernetes', registryAddress: [api.url] });
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'kubernetes', registryAddress: [api.url] });
   t.after(() => devdata.close());
   const answer = await get(`${baseOf(devdata.urls)}/data/camera-1`);
   assert.equal(answer.body, `Device active:  true\n${NO_DATA_SENTENCE}\n`);

@@ -25,7 +25,7 @@ test('R-DEV-7 mdns: the data service discovers DevSvc on one machine and says wh
   const serviceName = uniqueServiceName();
   const devsvc = await startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'mdns' });
   assert.equal(devsvc.exports!.registry, 'mdns', 'multicast works on this machine, so no static fallback');
-  const devdata = await startDevData({ ...quiet, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 500 });
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 500 });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);
   assert.equal(await readyBecomes(base, 200, 5000), 200);
@@ -77,14 +77,14 @@ test('R-DEV-7 mdns: a replica killed with -9 (no goodbye) is forgotten when its 
   const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const serviceName = uniqueServiceName();
-  const replica = await spawnDevSvc(t, ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'mdns', '--register-ttl', '3', '--register-interval', '1']);
-  const devdata = await startDevData({ ...quiet, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 300 });
+  const replica = await spawnDevSvc(t, ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'mdns', '--register-ttl', '5', '--register-interval', '1']);
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 300 });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);
   assert.equal(await readyBecomes(base, 200, 5000), 200);
   assert.equal((await get(`${base}/data/sensor-1`)).node, replica.nodeId);
   await stop(replica.child, 'SIGKILL');
-  assert.equal(await readyBecomes(base, 503, 10_000), 503);
+  assert.equal(await readyBecomes(base, 503, 15_000), 503);
 });
 
 test('R-DEV-7 mdns unavailable (an interface without multicast): DevSvc falls back to static and `offcloud up` wires the data service to it', async (context) => {
@@ -98,7 +98,7 @@ test('R-DEV-7 mdns unavailable (an interface without multicast): DevSvc falls ba
   assert.match(running.urls[1]!.url, /^static addresses /);
   const wired = devdataComponent.wireUp!(new Map([['devsvc', running]]));
   assert.deepEqual(wired, { registry: 'static', serviceName, registryAddress: [running.exports!.address] });
-  const data = await startDevData({ ...quiet, dataDir, ...wired });
+  const data = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, ...wired });
   t.after(() => data.close());
   assert.equal((await get(`${baseOf(data.urls)}/data/sensor-1`)).body, `Device active:  true\n${NO_DATA_SENTENCE}\n`);
 });
