@@ -40,6 +40,9 @@ export const serverBusy = (limit: number) =>
     'retry-after': '1',
   });
 
+export const httpsStarting = () =>
+  new ScriptError(503, 'Starting', 'HTTPS is not up yet (waiting for its certificate)', { 'retry-after': '5' });
+
 export const cannotStart = (path: string, reason: string) =>
   new ScriptError(500, 'ScriptNotStarted', `${path} could not be started: ${reason}`);
 

@@ -19,6 +19,7 @@ import {
   badPath,
   badSettings,
   cannotStart,
+  httpsStarting,
   methodNotAllowed,
   notFound,
   scriptBusy,
@@ -201,7 +202,7 @@ function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort:
   });
   app.setNotFoundHandler(async (request, reply) => {
     const port = httpsPort();
-    if (port === null) return reply.code(503).header('retry-after', '5').type('application/json').send('{"error":{"code":"Starting","message":"HTTPS is not up yet"}}');
+    if (port === null) return sendError(reply, httpsStarting());
     const hostHeader = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d+)?$/.exec(request.headers.host ?? '');
     const host = hostHeader?.[1] ?? fallbackHost;
     return reply.redirect(`https://${host}${port === 443 ? '' : `:${port}`}${request.url}`, 301);
@@ -209,6 +210,8 @@ function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort:
   app.setErrorHandler(async (error, _request, reply) => sendError(reply, error));
   return app;
 }
+
+const noAcme = () => new Error('no ACME certificate: start with --acme');
 
 /** Starts the server; close() stops running scripts, then the listeners. */
 export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtras = {}): Promise<RunningScripts> {
@@ -244,14 +247,11 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
         await stopRuns();
         await app.close();
       },
-      renewCertificate: () => Promise.reject(new Error('no ACME certificate: start with --acme')),
+      renewCertificate: () => Promise.reject(noAcme()),
     };
   }
 
   const challenges = new Map<string, string>();
-  let httpsPort: number | null = null;
-  const redirect = redirectApp(logger, challenges, () => httpsPort, options.acme || 'localhost');
-  const httpUrl = await listen(redirect, { host: options.host, port: options.httpPort, component: 'scripts', portKey: 'httpPort' });
   const manager = options.acme
     ? new CertificateManager(
         { domain: options.acme, directoryUrl: options.acmeDirectory, email: options.acmeEmail, caFile: options.acmeCaFile, dataDir: options.dataDir },
@@ -259,6 +259,9 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
         logger,
       )
     : null;
+  let httpsPort: number | null = null;
+  const redirect = redirectApp(logger, challenges, () => httpsPort, options.acme || 'localhost');
+  const httpUrl = await listen(redirect, { host: options.host, port: options.httpPort, component: 'scripts', portKey: 'httpPort' });
   let app: FastifyInstance | null = null;
   try {
     const tls: TlsMaterial = manager ? { ...(await manager.current()), caCertPath: null } : await resolveTls(options);
@@ -283,7 +286,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
         await Promise.all([httpsApp.close(), redirect.close()]);
       },
       renewCertificate: async () => {
-        if (!manager) throw new Error('no ACME certificate: start with --acme');
+        if (!manager) throw noAcme();
         const cert = await manager.renew();
         install(cert);
         return cert;

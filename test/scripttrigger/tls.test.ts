@@ -128,6 +128,12 @@ test('R-SCRIPT-7 a stored certificate close to expiry is renewed at start-up', a
   assert.notEqual(cert.serialNumber, new X509Certificate(old.cert).serialNumber);
 });
 
+test('R-SCRIPT-7 --acme with something that is not a DNS name stops start-up before listening', async (t) => {
+  for (const bad of ['not a domain', '127.0.0.1', 'x', '-bad.example']) {
+    await assert.rejects(startScripts({ ...acmeOptions, dataDir: await tempDataDir(t), acme: bad, httpPort: 0 }), /is not a DNS name/, bad);
+  }
+});
+
 test('R-SCRIPT-7 renewal is due when a third of the lifetime or 30 days is left', () => {
   const day = 86_400_000;
   const notBefore = new Date(0);
