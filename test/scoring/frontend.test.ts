@@ -236,3 +236,18 @@ test('R-SCORE-8 R-SCORE-5 a Python requests client sends integers and 17-digit f
     assert.ok(Number(time) > 0);
   }
 });
+
+test('R-SCORE-11 a front-end whose every replica is down is not ready (503) but answers with JSON errors', async () => {
+  const lonely = await startScoringFrontend({ ...quiet, dataDir, services: [`down=127.0.0.1:${await deadPort()}`] });
+  try {
+    const base = lonely.exports!.scoringFrontendUrl!;
+    const ready = await request(`${base}/ready`);
+    assert.equal(ready.statusCode, 503);
+    await ready.body.dump();
+    const key = keyOf(lonely, 'down', 'primary');
+    const r = await request(`${base}/api/v1/service/down/score`, { method: 'POST', body: honeycomb, headers: { authorization: `bearer ${key}` } });
+    assertError({ status: r.statusCode, text: await r.body.text() }, 502);
+  } finally {
+    await lonely.close();
+  }
+});
