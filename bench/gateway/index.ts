@@ -6,6 +6,7 @@
  * Prints requests/s and p50/p99 for each and the ratios (c)/(b), (d)/(b).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,24 @@ const SECONDS = 5;
 const ROUNDS = 3;
 const KEY = 'bench-key';
 
+/**
+ * The reference's "floor" (part D): a naive node:http pipe with a keep-alive
+ * agent, no routing or headers, in its own process. It shows what any Node
+ * proxy costs on this machine.
+ */
+const NAIVE_PROXY = `
+const http = require('node:http');
+const [port, backendPort] = process.argv.slice(1).map(Number);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+http.createServer((req, res) => {
+  const up = http.request({ host: '127.0.0.1', port: backendPort, path: '/api/getusers', method: req.method, headers: req.headers, agent }, (answer) => {
+    res.writeHead(answer.statusCode, answer.headers);
+    answer.pipe(res);
+  });
+  req.pipe(up);
+}).listen(port, '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
 /** The reference's backend (part D): a bare node:http server answering 47 bytes of JSON, in its own process. */
 const BACKEND = `
 const body = JSON.stringify({ users: [{ id: 1, name: 'Ada Lovelace' }] }).padEnd(47);
@@ -35,6 +54,25 @@ interface Figures {
   rps: number;
   p50ms: number;
   p99ms: number;
+  /** CPU time the proxy process(es) spent per request: steadier than req/s on a shared machine. */
+  cpuUsPerRequest: number;
+}
+
+/** CPU time (µs) used so far by a process and its children, from /proc (clock ticks of 10 ms). */
+function processCpu(pid: number): number {
+  const ticks = (p: number): number => {
+    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = Number(fields[11]) + Number(fields[12]);
+    const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim();
+    return own + (children ? children.split(' ').reduce((sum, c) => sum + ticks(Number(c)), 0) : 0);
+  };
+  return ticks(pid) * 10_000;
+}
+
+function ownCpu(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }
 
 function milliseconds(text: string): number {
@@ -43,12 +81,15 @@ function milliseconds(text: string): number {
   return unit === 'us' ? n / 1000 : unit === 's' ? n * 1000 : n;
 }
 
-async function wrk(url: string, headers: string[] = []): Promise<Figures> {
+async function wrk(url: string, cpu: () => number, headers: string[] = []): Promise<Figures> {
   const program = debianProgram('wrk', '/usr/bin/wrk');
+  const cpuBefore = cpu();
   const { stdout } = await execFileAsync(program, ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url]);
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
   if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error answers from ${url}`);
+  const requests = Number(/(\d+) requests in/.exec(stdout)?.[1]);
   return {
+    cpuUsPerRequest: (cpu() - cpuBefore) / requests,
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
     p50ms: milliseconds(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
     p99ms: milliseconds(/\s99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
@@ -132,15 +173,22 @@ export async function run(): Promise<BenchResult[]> {
   const closers: (() => Promise<void>)[] = [];
   try {
     const backendPort = await freePort();
-    children.push(await startProcess(process.execPath, ['-e', BACKEND, String(backendPort)], (o) => o.includes('ready')));
+    const backend = await startProcess(process.execPath, ['-e', BACKEND, String(backendPort)], (o) => o.includes('ready'));
+    children.push(backend);
     const nginxPort = await freePort();
     await writeFile(join(dir, 'nginx.conf'), nginxConfig(dir, nginxPort, backendPort));
-    children.push(spawn(debianProgram('nginx-light', '/usr/sbin/nginx'), ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' }));
+    const nginx = spawn(debianProgram('nginx-light', '/usr/sbin/nginx'), ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' });
+    children.push(nginx);
     await waitForPort(`http://127.0.0.1:${nginxPort}/users`);
 
-    const targets: { name: string; url: string; headers?: string[] }[] = [
-      { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers` },
-      { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users` },
+    const naivePort = await freePort();
+    const naive = await startProcess(process.execPath, ['-e', NAIVE_PROXY, String(naivePort), String(backendPort)], (o) => o.includes('ready'));
+    children.push(naive);
+
+    const targets: { name: string; url: string; cpu: () => number; headers?: string[] }[] = [
+      { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers`, cpu: () => processCpu(backend.pid!) },
+      { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users`, cpu: () => processCpu(nginx.pid!) },
+      { name: '(n) naive node:http proxy → backend', url: `http://127.0.0.1:${naivePort}/users`, cpu: () => processCpu(naive.pid!) },
     ];
     for (const plugins of [false, true]) {
       const file = join(dir, `kong-${plugins}.json`);
@@ -150,25 +198,34 @@ export async function run(): Promise<BenchResult[]> {
       targets.push({
         name: plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins',
         url: `${gw.urls[0]!.url}/users`,
+        cpu: ownCpu,
         headers: plugins ? [`apikey: ${KEY}`] : [],
       });
     }
 
     const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const target of targets) rounds.get(target.name)!.push(await wrk(target.url, target.headers));
+      for (const target of targets) rounds.get(target.name)!.push(await wrk(target.url, target.cpu, target.headers));
     }
     const summary = Object.fromEntries(
-      [...rounds].map(([name, figures]) => [name, { rps: median(figures.map((f) => f.rps)), p50ms: median(figures.map((f) => f.p50ms)), p99ms: median(figures.map((f) => f.p99ms)), rounds: figures }]),
+      [...rounds].map(([name, figures]) => [name, {
+          rps: median(figures.map((f) => f.rps)),
+          p50ms: median(figures.map((f) => f.p50ms)),
+          p99ms: median(figures.map((f) => f.p99ms)),
+          cpuUsPerRequest: median(figures.map((f) => f.cpuUsPerRequest)),
+          rounds: figures,
+        }]),
     );
     for (const [name, s] of Object.entries(summary)) {
-      console.log(`${name.padEnd(42)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms`);
+      console.log(
+        `${name.padEnd(42)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms   CPU ${s.cpuUsPerRequest.toFixed(0)} µs/request`,
+      );
     }
-    const nginx = summary['(b) nginx → backend']!;
+    const nginxFigures = summary['(b) nginx → backend']!;
     const details = { connections: CONNECTIONS, secondsPerRound: SECONDS, rounds: ROUNDS, load: 'wrk -t1', summary };
     return [
-      result({ name: 'gateway (c) no plugins vs nginx, requests/s', unit: 'req/s', ours: summary['(c) gateway, no plugins']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginx.rps, better: 'higher', details }),
-      result({ name: 'gateway (d) key-auth + rate-limiting vs nginx, requests/s', unit: 'req/s', ours: summary['(d) gateway + key-auth + rate-limiting']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginx.rps, better: 'higher', details }),
+      result({ name: 'gateway (c) no plugins vs nginx, requests/s', unit: 'req/s', ours: summary['(c) gateway, no plugins']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
+      result({ name: 'gateway (d) key-auth + rate-limiting vs nginx, requests/s', unit: 'req/s', ours: summary['(d) gateway + key-auth + rate-limiting']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
     ];
   } finally {
     for (const close of closers) await close();

@@ -149,9 +149,12 @@ export class Proxy {
       path: given.path,
       query: given.query,
       clientHeaders: req.headers,
-      // Built on first use: only key-auth needs repeated headers kept apart.
-      get clientHeadersDistinct() {
-        return req.headersDistinct;
+      headerValues: (name) => {
+        // rawHeaders keeps repeats apart; scanning it beats building headersDistinct for every header.
+        const values: string[] = [];
+        const raw = req.rawHeaders;
+        for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
+        return values;
       },
       upstreamHeaders: forwardableHeaders(req),
       responseHeaders: given.responseHeaders,

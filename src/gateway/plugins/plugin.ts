@@ -26,8 +26,8 @@ export interface RequestContext {
   query: string;
   /** The client's headers as received (lower-case names). */
   clientHeaders: IncomingHttpHeaders;
-  /** Repeated headers kept apart (for "Duplicate API key found"). */
-  clientHeadersDistinct: NodeJS.Dict<string[]>;
+  /** Every value of one header (lower-case name), repeated ones kept apart (for "Duplicate API key found"). */
+  headerValues(name: string): string[];
   /** Headers sent upstream; plugins set or delete entries. */
   upstreamHeaders: Record<string, string | string[]>;
   /** Headers added to the client response, including error responses. */

@@ -59,25 +59,33 @@ async function lookInBody(ctx: RequestContext, name: string, hide: boolean): Pro
   return undefined;
 }
 
-async function findKey(ctx: RequestContext, conf: KeyAuthConfig): Promise<Found> {
-  for (const name of conf.key_names) {
+/** One key name in the header, then the query string (Kong's order). */
+function lookInHeaderAndQuery(ctx: RequestContext, conf: KeyAuthConfig, name: string): Found {
+  if (conf.key_in_header) {
     const lower = name.toLowerCase();
-    if (conf.key_in_header) {
-      const values = ctx.clientHeadersDistinct[lower];
-      if (values && values.length > 1) return { duplicate: true };
-      if (values && values.length === 1) {
-        if (conf.hide_credentials) delete ctx.upstreamHeaders[lower];
-        return { key: values[0]! };
-      }
+    const values = ctx.headerValues(lower);
+    if (values.length > 1) return { duplicate: true };
+    if (values.length === 1) {
+      if (conf.hide_credentials) delete ctx.upstreamHeaders[lower];
+      return { key: values[0]! };
     }
-    if (conf.key_in_query) {
-      const found = lookInQuery(ctx, name, conf.hide_credentials);
-      if (found) return found;
-    }
-    if (conf.key_in_body) {
-      const found = await lookInBody(ctx, name, conf.hide_credentials);
-      if (found) return found;
-    }
+  }
+  return conf.key_in_query ? lookInQuery(ctx, name, conf.hide_credentials) : undefined;
+}
+
+/** Without key_in_body nothing waits, so the common case stays synchronous. */
+function findKeyWithoutBody(ctx: RequestContext, conf: KeyAuthConfig): Found {
+  for (const name of conf.key_names) {
+    const found = lookInHeaderAndQuery(ctx, conf, name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promise<Found> {
+  for (const name of conf.key_names) {
+    const found = lookInHeaderAndQuery(ctx, conf, name) ?? (await lookInBody(ctx, name, conf.hide_credentials));
+    if (found) return found;
   }
   return undefined;
 }
@@ -117,17 +125,21 @@ export const keyAuth: PluginDefinition = {
   create(config) {
     // The schema checked every field and filled Kong's defaults.
     const conf = config as unknown as KeyAuthConfig;
+    const finish = (ctx: RequestContext, found: Found) => {
+      const failure = authenticate(ctx, conf, found);
+      if (!failure) return;
+      if (!conf.anonymous) throw failure;
+      const anonymous = ctx.directory.findConsumer(conf.anonymous);
+      if (!anonymous) throw new GatewayError(500, 'An unexpected error occurred');
+      setConsumer(ctx, anonymous, null, true);
+    };
     return {
-      async access(ctx) {
+      access(ctx) {
         if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
         // With `anonymous`, auth plugins combine as a logical OR: an earlier one already succeeded.
         if (conf.anonymous && ctx.credential) return;
-        const failure = authenticate(ctx, conf, await findKey(ctx, conf));
-        if (!failure) return;
-        if (!conf.anonymous) throw failure;
-        const anonymous = ctx.directory.findConsumer(conf.anonymous);
-        if (!anonymous) throw new GatewayError(500, 'An unexpected error occurred');
-        setConsumer(ctx, anonymous, null, true);
+        if (conf.key_in_body) return findKeyWithBody(ctx, conf).then((found) => finish(ctx, found));
+        finish(ctx, findKeyWithoutBody(ctx, conf));
       },
     };
   },

@@ -92,7 +92,7 @@ export const rateLimiting: PluginDefinition = {
     const periods = PERIODS.filter((p) => typeof conf[p] === 'number');
     const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
     return {
-      async access(ctx) {
+      access(ctx) {
         const now = Date.now();
         const identifier = identifierOf(ctx, conf);
         const windows = periods.map((p) => windowOf(p, now));
@@ -101,21 +101,28 @@ export const rateLimiting: PluginDefinition = {
           limit: conf[period]!,
           expiresAt: windows[i]!.end,
         }));
-        let result: CounterResult;
-        try {
-          result = await store.checkAndIncrement(counters);
-        } catch (err) {
+        const storeFailed = (err: unknown) => {
           if (store instanceof RedisCounters) store.noteFailure(err);
-          if (conf.fault_tolerant) return;
-          throw new GatewayError(500, 'An unexpected error occurred');
+          if (!conf.fault_tolerant) throw new GatewayError(500, 'An unexpected error occurred');
+        };
+        const apply = (result: CounterResult) => {
+          const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now, windows.map((w) => w.end));
+          Object.assign(ctx.responseHeaders, headers);
+          if (!result.allowed) {
+            // Like Kong, Retry-After goes with the other client headers and is hidden with them.
+            const reset = headers['RateLimit-Reset'];
+            throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
+          }
+        };
+        let pending: CounterResult | Promise<CounterResult>;
+        try {
+          pending = store.checkAndIncrement(counters);
+        } catch (err) {
+          return storeFailed(err);
         }
-        const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now, windows.map((w) => w.end));
-        Object.assign(ctx.responseHeaders, headers);
-        if (!result.allowed) {
-          // Like Kong, Retry-After goes with the other client headers and is hidden with them.
-          const reset = headers['RateLimit-Reset'];
-          throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
-        }
+        // The local store answers at once; only Redis makes the request wait.
+        if (pending instanceof Promise) return pending.then(apply, storeFailed);
+        apply(pending);
       },
     };
   },
