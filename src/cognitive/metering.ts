@@ -185,18 +185,21 @@ export class BillingConnection {
   }
 
   async #call(path: string, body: object): Promise<ApiStatus> {
-    try {
-      const response = await request(`${this.options.billingUrl}${path}`, {
-        method: 'POST',
-        dispatcher: this.#agent,
-        headers: { 'content-type': 'application/json', [API_KEY_HEADER]: this.options.apiKey },
-        body: JSON.stringify(body),
-      });
-      const text = await response.body.text();
-      return statusFromAnswer(response.statusCode, text);
-    } catch (err) {
-      this.options.logger.warn({ err: (err as Error).message }, `Metering attempt failed: could not reach '${this.options.billingUrl}'`);
-      return 'CouldNotConnect';
+    // A second try on a fresh connection: after billing restarts, the first try may meet a pooled socket it closed.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await request(`${this.options.billingUrl}${path}`, {
+          method: 'POST',
+          dispatcher: this.#agent,
+          headers: { 'content-type': 'application/json', [API_KEY_HEADER]: this.options.apiKey },
+          body: JSON.stringify(body),
+        });
+        return statusFromAnswer(response.statusCode, await response.body.text());
+      } catch (err) {
+        if (attempt < 2) continue;
+        this.options.logger.warn({ err: (err as Error).message }, `Metering attempt failed: could not reach '${this.options.billingUrl}'`);
+        return 'CouldNotConnect';
+      }
     }
   }
 

@@ -57,8 +57,12 @@ interface InputDocument {
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
+/** Below U+0300 (Latin, no combining marks, no surrogates) every code unit is a cluster, except CR LF. */
+const SIMPLE_TEXT = /^[^\u0300-\uffff]*$/;
+
 /** Grapheme clusters in text, counting no further than limit + 1. */
 export function countTextElements(text: string, limit = Infinity): number {
+  if (SIMPLE_TEXT.test(text)) return text.length - (text.match(/\r\n/g)?.length ?? 0);
   let count = 0;
   for (const _ of segmenter.segment(text)) {
     if (++count > limit) break;

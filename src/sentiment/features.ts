@@ -50,42 +50,63 @@ function markNegation(tokens: string[]): string[] {
   });
 }
 
-/** 32-bit FNV-1a over UTF-16 code units. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
+const FNV_OFFSET = 0x811c9dc5;
+
+/** 32-bit FNV-1a over UTF-16 code units, continuing from `hash` (so a prefix is hashed once). */
+function fnv1a(text: string, hash = FNV_OFFSET): number {
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
   return hash >>> 0;
 }
 
-/** The distinct buckets a text touches, sorted. */
+const CHAR_PREFIX = fnv1a('c:');
+
+/**
+ * The distinct buckets a text touches, sorted. Each feature is the FNV-1a hash of a prefix
+ * ("w2:", "c:", "a1:") followed by its text; hashes are extended one unit at a time instead of
+ * building every n-gram string, which is where scoring spends its time.
+ */
 export function featureIndices(text: string, config: FeatureConfig): Uint32Array {
   const tokens = tokenize(text);
   const words = config.negation ? markNegation(tokens) : tokens;
   const mask = (1 << config.hashBits) - 1;
-  const seen = new Set<number>();
+  const seen: number[] = [];
   for (let n = 1; n <= config.wordNgrams; n++) {
-    for (let i = 0; i + n <= words.length; i++) seen.add(fnv1a(`w${n}:${words.slice(i, i + n).join(' ')}`) & mask);
+    const prefix = fnv1a(`w${n}:`);
+    for (let i = 0; i + n <= words.length; i++) {
+      let hash = fnv1a(words[i]!, prefix);
+      for (let k = 1; k < n; k++) hash = fnv1a(words[i + k]!, fnv1a(' ', hash));
+      seen.push(hash & mask);
+    }
   }
   if (config.contrast) {
     let last = -1;
     words.forEach((word, i) => {
       if (CONTRAST.has(word)) last = i;
     });
-    for (let i = last + 1; last >= 0 && i < words.length; i++) seen.add(fnv1a(`a1:${words[i]}`) & mask);
+    const prefix = fnv1a('a1:');
+    for (let i = last + 1; last >= 0 && i < words.length; i++) seen.push(fnv1a(words[i]!, prefix) & mask);
   }
   const [minChars, maxChars] = config.charNgrams;
   if (minChars > 0) {
     for (const token of tokens) {
       const marked = `<${token}>`;
-      for (let n = minChars; n <= maxChars; n++) {
-        for (let i = 0; i + n <= marked.length; i++) seen.add(fnv1a(`c:${marked.slice(i, i + n)}`) & mask);
+      for (let start = 0; start + minChars <= marked.length; start++) {
+        let hash = CHAR_PREFIX;
+        for (let end = start; end < marked.length && end - start < maxChars; end++) {
+          hash = Math.imul(hash ^ marked.charCodeAt(end), 0x01000193);
+          if (end - start + 1 >= minChars) seen.push((hash >>> 0) & mask);
+        }
       }
     }
   }
-  return Uint32Array.from(seen).sort();
+  return distinctSorted(Uint32Array.from(seen).sort());
+}
+
+/** Drops repeats from a sorted array, in place; returns the distinct prefix. */
+function distinctSorted(sorted: Uint32Array): Uint32Array {
+  let length = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[length++] = sorted[i]!;
+  return sorted.subarray(0, length);
 }
 
 /** The model's raw output for one text: bias plus the weights of its buckets, scaled by 1/sqrt(count). */
