@@ -12,7 +12,7 @@ import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { acceptRawBodies, scoringOptions } from './container.ts';
-import { invalidBody, notFound, ScoringError, sendError, unauthorized } from './errors.ts';
+import { invalidBody, notFound, notReady, ScoringError, sendError, unauthorized } from './errors.ts';
 import { checkServiceName, KeyStore, keysFilePath, UnknownServiceError, type KeyType } from './keys.ts';
 import { ReplicaSet } from './replicas.ts';
 
@@ -136,6 +136,11 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
   });
   app.setErrorHandler(async (error, _request, reply) => {
     if (error instanceof UnknownServiceError) return sendError(reply, notFound(error.message), logger);
+    if (error instanceof ConfigError) {
+      // The keys file was damaged while running: refuse (fail closed) and say why in the log only.
+      logger.error({ err: error }, 'cannot read the keys file');
+      return sendError(reply, notReady('the front-end cannot read its keys; see its log'), logger);
+    }
     if (error instanceof ScoringError && error.status === 401) reply.header('www-authenticate', 'Bearer');
     return sendError(reply, error, logger);
   });

@@ -251,3 +251,21 @@ test('R-SCORE-11 a front-end whose every replica is down is not ready (503) but 
     await lonely.close();
   }
 });
+
+test('R-SCORE-9 a keys file damaged while running refuses requests (503 JSON) until it is repaired', async (t) => {
+  const own = await tempDataDir(t);
+  const guarded = await startScoringFrontend({ ...quiet, dataDir: own, services: [`imagenet=${scoringBase}`] });
+  t.after(() => guarded.close());
+  const base = guarded.exports!.scoringFrontendUrl!;
+  const key = keyOf(guarded, 'imagenet', 'primary');
+  const file = join(own, 'scoring-frontend', 'keys.json');
+  const good = await readFile(file);
+  const call = async () => {
+    const r = await request(`${base}/api/v1/service/imagenet/score`, { method: 'POST', body: honeycomb, headers: { authorization: `bearer ${key}` } });
+    return { status: r.statusCode, text: await r.body.text() };
+  };
+  await writeFile(file, '{"adminKey": ');
+  assertError(await call(), 503, /cannot read its keys/);
+  await writeFile(file, good);
+  assert.equal((await call()).status, 200);
+});
