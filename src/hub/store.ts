@@ -1,9 +1,9 @@
 /**
  * Where the hub keeps its state. Two implementations behind one interface:
  * FileStore (embedded default: registry and twins as one JSON file per
- * identity in the data dir, written atomically; C2D queues, presence and
- * session flags in memory) and RedisStore (scale-out: everything in Redis,
- * shared by every replica).
+ * identity, and each device's C2D queue in a file beside it, all written
+ * atomically in the data dir; presence in memory) and RedisStore (scale-out:
+ * everything in Redis, shared by every replica).
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
@@ -15,6 +15,12 @@ import { identityKey, notFound, parseIdentityKey, type IdentityRecord, type Symm
 import { generateKey } from './sas.ts';
 
 export type Policies = Record<string, SymmetricKeys>;
+
+/** A device's pending C2D messages and whether a clean=false session keeps its subscription. */
+interface C2dState {
+  subscribed: boolean;
+  messages: C2dMessage[];
+}
 export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
 
 export interface HubStore {
@@ -81,8 +87,6 @@ export class KeyedQueue {
 export class FileStore implements HubStore {
   private readonly dir: string;
   private readonly writes = new KeyedQueue();
-  private readonly c2d = new Map<string, C2dMessage[]>();
-  private readonly c2dSubscriptions = new Set<string>();
   private readonly online = new Map<string, string>();
 
   constructor(dataDir: string) {
@@ -90,8 +94,8 @@ export class FileStore implements HubStore {
   }
 
   /** Ids never reach the filesystem: a file is named by the hash of its identity key. */
-  private pathOf(key: string): string {
-    return join(this.dir, 'identities', `${createHash('sha256').update(key).digest('hex')}.json`);
+  private pathOf(key: string, folder = 'identities'): string {
+    return join(this.dir, folder, `${createHash('sha256').update(key).digest('hex')}.json`);
   }
 
   private async read(path: string): Promise<IdentityRecord | undefined> {
@@ -150,10 +154,7 @@ export class FileStore implements HubStore {
     return this.writes.run(key, async () => {
       if (!(await this.getIdentity(key))) return false;
       await rm(this.pathOf(key), { force: true });
-      if (!key.includes('/')) {
-        this.c2d.delete(key);
-        this.c2dSubscriptions.delete(key);
-      }
+      if (!key.includes('/')) await this.writes.run(`c2d:${key}`, () => rm(this.pathOf(key, 'c2d'), { force: true }));
       return true;
     });
   }
@@ -172,38 +173,50 @@ export class FileStore implements HubStore {
     });
   }
 
-  async enqueueC2d(deviceId: string, message: C2dMessage): Promise<void> {
-    const queue = this.liveQueue(deviceId, Date.now());
-    if (queue.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
-    queue.push(message);
-    this.c2d.set(deviceId, queue);
+  private async readC2d(deviceId: string, now: number): Promise<C2dState> {
+    try {
+      const state = JSON.parse(await readFile(this.pathOf(deviceId, 'c2d'), 'utf8')) as C2dState;
+      return { subscribed: state.subscribed, messages: state.messages.filter((m) => m.expiresAt > now) };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { subscribed: false, messages: [] };
+      throw err;
+    }
   }
 
-  private liveQueue(deviceId: string, now: number): C2dMessage[] {
-    const queue = (this.c2d.get(deviceId) ?? []).filter((m) => m.expiresAt > now);
-    this.c2d.set(deviceId, queue);
-    return queue;
+  /** Read-modify-write of a device's C2D file; acknowledged messages are on disk before the 201. */
+  private changeC2d(deviceId: string, change: (state: C2dState) => C2dState): Promise<void> {
+    return this.writes.run(`c2d:${deviceId}`, async () => {
+      const next = change(await this.readC2d(deviceId, Date.now()));
+      await writeFileAtomic(this.pathOf(deviceId, 'c2d'), JSON.stringify(next), 0o600);
+    });
+  }
+
+  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void> {
+    return this.changeC2d(deviceId, (state) => {
+      if (state.messages.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
+      return { ...state, messages: [...state.messages, message] };
+    });
   }
 
   async nextC2d(deviceId: string, now = Date.now()): Promise<C2dMessage | undefined> {
-    return this.liveQueue(deviceId, now)[0];
+    return (await this.readC2d(deviceId, now)).messages[0];
   }
 
-  async completeC2d(deviceId: string, id: string): Promise<void> {
-    this.c2d.set(deviceId, (this.c2d.get(deviceId) ?? []).filter((m) => m.id !== id));
+  completeC2d(deviceId: string, id: string): Promise<void> {
+    return this.changeC2d(deviceId, (state) => ({ ...state, messages: state.messages.filter((m) => m.id !== id) }));
   }
 
   async pendingC2d(deviceId: string): Promise<number> {
-    return this.liveQueue(deviceId, Date.now()).length;
+    return (await this.readC2d(deviceId, Date.now())).messages.length;
   }
 
   async setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void> {
-    if (kept) this.c2dSubscriptions.add(deviceId);
-    else this.c2dSubscriptions.delete(deviceId);
+    if ((await this.readC2d(deviceId, Date.now())).subscribed === kept) return;
+    await this.changeC2d(deviceId, (state) => ({ ...state, subscribed: kept }));
   }
 
   async hasPersistentC2dSubscription(deviceId: string): Promise<boolean> {
-    return this.c2dSubscriptions.has(deviceId);
+    return (await this.readC2d(deviceId, Date.now())).subscribed;
   }
 
   async setOnline(key: string, connectionId: string): Promise<void> {
