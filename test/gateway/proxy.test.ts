@@ -4,8 +4,11 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { request as httpRequest } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { request } from 'undici';
-import { echoBackend, freePort, gatewayWith } from './helpers.ts';
+import { resolveTls } from '../../src/common/tls.ts';
+import { tempDataDir } from '../helpers/index.ts';
+import { echoBackend, freePort, gatewayWith, listenOn } from './helpers.ts';
 
 const doc = (service: Record<string, unknown>, routes: Record<string, unknown>[], extra: Record<string, unknown> = {}) => ({
   _format_version: '3.0',
@@ -195,4 +198,26 @@ test('504 when the upstream stops reading the request body for longer than write
     pump();
   });
   assert.equal(status, 504);
+});
+
+test('HTTPS upstreams: tls_verify off (Kong default) connects; tls_verify on refuses an untrusted certificate with 502', async (t) => {
+  const tls = await resolveTls({ tlsCert: '', tlsKey: '', dataDir: await tempDataDir(t) });
+  const upstream = createHttpsServer({ cert: tls.cert, key: tls.key }, (req, res) => res.end(`secure ${req.method} ${req.url}`));
+  const port = new URL(await listenOn(t, upstream)).port;
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [
+      { name: 'lax', url: `https://localhost:${port}/in`, retries: 0, routes: [{ paths: ['/lax'] }] },
+      { name: 'strict', url: `https://localhost:${port}/in`, tls_verify: true, retries: 0, routes: [{ paths: ['/strict'] }] },
+    ],
+  });
+  const lax = await request(`${gw.proxy}/lax/x`);
+  assert.equal(lax.statusCode, 200);
+  assert.equal(await lax.body.text(), 'secure GET /in/x');
+  const head = await request(`${gw.proxy}/lax/x`, { method: 'HEAD' });
+  assert.equal(head.statusCode, 200);
+  assert.equal(await head.body.text(), '');
+  const strict = await request(`${gw.proxy}/strict/x`);
+  assert.equal(strict.statusCode, 502);
+  await strict.body.dump();
 });
