@@ -28,7 +28,7 @@ export const registryOptions = {
     default: 5000,
     min: 50,
     max: 600_000,
-    description: 'how often mdns and kubernetes watchers ask the registry again, in ms',
+    description: 'mdns: how often watchers ask again; kubernetes: wait before listing again when a watch stream ends; in ms',
   },
   mdnsInterface: {
     type: 'string',

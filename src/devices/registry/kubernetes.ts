@@ -3,12 +3,15 @@
  * replica patches its own pod with the labels `micro.mu/type=service` and
  * `micro.mu/selector-<svc>=service` and the annotation
  * `micro.mu/service-<svc>` = JSON of the service record; it patches them to
- * null on shutdown. Watchers list pods by the selector label and keep those
- * Running and not being deleted. Pod lifetime is the TTL here: Kubernetes
- * removes a dead pod, so the heartbeat only re-applies the patch.
+ * null on shutdown. Watchers list pods by the selector label, then follow
+ * the API's watch stream from the listing's resourceVersion, keeping pods that
+ * are Running and not being deleted; when the stream ends they list again.
+ * Pod lifetime is the TTL here: Kubernetes removes a dead pod, so the
+ * heartbeat only re-applies the patch.
  */
 import { readFileSync, existsSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { registryUnreachable } from '../errors.ts';
 import { NodeCache, parseServiceRecord, type NodeWatch, type Registry, type ServiceNode, type ServiceRecord } from './types.ts';
@@ -33,7 +36,7 @@ export interface KubernetesRegistryOptions {
   token?: string;
   /** PEM CA of the API server, for https. */
   ca?: string;
-  /** How often watchers list the pods again. */
+  /** How long a watcher waits before listing again after its watch stream ended or failed. */
   pollIntervalMs?: number;
 }
 
@@ -51,11 +54,18 @@ export function inClusterOptions(apiUrl: string, env: NodeJS.ProcessEnv = proces
   };
 }
 
+interface Pod {
+  metadata?: { name?: string; annotations?: Record<string, string>; deletionTimestamp?: string };
+  status?: { phase?: string };
+}
 interface PodList {
-  items?: Array<{
-    metadata?: { name?: string; annotations?: Record<string, string>; deletionTimestamp?: string };
-    status?: { phase?: string };
-  }>;
+  metadata?: { resourceVersion?: string };
+  items?: Pod[];
+}
+/** One line of the watch stream. */
+interface WatchEvent {
+  type?: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object?: Pod;
 }
 
 export async function connectKubernetesRegistry(options: KubernetesRegistryOptions): Promise<Registry> {
@@ -95,12 +105,42 @@ export async function connectKubernetesRegistry(options: KubernetesRegistryOptio
     });
   };
 
-  const listNodes = async (serviceName: string): Promise<ServiceNode[]> => {
-    const svc = labelSafe(serviceName);
-    const list = (await call('GET', `${pods}?labelSelector=${encodeURIComponent(`${SELECTOR_PREFIX}${svc}=service`)}`)) as PodList;
-    return (list.items ?? [])
-      .filter((pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp)
-      .flatMap((pod) => parseServiceRecord(pod.metadata?.annotations?.[ANNOTATION_PREFIX + svc] ?? '')?.nodes ?? []);
+  /** The nodes a pod carries for a service: none unless it is Running and not being deleted. */
+  const nodesOfPod = (pod: Pod, svc: string): ServiceNode[] =>
+    pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp
+      ? (parseServiceRecord(pod.metadata?.annotations?.[ANNOTATION_PREFIX + svc] ?? '')?.nodes ?? [])
+      : [];
+
+  /** Lists, then follows the watch stream until it ends; `podNodes` holds the nodes by pod. */
+  const listAndFollow = async (svc: string, podNodes: Map<string, ServiceNode[]>, publish: () => void, signal: AbortSignal) => {
+    const selector = `labelSelector=${encodeURIComponent(`${SELECTOR_PREFIX}${svc}=service`)}`;
+    const list = (await call('GET', `${pods}?${selector}`)) as PodList;
+    podNodes.clear();
+    for (const pod of list.items ?? []) podNodes.set(pod.metadata?.name ?? '', nodesOfPod(pod, svc));
+    publish();
+    const version = encodeURIComponent(list.metadata?.resourceVersion ?? '');
+    const response = await request(`${pods}?${selector}&watch=true&resourceVersion=${version}`, { dispatcher, headers: headers(), signal, bodyTimeout: 0 });
+    if (response.statusCode >= 300) {
+      await response.body.dump();
+      throw new Error(`watch answered ${response.statusCode}`);
+    }
+    let buffered = '';
+    for await (const chunk of response.body) {
+      buffered += (chunk as Buffer).toString();
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline).trim();
+        buffered = buffered.slice(newline + 1);
+        if (!line) continue;
+        const event = JSON.parse(line) as WatchEvent;
+        // ERROR (e.g. 410 Gone: the version is too old): list again.
+        if (event.type === 'ERROR') return;
+        const name = event.object?.metadata?.name ?? '';
+        if (event.type === 'DELETED') podNodes.delete(name);
+        else if ((event.type === 'ADDED' || event.type === 'MODIFIED') && event.object) podNodes.set(name, nodesOfPod(event.object, svc));
+        publish();
+      }
+    }
   };
 
   try {
@@ -117,12 +157,31 @@ export async function connectKubernetesRegistry(options: KubernetesRegistryOptio
     deregister: async (service) => void (await patchOwnPod(service, null)),
     async watch(serviceName, onChange): Promise<NodeWatch> {
       const cache = new NodeCache(onChange);
-      const refresh = () => listNodes(serviceName).then((nodes) => cache.replace(nodes));
-      const ready = refresh().catch(() => undefined);
-      // A failed listing keeps the last known pods; the next poll tries again.
-      const timer = setInterval(() => void refresh().catch(() => undefined), options.pollIntervalMs ?? 5000);
-      timer.unref();
-      return { nodes: () => cache.nodes(), ready, stop: async () => clearInterval(timer) };
+      const podNodes = new Map<string, ServiceNode[]>();
+      let listed: () => void = () => undefined;
+      const ready = new Promise<void>((resolve) => (listed = resolve));
+      const publish = () => {
+        cache.replace([...podNodes.values()].flat());
+        listed();
+      };
+      const aborter = new AbortController();
+      const loop = async () => {
+        while (!aborter.signal.aborted) {
+          // A failed listing or a broken stream keeps the last known nodes; the next round lists again.
+          await listAndFollow(labelSafe(serviceName), podNodes, publish, aborter.signal).catch(() => undefined);
+          listed();
+          if (!aborter.signal.aborted) await sleep(options.pollIntervalMs ?? 5000, undefined, { signal: aborter.signal }).catch(() => undefined);
+        }
+      };
+      const running = loop();
+      return {
+        nodes: () => cache.nodes(),
+        ready,
+        stop: async () => {
+          aborter.abort();
+          await running;
+        },
+      };
     },
     close: () => dispatcher.close(),
   };
