@@ -22,10 +22,15 @@ export const DEFAULT_MODEL: ModelFile = {
   what: 'ImageNet classifier (MobileNetV2 int8, ONNX)',
 };
 
-/** The Keras class index: {"0": ["n01440764", "tench"], …} — 1000 [class code, name] entries (§2.1). */
+/**
+ * The Keras-style class index: {"0": ["n01440764", "tench"], …} — 1000 [class code, name]
+ * entries (§2.1). The project's copy (and so this checksum) comes from a pinned commit of a
+ * repository that carries the Keras file with small edits (entry 619 reads "lampu shade"), not
+ * from Keras' own download location, whose bytes differ.
+ */
 export const IMAGENET_LABELS: ModelFile = {
   relativePath: 'imagenet-labels/imagenet_class_index.json',
-  url: 'https://storage.googleapis.com/download.tensorflow.org/data/imagenet_class_index.json',
+  url: 'https://raw.githubusercontent.com/sarwojowo/KerasProject/96e113a555be71e396c253fe5612a67fb4398b6e/imagenet_class_index.json',
   sha256: 'b5f776e83563ad894d66a723bac957f53dfa9baf377458b27ae9def80c14ebc5',
   size: 35368,
   what: 'ImageNet class list ([class code, name] per index)',
