@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto';
 /** Hub error codes: the numeric code carries the HTTP status in its first three digits. */
 export const HubErrorCodes = {
   ArgumentInvalid: 400004,
-  InvalidProtocolVersion: 400001,
   MessageTooLarge: 413001,
   IotHubUnauthorizedAccess: 401003,
   DeviceMaximumQueueDepthExceeded: 403004,
