@@ -11,7 +11,7 @@ import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type ModelOutput } from './classifier.ts';
-import { ScoringError, sendError } from './errors.ts';
+import { notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
 import { readTensorBody } from './tensor-body.ts';
@@ -74,28 +74,31 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
   acceptRawBodies(app, options.maxBodyBytes);
   const loaded = (): ImageClassifier => {
-    if (!classifier) throw new ScoringError(503, 'ServiceUnavailable', 'the model is still loading');
+    if (!classifier) throw notReady('the model is still loading');
     return classifier;
   };
 
   app.post('/score', async (request, reply) => {
     const body = request.body;
-    if (!Buffer.isBuffer(body)) throw new ScoringError(400, 'InvalidRequestBody', 'the body is empty; expected a JSON object {"data": …} of shape [1,3,224,224]');
     const model = loaded();
-    const classification = await model.classify(readTensorBody(body));
+    const classification = await model.classify(readTensorBody(Buffer.isBuffer(body) ? body : Buffer.alloc(0)));
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
   });
-  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'], url: '/score', handler: async (_request, reply) => {
-    reply.header('allow', 'POST');
-    throw new ScoringError(405, 'MethodNotAllowed', 'use POST /score with {"data": [...]} of shape [1,3,224,224]');
-  } });
+  app.route({
+    method: ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
+    url: '/score',
+    handler: async (_request, reply) => {
+      reply.header('allow', 'POST');
+      throw new ScoringError(405, 'MethodNotAllowed', 'use POST /score with {"data": [...]} of shape [1,3,224,224]');
+    },
+  });
   registerOpenInferenceRoutes(app, loaded);
   app.setNotFoundHandler(async (request) => {
     throw new ScoringError(404, 'NotFound', `no route ${request.method} ${request.url.split('?')[0]}; the scoring container serves POST /score`);
   });
   app.setErrorHandler(async (error, request, reply) => sendError(reply, error, logger, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
 
-  // Listen first so /ready can say "starting" while the model loads (§9 probes); start() resolves once it is ready.
+  // Listen first so GET /ready can answer 503 while the model loads; start() resolves once it is ready.
   const url = await listen(app, { host: options.host, port: options.port, component: 'scoring' });
   try {
     classifier = await ImageClassifier.load({
