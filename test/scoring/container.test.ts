@@ -223,3 +223,13 @@ test('R-SCORE-2 open inference v2 errors use that protocol\'s {"error": "<messag
     assert.equal(typeof (r.json() as { error: unknown }).error, 'string', r.text);
   }
 });
+
+test('R-SCORE-3 concurrent requests of different pictures each get their own answer', async () => {
+  const crossword = await pictureBody(crosswordSvg());
+  const bodies = Array.from({ length: 8 }, (_, i) => (i % 2 ? crossword : honeycomb));
+  const answers = await Promise.all(bodies.map((body) => score(body)));
+  assert.deepEqual(
+    answers.map((a) => argmax(a.result)),
+    bodies.map((body) => (body === crossword ? CROSSWORD : HONEYCOMB)),
+  );
+});
