@@ -8,6 +8,7 @@ import { commonOptions, portOption, withDefaults, type OptionValues, type Runtim
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
+import { StartupError } from '../common/errors.ts';
 import type { Logger } from 'pino';
 import type { FastifyReply } from 'fastify';
 import { checkServiceName, serviceNameOption } from './devsvc.ts';
@@ -49,7 +50,10 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
   const logger = given.logger ?? createLogger(options.logLevel, 'devdata');
   const serviceName = checkServiceName(options.serviceName);
   const registry = await openRegistry(options);
-  const watch = await registry.watch(serviceName);
+  const watch = await registry.watch(serviceName).catch(async (err: unknown) => {
+    await registry.close();
+    throw new StartupError(`devdata: cannot watch ${serviceName} in the ${registry.where}: ${(err as Error).message}`);
+  });
   const pool = new DevSvcPool(watch, options.deadlineMs, logger);
   const sendError = (error: unknown, reply: FastifyReply) => {
     const { status, text } = toHttpError(error);
