@@ -5,6 +5,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { debianProgram } from '../helpers/index.ts';
+import { sentimentOptions } from '../../src/sentiment/server.ts';
+import { billingOptions } from '../../src/billing/server.ts';
 import { SENTIMENT_V20, startSetup } from './helpers.ts';
 
 const run = promisify(execFile);
@@ -32,6 +34,11 @@ test('R-SENT-2 curl with Content-Type application/json-patch+json and accept app
   // v2.0 and v2.1 answer the same body.
   const v21 = await post(base, body, 'application/json', '/text/analytics/v2.1/sentiment');
   assert.deepEqual(v21.json(), result);
+});
+
+test('R-SENT-1 the container listens on port 5000 by default, its billing endpoint on 5100', () => {
+  assert.equal(sentimentOptions.port.default, 5000);
+  assert.equal(billingOptions.port.default, 5100);
 });
 
 test('R-SENT-7 GET /swagger is a browsable page and the OpenAPI document lists the sentiment endpoint', async (t) => {
