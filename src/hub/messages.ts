@@ -86,27 +86,28 @@ export type TelemetryListener = (message: TelemetryMessage) => void;
 
 /** The last N telemetry messages, readable by position and followable live. */
 export class TelemetryLog {
-  private readonly entries: TelemetryMessage[] = [];
+  /** A ring: message `seq` sits at `(seq - 1) % capacity` while it is among the last `capacity`. */
+  private readonly ring: (TelemetryMessage | undefined)[];
   private nextSeq = 1;
   private readonly listeners = new Set<TelemetryListener>();
 
-  constructor(private readonly capacity: number) {}
+  constructor(private readonly capacity: number) {
+    this.ring = new Array<TelemetryMessage | undefined>(capacity);
+  }
 
   append(message: Omit<TelemetryMessage, 'seq'>): TelemetryMessage {
     const entry = { seq: this.nextSeq++, ...message };
-    this.entries.push(entry);
-    if (this.entries.length > this.capacity) this.entries.shift();
+    this.ring[(entry.seq - 1) % this.capacity] = entry;
     for (const listener of this.listeners) listener(entry);
     return entry;
   }
 
-  /** Messages after `seq`, oldest first. */
+  /** Messages after `seq` that are still kept, oldest first. */
   since(seq: number, limit: number, deviceId?: string): TelemetryMessage[] {
     const out: TelemetryMessage[] = [];
-    for (const entry of this.entries) {
-      if (entry.seq <= seq || (deviceId !== undefined && entry.deviceId !== deviceId)) continue;
-      out.push(entry);
-      if (out.length >= limit) break;
+    for (let s = Math.max(seq + 1, this.nextSeq - this.capacity); s < this.nextSeq && out.length < limit; s++) {
+      const entry = this.ring[(s - 1) % this.capacity]!;
+      if (deviceId === undefined || entry.deviceId === deviceId) out.push(entry);
     }
     return out;
   }

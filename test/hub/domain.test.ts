@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import deviceSdk from 'azure-iot-device';
 import serviceSdk from 'azure-iothub';
 import { createSasToken, isExpired, parseSasToken, resourceCovers, signedWith } from '../../src/hub/sas.ts';
-import { encodePropertyBag, parsePropertyBag } from '../../src/hub/messages.ts';
+import { encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/messages.ts';
 import { DEFAULT_TWIN_LIMITS, depthOf, mergePatch, newTwin, patchReportedProperties, sizeOf, updateDesiredProperties } from '../../src/hub/twin.ts';
 import { parseUsername } from '../../src/hub/hub.ts';
 
@@ -87,4 +87,16 @@ test('twin sizes and depth are counted as the reference describes', () => {
   const tooDeep = JSON.parse(`${'{"a":'.repeat(11)}1${'}'.repeat(11)}`) as Record<string, never>;
   assert.throws(() => patchReportedProperties(newTwin(), tooDeep, DEFAULT_TWIN_LIMITS), /deeper than 10/);
   assert.doesNotThrow(() => patchReportedProperties(newTwin(), tooDeep, { ...DEFAULT_TWIN_LIMITS, maxDepth: 11 }));
+});
+
+test('the telemetry log keeps the last N messages and reads them by position', () => {
+  const log = new TelemetryLog(3);
+  const message = (deviceId: string) => ({ deviceId, enqueuedTimeUtc: '', system: {}, properties: {}, body: '', bodyEncoding: 'utf8' as const });
+  for (const id of ['a', 'b', 'a', 'b', 'a']) log.append(message(id));
+  assert.deepEqual(log.since(0, 10).map((m) => m.seq), [3, 4, 5]);
+  assert.deepEqual(log.since(3, 10).map((m) => m.seq), [4, 5]);
+  assert.deepEqual(log.since(0, 10, 'a').map((m) => m.seq), [3, 5]);
+  assert.deepEqual(log.since(0, 1).map((m) => m.seq), [3]);
+  assert.deepEqual(log.since(5, 10), []);
+  assert.equal(log.lastSeq, 5);
 });

@@ -172,12 +172,15 @@ test('R-TWIN-2 the SDK renews its token by reconnecting with the same client id 
   assert.equal((body as { connectionState: string }).connectionState, 'Connected');
 });
 
-test('a module identity connects with its own key, sends telemetry and keeps its own twin', async (t) => {
+test('a module identity connects with its own key, sends telemetry, answers methods and keeps its own twin', async (t) => {
   await hub.createDevice('sdk-edge');
   const key = await hub.createDevice('sdk-edge/filter');
   const client = ModuleClient.fromConnectionString(hub.connectionString('sdk-edge/filter', key), mqttTransport.Mqtt);
   await client.setOptions({ ca: hub.ca });
   t.after(() => client.close());
+  client.onMethod('ping', (_request, response) => {
+    void response?.send(200, 'pong');
+  });
   await client.open();
   await client.sendEvent(new Message('from the module'));
   const [received] = await telemetryOf('sdk-edge');
@@ -187,6 +190,11 @@ test('a module identity connects with its own key, sends telemetry and keeps its
   await updateReported(twin, { stage: 'filtering' });
   const moduleTwin = await hub.rest('GET', '/twins/sdk-edge/modules/filter');
   assert.equal((moduleTwin.body as { properties: { reported: { stage: string } } }).properties.reported.stage, 'filtering');
+  const method = await eventually(async () => {
+    const r = await hub.rest('POST', '/twins/sdk-edge/modules/filter/methods', { methodName: 'ping', responseTimeoutInSeconds: 5 });
+    return r.status === 200 ? r : undefined;
+  }, 5000, 'module method');
+  assert.deepEqual(method.body, { status: 200, payload: 'pong' });
   const deviceTwin = await hub.rest('GET', '/twins/sdk-edge');
   assert.equal((deviceTwin.body as { properties: { reported: { stage?: string } } }).properties.reported.stage, undefined);
 });
