@@ -66,7 +66,7 @@ test('R-SCORE-1 GET /ready answers 200 once the model is loaded, /health too', a
   }
 });
 
-test('R-SCORE-1 R-SCORE-3 a drawn honeycomb photo is classified as honeycomb (class 599)', async () => {
+test('R-SCORE-1 R-SCORE-3 a drawn honeycomb picture is classified as honeycomb (class 599)', async () => {
   const answer = await score(honeycomb);
   assert.equal(argmax(answer.result), HONEYCOMB);
   assert.ok(answer.result[HONEYCOMB]! > 0.5, `p(honeycomb) = ${answer.result[HONEYCOMB]}`);
