@@ -9,7 +9,7 @@ import { createServer as createHttp, type Server } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { commonOptions, describeKey, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
@@ -62,8 +62,30 @@ async function demoApiKey(options: GatewayOptions): Promise<string> {
   return key;
 }
 
+/** The default configuration's URLs, checked up front so a bad one names its flag. */
+function checkDeploymentUrls(options: GatewayOptions): void {
+  const urls = [
+    ['usersUrl', options.usersUrl, ['http:', 'https:']],
+    ['calculatorUrl', options.calculatorUrl, ['http:', 'https:']],
+    ['redisUrl', options.redisUrl, ['redis:', 'rediss:']],
+  ] as const;
+  for (const [key, value, schemes] of urls) {
+    if (key === 'redisUrl' && !value) continue;
+    let scheme = '';
+    try {
+      scheme = new URL(value).protocol;
+    } catch {
+      // reported below
+    }
+    if (!(schemes as readonly string[]).includes(scheme)) {
+      throw new ConfigError(`invalid value ${JSON.stringify(value)} for ${describeKey('gateway', key)}: expected a ${schemes.map((s) => `${s}//`).join(' or ')} URL`);
+    }
+  }
+}
+
 async function initialDocument(options: GatewayOptions): Promise<{ doc: unknown; source: string }> {
   if (!options.declarativeConfig) {
+    checkDeploymentUrls(options);
     const doc = specDeployment({ ...options, apiKey: await demoApiKey(options) });
     return { doc, source: 'built-in spec deployment' };
   }

@@ -248,3 +248,11 @@ test("routes are tried in Kong's priority order", () => {
   assert.equal(route('POST', '/nothing', 'other', { 'x-version': '2' }), 'header');
   assert.equal(route('POST', '/nothing'), undefined);
 });
+
+test("a bad URL option of the default configuration stops start-up naming its flag", async (t) => {
+  const dataDir = await tempDataDir(t);
+  const start = (options: Record<string, string>) => startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, apiKey: 'k', ...options });
+  await assert.rejects(start({ redisUrl: 'localhost:6379' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--redis-url (OFFCLOUD_GATEWAY_REDIS_URL)'));
+  await assert.rejects(start({ usersUrl: 'not a url' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--users-url'));
+  await assert.rejects(start({ calculatorUrl: 'ftp://h' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--calculator-url'));
+});

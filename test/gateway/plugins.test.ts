@@ -155,3 +155,17 @@ test('rate-limiting: hide_client_headers; limit_by header and path; a consumer-s
   const alice = await statuses(Array.from({ length: 4 }, () => `${gw.proxy}/alice?apikey=alice-key`));
   assert.deepEqual(alice.sort(), [200, 200, 200, 429]);
 });
+
+test('key-auth: a credential with a ttl stops working when it expires', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [{ name: 'svc', url: backend.url, routes: [{ paths: ['/'], plugins: [{ name: 'key-auth' }] }] }],
+    consumers: [{ username: 'temp', keyauth_credentials: [{ key: 'short-lived', ttl: 3 }] }],
+  });
+  // The ttl counts from the load, which happened before this point.
+  const loadedBefore = Date.now();
+  assert.deepEqual(await statuses([`${gw.proxy}/?apikey=short-lived`]), [200]);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, loadedBefore + 3100 - Date.now())));
+  assert.deepEqual(await statuses([`${gw.proxy}/?apikey=short-lived`]), [401]);
+});
