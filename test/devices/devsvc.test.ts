@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { loadSync } from '@grpc/proto-loader';
 import { credentials, loadPackageDefinition, Metadata, status, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
-import { DEBIAN_PYTHON, quiet, tempDataDir } from '../helpers/index.ts';
+import { DEBIAN_PYTHON, debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc.ts';
 import { devSvcClient, PROTO_PATH } from '../../src/devices/proto.ts';
 import { lifo } from './helpers.ts';
@@ -42,6 +42,8 @@ print('after', stub.Get(devices_pb2.DeviceName(name='sensor-1'), timeout=5).acti
 
 test('R-DEV-1 R-DEV-6 an independent client (Debian python3-grpcio, stubs from devices.proto) gets a known and an unknown device', async (context) => {
   const t = lifo(context);
+  debianProgram('python3-grpcio', '/usr/lib/python3/dist-packages/grpc/__init__.py');
+  debianProgram('python3-grpc-tools', '/usr/lib/python3/dist-packages/grpc_tools/protoc.py');
   const { address, dataDir } = await devsvc(t);
   await execFileAsync(DEBIAN_PYTHON, ['-m', 'grpc_tools.protoc', `-I${PROTO_PATH.replace(/\/[^/]+$/, '')}`, `--python_out=${dataDir}`, `--grpc_python_out=${dataDir}`, 'devices.proto']);
   const { stdout } = await execFileAsync(DEBIAN_PYTHON, ['-c', PYTHON_CLIENT, dataDir, address, 'sensor-1', 'sensor-2', 'nobody', 'x'.repeat(10_240)]);
