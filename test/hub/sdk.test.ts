@@ -198,3 +198,22 @@ test('a module identity connects with its own key, sends telemetry, answers meth
   const deviceTwin = await hub.rest('GET', '/twins/sdk-edge');
   assert.equal((deviceTwin.body as { properties: { reported: { stage?: string } } }).properties.reported.stage, undefined);
 });
+
+test('a realistic hub name: HostName=myhub.azure-devices.net with GatewayHostName=localhost', async (t) => {
+  const named = await startTestHub(t, { hostName: 'myhub.azure-devices.net' });
+  const key = await named.createDevice('gw-device');
+  const connection = `HostName=myhub.azure-devices.net;DeviceId=gw-device;SharedAccessKey=${key};GatewayHostName=localhost:${named.mqttPort}`;
+  const client = Client.fromConnectionString(connection, mqttTransport.Mqtt);
+  await client.setOptions({ ca: named.ca });
+  t.after(() => client.close());
+  await client.open();
+  const twin: Twin = await client.getTwin();
+  await updateReported(twin, { via: 'gateway' });
+  const { body } = await named.rest('GET', '/twins/gw-device');
+  assert.equal((body as { properties: { reported: { via: string } } }).properties.reported.via, 'gateway');
+  // The same device signing for another hub name is refused.
+  const wrongHub = Client.fromConnectionString(`HostName=otherhub.azure-devices.net;DeviceId=gw-device;SharedAccessKey=${key};GatewayHostName=localhost:${named.mqttPort}`, mqttTransport.Mqtt);
+  await wrongHub.setOptions({ ca: named.ca });
+  wrongHub.on('error', () => undefined);
+  await assert.rejects(wrongHub.open(), { name: 'UnauthorizedError' });
+});
