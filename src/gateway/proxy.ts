@@ -5,7 +5,7 @@
  * must neither parse nor buffer bodies and must shape every byte of its own
  * error answers.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -36,6 +36,17 @@ export interface ProxyOptions {
 // Headers that describe one connection, never forwarded (RFC 9110 §7.6.1), plus
 // `expect`, which the gateway answers itself.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings']);
+
+/**
+ * Request ids: 32 hex digits like Kong's, a random per-process half and a
+ * counter half, unique without drawing randomness for every request.
+ */
+const ID_PREFIX = randomBytes(8).toString('hex');
+let idCounter = 0;
+function nextRequestId(): string {
+  idCounter = (idCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return ID_PREFIX + idCounter.toString(16).padStart(16, '0');
+}
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -87,7 +98,7 @@ export class Proxy {
 
   private async handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): Promise<void> {
     const started = performance.now();
-    const requestId = randomUUID().replaceAll('-', '');
+    const requestId = nextRequestId();
     const config = this.options.config();
     const responseHeaders: Record<string, string> = {};
     try {
@@ -275,7 +286,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, MESSAGES.requestTimeout]
         : [400, MESSAGES.badRequest];
-  const requestId = randomUUID().replaceAll('-', '');
+  const requestId = nextRequestId();
   const { contentType, body } = renderError(message, requestId, undefined);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

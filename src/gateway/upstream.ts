@@ -71,8 +71,12 @@ async function* streamBody(
 
 export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
+  /** Each loaded service object remembers its pool, so the hot path builds no key. */
+  private readonly byService = new WeakMap<Service, Pool>();
 
   private poolFor(service: Service): Pool {
+    const known = this.byService.get(service);
+    if (known) return known;
     const origin = `${service.protocol}://${service.host.includes(':') ? `[${service.host}]` : service.host}:${service.port}`;
     const key = `${origin}|${service.connect_timeout}|${service.tls_verify ?? false}`;
     let pool = this.pools.get(key);
@@ -84,6 +88,7 @@ export class UpstreamPools {
       });
       this.pools.set(key, pool);
     }
+    this.byService.set(service, pool);
     return pool;
   }
 
