@@ -100,6 +100,7 @@ test('R-CALC-1 fuzz: broken encodings, path tricks and huge URLs get clean error
     const r = await get(path);
     assert.equal(r.status, status, path.slice(0, 40));
     assert.ok(r.body.length < 2000, 'error bodies stay short');
+    if (status === 400) assert.match(String(r.headers['content-type']), /^text\/plain/, path.slice(0, 40));
   }
   const results = await Promise.all(Array.from({ length: 50 }, (_, i) => get(`/add/${i}/${i}`)));
   results.forEach((r, i) => assert.equal(r.body, String(2 * i)));

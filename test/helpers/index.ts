@@ -1,14 +1,26 @@
 /** Small helpers shared by the test suites. Nothing here stands in for a component. */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
 
-/** A fresh data dir under the system temp folder, removed when the test ends. */
-export async function tempDataDir(t: TestContext | { after(fn: () => unknown): void }): Promise<string> {
+const dataDirs = new Set<string>();
+let removeOnExit = false;
+
+/**
+ * A fresh data dir under the system temp folder, removed when the test file's
+ * process exits: `t.after` hooks run in the order they were added, so removing
+ * it there would pull the folder from under servers the test closes later.
+ */
+export async function tempDataDir(_t?: unknown): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-test-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  dataDirs.add(dir);
+  if (!removeOnExit) {
+    removeOnExit = true;
+    process.once('exit', () => {
+      for (const path of dataDirs) rmSync(path, { recursive: true, force: true });
+    });
+  }
   return dir;
 }
 
