@@ -36,8 +36,13 @@ export interface SentimentUsage {
   transactions: number;
 }
 
-/** Scores texts of one language (the trained model for en). */
-export type LanguageScorer = (texts: string[]) => Promise<Float64Array>;
+/** Per text: its length in text elements, and its score (NaN for a text over the limit, which is not scored). */
+export interface MeasuredTexts {
+  characters: Uint32Array;
+  scores: Float64Array;
+}
+/** Measures and scores texts of one language (the trained model for en), off the event loop. */
+export type LanguageScorer = (texts: string[], maxTextElements: number) => Promise<MeasuredTexts>;
 
 export const DOCUMENT_MESSAGES = {
   empty: 'Record cannot be null/empty',
@@ -53,21 +58,6 @@ interface InputDocument {
   id: string;
   language: string;
   text: string | null;
-}
-
-const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
-
-/** Below U+0300 (Latin, no combining marks, no surrogates) every code unit is a cluster, except CR LF. */
-const SIMPLE_TEXT = /^[^\u0300-\uffff]*$/;
-
-/** Grapheme clusters in text, counting no further than limit + 1. */
-export function countTextElements(text: string, limit = Infinity): number {
-  if (SIMPLE_TEXT.test(text)) return text.length - (text.match(/\r\n/g)?.length ?? 0);
-  let count = 0;
-  for (const _ of segmenter.segment(text)) {
-    if (++count > limit) break;
-  }
-  return count;
 }
 
 function optionalString(value: unknown, what: string, index: number): string | null {
@@ -109,41 +99,45 @@ export interface AnalyzeOptions {
 
 export async function analyzeSentiment(body: unknown, options: AnalyzeOptions): Promise<{ result: SentimentBatchResult; usage: SentimentUsage }> {
   const documents = parseDocuments(body, options.limits);
+  const max = options.limits.maxDocumentGraphemes;
   const supported = [...options.scorers.keys()];
-  const errors: DocumentError[] = [];
-  const valid: { id: string; language: string; text: string; characters: number }[] = [];
+  const problems = new Map<string, string>();
+  const toScore: { id: string; language: string; text: string }[] = [];
   for (const document of documents) {
     const language = document.language.toLowerCase();
-    if (!document.text?.trim()) errors.push({ id: document.id, message: DOCUMENT_MESSAGES.empty });
-    else if (!options.scorers.has(language)) errors.push({ id: document.id, message: DOCUMENT_MESSAGES.unsupportedLanguage(supported) });
-    else {
-      const characters = countTextElements(document.text, options.limits.maxDocumentGraphemes);
-      if (characters > options.limits.maxDocumentGraphemes) errors.push({ id: document.id, message: DOCUMENT_MESSAGES.tooLarge(options.limits.maxDocumentGraphemes) });
-      else valid.push({ id: document.id, language, text: document.text, characters });
-    }
+    if (!document.text?.trim()) problems.set(document.id, DOCUMENT_MESSAGES.empty);
+    else if (!options.scorers.has(language)) problems.set(document.id, DOCUMENT_MESSAGES.unsupportedLanguage(supported));
+    else toScore.push({ id: document.id, language, text: document.text });
   }
-  const scores = new Map<string, number>();
-  for (const [language, scorer] of options.scorers) {
-    const batch = valid.filter((d) => d.language === language);
-    const scored = await scorer(batch.map((d) => d.text));
-    batch.forEach((d, i) => scores.set(d.id, scored[i]!));
-  }
+  const measured = new Map<string, { characters: number; score: number }>();
+  await Promise.all(
+    [...options.scorers].map(async ([language, scorer]) => {
+      const batch = toScore.filter((d) => d.language === language);
+      if (batch.length === 0) return;
+      const { characters, scores } = await scorer(batch.map((d) => d.text), max);
+      batch.forEach((d, i) => {
+        if (characters[i]! > max) problems.set(d.id, DOCUMENT_MESSAGES.tooLarge(max));
+        else measured.set(d.id, { characters: characters[i]!, score: scores[i]! });
+      });
+    }),
+  );
+  // Both arrays keep the request's order.
+  const errors: DocumentError[] = [];
+  const scored: DocumentSentiment[] = [];
   let transactions = 0;
-  const scoredDocuments = valid.map((d): DocumentSentiment => {
-    const transactionsCount = Math.max(1, Math.ceil(d.characters / CHARACTERS_PER_TRANSACTION));
+  for (const { id } of documents) {
+    const problem = problems.get(id);
+    if (problem) {
+      errors.push({ id, message: problem });
+      continue;
+    }
+    const { characters, score } = measured.get(id)!;
+    const transactionsCount = Math.max(1, Math.ceil(characters / CHARACTERS_PER_TRANSACTION));
     transactions += transactionsCount;
-    const score = scores.get(d.id)!;
-    return options.showStats ? { id: d.id, score, statistics: { charactersCount: d.characters, transactionsCount } } : { id: d.id, score };
-  });
-  const result: SentimentBatchResult = { documents: scoredDocuments, errors };
-  if (options.showStats) {
-    return {
-      result: {
-        statistics: { documentsCount: documents.length, validDocumentsCount: valid.length, erroneousDocumentsCount: errors.length, transactionsCount: transactions },
-        ...result,
-      },
-      usage: { documents: valid.length, transactions },
-    };
+    scored.push(options.showStats ? { id, score, statistics: { charactersCount: characters, transactionsCount } } : { id, score });
   }
-  return { result, usage: { documents: valid.length, transactions } };
+  const usage = { documents: scored.length, transactions };
+  if (!options.showStats) return { result: { documents: scored, errors }, usage };
+  const statistics = { documentsCount: documents.length, validDocumentsCount: scored.length, erroneousDocumentsCount: errors.length, transactionsCount: transactions };
+  return { result: { statistics, documents: scored, errors }, usage };
 }

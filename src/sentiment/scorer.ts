@@ -3,10 +3,11 @@
  * pool of worker threads, each holding the model; batches go round-robin.
  */
 import { Worker } from 'node:worker_threads';
+import type { MeasuredTexts } from './analyze.ts';
 import type { ScoreReply, ScoreRequest } from './worker.ts';
 
 interface Pending {
-  resolve(scores: Float64Array): void;
+  resolve(measured: MeasuredTexts): void;
   reject(err: Error): void;
 }
 
@@ -48,14 +49,13 @@ await import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)});`;
     return pool;
   }
 
-  /** Scores in [0, 1], in the order of `texts`. */
-  score(language: string, texts: string[]): Promise<Float64Array> {
-    if (texts.length === 0) return Promise.resolve(new Float64Array(0));
+  /** Lengths in text elements and scores in [0, 1], in the order of `texts`. */
+  score(language: string, texts: string[], maxTextElements: number): Promise<MeasuredTexts> {
     const id = this.#nextId++;
     const worker = this.#workers[this.#next++ % this.#workers.length]!;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      worker.postMessage({ id, language, texts } satisfies ScoreRequest);
+      worker.postMessage({ id, language, texts, maxTextElements } satisfies ScoreRequest);
     });
   }
 
@@ -68,7 +68,7 @@ await import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)});`;
     const pending = this.#pending.get(reply.id);
     if (!pending) return;
     this.#pending.delete(reply.id);
-    if (reply.scores) pending.resolve(reply.scores);
+    if (reply.scores && reply.characters) pending.resolve({ characters: reply.characters, scores: reply.scores });
     else pending.reject(new Error(reply.error ?? 'scoring failed'));
   }
 

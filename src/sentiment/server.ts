@@ -79,7 +79,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     await connection.close();
     throw err;
   }
-  const scorers = new Map<string, LanguageScorer>(V2_LANGUAGES.map((language) => [language, (texts) => pool.score(language, texts)]));
+  const scorers = new Map<string, LanguageScorer>(V2_LANGUAGES.map((language) => [language, (texts, max) => pool.score(language, texts, max)]));
   const limits = { maxDocuments: options.maxDocuments, maxDocumentGraphemes: options.maxDocumentGraphemes };
 
   const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes });

@@ -2,15 +2,19 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLexiconScorer } from './lexicons.ts';
 import { loadSentimentModel } from './model.ts';
+import { countTextElements } from './text-elements.ts';
 
 export interface ScoreRequest {
   id: number;
   /** Lower-case v2 language code. */
   language: string;
   texts: string[];
+  /** Texts longer than this, in text elements, are measured but not scored. */
+  maxTextElements: number;
 }
 export interface ScoreReply {
   id: number;
+  characters?: Uint32Array;
   scores?: Float64Array;
   error?: string;
 }
@@ -19,16 +23,19 @@ const model = await loadSentimentModel((workerData as { modelDir: string }).mode
 const lexicon = createLexiconScorer();
 const port = parentPort!;
 
-async function score(request: ScoreRequest): Promise<Float64Array<ArrayBuffer>> {
-  if (request.language === 'en') return Float64Array.from(request.texts, (text) => model.score(text));
-  const scores = new Float64Array(request.texts.length);
-  for (let i = 0; i < scores.length; i++) scores[i] = await lexicon(request.language, request.texts[i]!);
-  return scores;
+async function measureAndScore(request: ScoreRequest): Promise<{ characters: Uint32Array<ArrayBuffer>; scores: Float64Array<ArrayBuffer> }> {
+  const characters = Uint32Array.from(request.texts, (text) => countTextElements(text, request.maxTextElements));
+  const scores = new Float64Array(request.texts.length).fill(NaN);
+  for (let i = 0; i < scores.length; i++) {
+    if (characters[i]! > request.maxTextElements) continue;
+    scores[i] = request.language === 'en' ? model.score(request.texts[i]!) : await lexicon(request.language, request.texts[i]!);
+  }
+  return { characters, scores };
 }
 
 port.on('message', (request: ScoreRequest) => {
-  score(request).then(
-    (scores) => port.postMessage({ id: request.id, scores } satisfies ScoreReply, [scores.buffer]),
+  measureAndScore(request).then(
+    ({ characters, scores }) => port.postMessage({ id: request.id, characters, scores } satisfies ScoreReply, [characters.buffer, scores.buffer]),
     (err: unknown) => port.postMessage({ id: request.id, error: (err as Error).message } satisfies ScoreReply),
   );
 });
