@@ -8,12 +8,14 @@
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import { request } from 'undici';
-import { startBilling } from '../../src/billing/server.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { measurementsFor, SUPPORTED_ATTRIBUTES } from '../../src/face/attributes.ts';
 import { decodeImage } from '../../src/face/decode.ts';
 import { MAX_FACES } from '../../src/face/detect.ts';
 import { FaceModels } from '../../src/face/models/index.ts';
-import { startFace } from '../../src/face/server.ts';
+import { startFaceWithBilling } from '../../test/face/container.ts';
 import { crowd, fivePeople, portrait } from '../../test/face/images.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
@@ -67,17 +69,8 @@ async function timed(count: number, parallel: number, call: () => Promise<unknow
 }
 
 export async function run(): Promise<BenchResult[]> {
-  const quiet = { logLevel: 'silent', host: '127.0.0.1', port: 0 } as const;
-  const dataDir = `/tmp/offcloud-face-bench-${process.pid}`;
-  const billing = await startBilling({ ...quiet, dataDir, demoResources: true });
-  const face = await startFace({
-    ...quiet,
-    dataDir,
-    workers: 2,
-    eula: 'accept',
-    billing: billing.exports!.billingUrl!,
-    apiKey: billing.exports!['apiKey.face']!,
-  });
+  const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-face-bench-'));
+  const { billing, face } = await startFaceWithBilling(dataDir);
   const rssWithContainer = process.memoryUsage().rss;
   const direct = await FaceModels.load({
     detector: '../shared/models/face-ultralight-rfb/version-RFB-640.onnx',
@@ -143,5 +136,6 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     await face.close();
     await billing.close();
+    await rm(dataDir, { recursive: true, force: true });
   }
 }

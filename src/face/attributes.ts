@@ -5,6 +5,7 @@
  */
 import { badArgument } from './errors.ts';
 import type { MeasuredFace, Measurements } from './models/index.ts';
+import type { QualityValues } from './models/quality.ts';
 
 /** Every name the API accepts in returnFaceAttributes, in the reference's response order. */
 export const ALL_ATTRIBUTES = [
@@ -111,6 +112,12 @@ export function exposureLevelOf(value: number): 'UnderExposure' | 'GoodExposure'
 
 const round = (x: number, digits: number) => Number(x.toFixed(digits));
 
+/** `{blurLevel, value}`, `{noiseLevel, value}` or `{exposureLevel, value}`, value to two decimals. */
+function measuredLevel(quality: QualityValues, attribute: 'blur' | 'noise' | 'exposure'): Record<string, string | number> {
+  const value = round(quality[attribute], 2);
+  return { [`${attribute}Level`]: attribute === 'exposure' ? exposureLevelOf(value) : levelOf(value), value };
+}
+
 function required<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`measurement ${what} is missing`);
   return value;
@@ -165,21 +172,11 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
         out.accessories = worn;
         break;
       }
-      case 'blur': {
-        const value = round(required(face.quality, 'quality').blur, 2);
-        out.blur = { blurLevel: levelOf(value), value };
+      case 'blur':
+      case 'noise':
+      case 'exposure':
+        out[attribute] = measuredLevel(required(face.quality, 'quality'), attribute);
         break;
-      }
-      case 'exposure': {
-        const value = round(required(face.quality, 'quality').exposure, 2);
-        out.exposure = { exposureLevel: exposureLevelOf(value), value };
-        break;
-      }
-      case 'noise': {
-        const value = round(required(face.quality, 'quality').noise, 2);
-        out.noise = { noiseLevel: levelOf(value), value };
-        break;
-      }
       case 'mask': {
         const p = required(face.mask, 'mask');
         const type = p >= MASK_SURE ? 'faceMask' : p <= 1 - MASK_SURE ? 'noMask' : 'uncertain';

@@ -39,6 +39,8 @@ interface Task {
 
 interface Slot {
   worker: Worker;
+  /** False until the worker has loaded its models; only loaded workers get tasks. */
+  loaded: boolean;
   busy: Task | null;
 }
 
@@ -71,10 +73,6 @@ export class ModelPool {
     return pool;
   }
 
-  get size(): number {
-    return this.slots.length;
-  }
-
   /** Decodes and measures an image file; an image the decoder refuses rejects with its FaceApiError. */
   measure(file: Uint8Array, wanted: Measurements, maxFaces: number): Promise<MeasuredImage> {
     // A copy the worker can own: a request body's buffer may be a slice of a shared pool.
@@ -92,19 +90,18 @@ export class ModelPool {
   async close(): Promise<void> {
     this.closing = true;
     for (const task of this.queue.splice(0)) task.reject(new Error('face container is shutting down'));
-    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
-    this.slots.length = 0;
+    await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
   private addWorker(): Promise<void> {
     return new Promise((resolve, reject) => {
       const worker = new Worker(BOOTSTRAP, { eval: true, workerData: this.paths });
-      const slot: Slot = { worker, busy: null };
-      let loaded = false;
+      // Listed at once, so that close() also ends a worker still loading its models.
+      const slot: Slot = { worker, loaded: false, busy: null };
+      this.slots.push(slot);
       worker.on('message', (reply: WorkerReply) => {
         if (reply.type === 'ready') {
-          loaded = true;
-          this.slots.push(slot);
+          slot.loaded = true;
           resolve();
           this.dispatch();
         } else if (reply.type === 'load-failed') {
@@ -115,13 +112,14 @@ export class ModelPool {
         }
       });
       worker.on('error', (err) => {
-        if (!loaded) reject(new StartupError(`face: a model worker failed to start: ${err.message}`));
+        if (!slot.loaded) reject(new StartupError(`face: a model worker failed to start: ${err.message}`));
         else this.logger.error({ err }, 'face model worker failed');
       });
       worker.on('exit', (code) => {
-        if (!loaded || this.closing) return;
+        const index = this.slots.indexOf(slot);
+        if (index >= 0) this.slots.splice(index, 1);
+        if (!slot.loaded || this.closing) return;
         // A worker that died takes its one task with it; a fresh one takes its place.
-        this.slots.splice(this.slots.indexOf(slot), 1);
         slot.busy?.reject(new Error(`model worker exited with code ${code}`));
         this.logger.error({ code }, 'face model worker exited; starting another');
         this.addWorker().catch((err: Error) => this.logger.error({ err }, 'face model worker could not be replaced'));
@@ -142,7 +140,7 @@ export class ModelPool {
 
   private dispatch(): void {
     for (const slot of this.slots) {
-      if (slot.busy) continue;
+      if (slot.busy || !slot.loaded) continue;
       const task = this.queue.shift();
       if (!task) return;
       slot.busy = task;

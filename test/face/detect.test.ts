@@ -18,10 +18,11 @@ import { startBilling } from '../../src/billing/server.ts';
 import { BillingStore } from '../../src/billing/store.ts';
 import { CONTAINER_KINDS } from '../../src/cognitive/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
-import { startFace, type RunningFace } from '../../src/face/server.ts';
+import type { RunningFace } from '../../src/face/server.ts';
 import { LANDMARK_NAMES } from '../../src/face/models/landmarks.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import * as photos from './images.ts';
+import { startFaceWithBilling } from './container.ts';
 
 type Face = FaceModels.DetectedFace;
 interface WireFace {
@@ -49,18 +50,8 @@ const cleanup: (() => Promise<unknown>)[] = [];
 
 before(async () => {
   dataDir = await tempDataDir({ after: (fn: () => unknown) => void cleanup.push(async () => fn()) });
-  billing = await startBilling({ ...quiet, dataDir, demoResources: true });
+  ({ billing, face } = await startFaceWithBilling(dataDir, { meteringIntervalMs: 3_600_000, urlTimeoutMs: 1000 }));
   billingPort = Number(new URL(billing.exports!.billingUrl!).port);
-  face = await startFace({
-    ...quiet,
-    dataDir,
-    workers: 2,
-    eula: 'accept',
-    billing: billing.exports!.billingUrl!,
-    apiKey: billing.exports!['apiKey.face']!,
-    meteringIntervalMs: 3_600_000,
-    urlTimeoutMs: 1000,
-  });
   base = new URL(face.urls[0]!.url).origin;
   client = new FaceClient(new ApiKeyCredentials({ inHeader: { 'Ocp-Apim-Subscription-Key': 'any-key' } }), base);
   portrait = await photos.portrait();

@@ -1,0 +1,29 @@
+/** A face container wired to a real billing endpoint, as the suite and the benchmark start it. */
+import { startBilling } from '../../src/billing/server.ts';
+import type { RunningComponent } from '../../src/common/component.ts';
+import { startFace, type FaceOptions, type RunningFace } from '../../src/face/server.ts';
+
+export interface FaceWithBilling {
+  billing: RunningComponent;
+  face: RunningFace;
+}
+
+export async function startFaceWithBilling(dataDir: string, options: Partial<FaceOptions> = {}): Promise<FaceWithBilling> {
+  const quiet = { logLevel: 'silent', host: '127.0.0.1', port: 0 } as const;
+  const billing = await startBilling({ ...quiet, dataDir, demoResources: true });
+  try {
+    const face = await startFace({
+      ...quiet,
+      dataDir,
+      workers: 2,
+      eula: 'accept',
+      billing: billing.exports!.billingUrl!,
+      apiKey: billing.exports!['apiKey.face']!,
+      ...options,
+    });
+    return { billing, face };
+  } catch (err) {
+    await billing.close();
+    throw err;
+  }
+}
