@@ -43,17 +43,16 @@ async function runDeviceCommand(args: string[]): Promise<number> {
   const { store, bus } = await openState(options);
   const logger = createLogger(options.logLevel, 'hub');
   const hub = new DeviceHub(store, bus, { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() }, logger);
-  const dialHost = options.port === 8883 ? options.hostName : `${options.hostName}:${options.port}`;
   try {
     const key = identity ? identityKey(identity) : '';
     switch (command) {
       case 'create': {
         const record = await hub.putIdentity(identity!, {}, undefined);
-        process.stdout.write(`${connectionString(dialHost, record)}\n`);
+        process.stdout.write(`${connectionString(options.hostName, options.port, record)}\n`);
         return 0;
       }
       case 'show':
-        process.stdout.write(`${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(dialHost, await hub.identity(key)) }, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(options.hostName, options.port, await hub.identity(key)) }, null, 2)}\n`);
         return 0;
       case 'list':
         for (const record of await store.listIdentities()) process.stdout.write(`${record.deviceId}\t${record.status}\n`);
@@ -63,7 +62,7 @@ async function runDeviceCommand(args: string[]): Promise<number> {
         return 0;
       default: {
         const record = await hub.regenerateIdentityKey(key, values.key ?? 'primary');
-        process.stdout.write(`${connectionString(dialHost, record)}\n`);
+        process.stdout.write(`${connectionString(options.hostName, options.port, record)}\n`);
         return 0;
       }
     }

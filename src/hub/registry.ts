@@ -143,13 +143,21 @@ export function deviceView(record: IdentityRecord, connected: boolean, pendingC2
   };
 }
 
-export function connectionString(hostName: string, record: Pick<IdentityRecord, 'deviceId' | 'moduleId' | 'keys'>, gatewayHostName?: string): string {
+/**
+ * A device's connection string for a hub whose MQTT port is `port`. The SDK dials the HostName
+ * (port 8883 unless one is appended); a hub name that is not a loopback name (a realistic
+ * `myhub.azure-devices.net`) stays in HostName for the SAS, and GatewayHostName sends the
+ * connection to this machine.
+ */
+export function connectionString(hostName: string, port: number, record: Pick<IdentityRecord, 'deviceId' | 'moduleId' | 'keys'>): string {
+  const withPort = (host: string) => (port === 8883 ? host : `${host}:${port}`);
+  const local = ['localhost', '127.0.0.1', '[::1]'].includes(hostName.toLowerCase());
   return [
-    `HostName=${hostName}`,
+    `HostName=${local ? withPort(hostName) : hostName}`,
     `DeviceId=${record.deviceId}`,
     ...(record.moduleId ? [`ModuleId=${record.moduleId}`] : []),
     `SharedAccessKey=${record.keys.primaryKey}`,
-    ...(gatewayHostName ? [`GatewayHostName=${gatewayHostName}`] : []),
+    ...(local ? [] : [`GatewayHostName=${withPort('localhost')}`]),
   ].join(';');
 }
 

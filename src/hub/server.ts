@@ -77,12 +77,10 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   }
   const policies = await store.policies();
   const owner = policies.iothubowner!;
-  // The SDK dials the HostName, so a port other than 8883 goes into it (the SAS resource then carries it too).
-  const dialHost = mqtt.port === 8883 ? options.hostName : `${options.hostName}:${mqtt.port}`;
   const credentials = [`hub host name: ${options.hostName}`];
   if (options.demoDevice) {
     const demo = await ensureDemoDevice(store, options.demoDevice);
-    credentials.push(`device ${identityKey(demo)}: ${connectionString(dialHost, demo)}`);
+    credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
   }
   credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${owner.primaryKey}`);
   logger.info({ mqtt: mqtt.url, rest: rest.url }, 'hub listening');

@@ -18,6 +18,8 @@ export interface TestHub {
   ca: string;
   caPath: string;
   ownerKey: string;
+  /** What the hub printed for clients (host name, demo device connection string, service string). */
+  credentials: string[];
   rest(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown; headers: Record<string, string | string[] | undefined> }>;
   /** Creates a device (or `d1/m1` module) and returns its primary key. */
   createDevice(key: string): Promise<string>;
@@ -72,6 +74,7 @@ export async function startTestHub(t: TestContext | { after(fn: () => unknown): 
     ca,
     caPath,
     ownerKey,
+    credentials: running.credentials ?? [],
     rest: client.call,
     async createDevice(key) {
       const [deviceId, moduleId] = key.split('/');
@@ -197,6 +200,7 @@ export async function spawnHub(options: Partial<HubOptions> & { dataDir: string 
       ca,
       caPath: started.caCertPath,
       ownerKey,
+      credentials: started.credentials,
       rest: client.call,
       async createDevice(key) {
         const created = await client.call('PUT', `/devices/${encodeURIComponent(key)}`, {});
