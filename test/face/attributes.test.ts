@@ -1,0 +1,53 @@
+/**
+ * The attribute catalogue and the query options as plain functions (no
+ * socket): what is refused or omitted, level thresholds, detection models.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { exposureLevelOf, levelOf, measurementsFor, parseAttributeList } from '../../src/face/attributes.ts';
+import { parseDetectOptions } from '../../src/face/detect-request.ts';
+import { FaceApiError } from '../../src/face/errors.ts';
+
+const badArgument = (err: unknown) => err instanceof FaceApiError && err.status === 400 && err.code === 'BadArgument';
+
+test('R-FACE-3 returnFaceAttributes: names without regard to case, duplicates once, response order', () => {
+  assert.deepEqual(parseAttributeList(' Noise,age , AGE,headpose', 'detection_01', 'refuse'), ['age', 'headPose', 'noise']);
+  assert.deepEqual(parseAttributeList('', 'detection_01', 'refuse'), []);
+  assert.throws(() => parseAttributeList('age,beard', 'detection_01', 'refuse'), badArgument);
+});
+
+test('R-FACE-5 unsupported attributes: refused by default, dropped under --unsupported-attributes omit', () => {
+  assert.throws(() => parseAttributeList('hair,age', 'detection_01', 'refuse'), (err: Error) => badArgument(err) && /hair/.test(err.message));
+  assert.deepEqual(parseAttributeList('hair,age,facialHair,makeup,occlusion,qualityForRecognition', 'detection_01', 'omit'), ['age']);
+  const options = parseDetectOptions({ returnFaceAttributes: 'hair' }, 'omit');
+  assert.deepEqual(options.attributes, []);
+  assert.equal(options.attributesRequested, true, 'faceAttributes still appears, empty');
+});
+
+test('R-FACE-5 levels use the reference thresholds (0.25 / 0.75)', () => {
+  assert.deepEqual([0, 0.24, 0.25, 0.74, 0.75, 1].map(levelOf), ['Low', 'Low', 'Medium', 'Medium', 'High', 'High']);
+  assert.deepEqual([0.1, 0.25, 0.75, 0.76].map(exposureLevelOf), ['UnderExposure', 'GoodExposure', 'GoodExposure', 'OverExposure']);
+});
+
+test('R-FACE-4 query defaults as the official client sends them, and what each attribute makes the models do', () => {
+  const defaults = parseDetectOptions(
+    { returnFaceId: 'true', returnFaceLandmarks: 'false', recognitionModel: 'recognition_01', returnRecognitionModel: 'false', detectionModel: 'detection_01', faceIdTimeToLive: '86400' },
+    'refuse',
+  );
+  assert.deepEqual(defaults, {
+    returnFaceId: true,
+    returnFaceLandmarks: false,
+    attributes: [],
+    attributesRequested: false,
+    recognitionModel: 'recognition_01',
+    returnRecognitionModel: false,
+    detectionModel: 'detection_01',
+    faceIdTimeToLive: 86400,
+  });
+  assert.deepEqual(measurementsFor([], false), { analysis: null, glasses: false, mask: false, quality: false });
+  assert.deepEqual(measurementsFor(['blur'], false), { analysis: null, glasses: false, mask: false, quality: true });
+  assert.deepEqual(measurementsFor(['accessories'], false), { analysis: null, glasses: true, mask: true, quality: false });
+  assert.deepEqual(measurementsFor(['smile'], true), { analysis: { landmarks: true, emotion: true, ageAndGender: false }, glasses: false, mask: false, quality: false });
+  assert.throws(() => parseDetectOptions({ detectionModel: 'detection_03', returnFaceAttributes: 'glasses' }, 'refuse'), badArgument);
+  assert.deepEqual(parseDetectOptions({ detectionModel: 'DETECTION_03', returnFaceAttributes: 'mask' }, 'refuse').attributes, ['mask']);
+});
