@@ -189,11 +189,14 @@ class TensorBodyReader {
     if (count !== dim) this.tooFew(level, count);
   }
 
-  /** The innermost level, where 224 numbers per row are read: the hot loop. */
+  /**
+   * The innermost level, where 224 numbers per row are read: the hot loop.
+   * Reads past the last byte give undefined, which equals no character and
+   * fails every range test, so the end of the body needs no check of its own.
+   */
   private readRow(level: number, offset: number): void {
     const dim = this.shape[level]!;
     const bytes = this.bytes;
-    const end = bytes.length;
     const values = this.values!;
     let min = this.min;
     let max = this.max;
@@ -205,11 +208,11 @@ class TensorBodyReader {
       for (;;) {
         if (count === dim) this.tooMany(level);
         const start = p;
-        let c = p < end ? bytes[p]! : -1;
+        let c = bytes[p]!;
         // Fast path: up to 15 significant digits and no exponent (pixels 0..255,
         // `0.4862`): an exact integer divided by an exact power of ten, rounded once.
         const negative = c === MINUS;
-        if (negative) c = ++p < end ? bytes[p]! : -1;
+        if (negative) c = bytes[++p]!;
         const leadingZero = c === ZERO;
         let mantissa = 0;
         let digits = 0;
@@ -217,15 +220,15 @@ class TensorBodyReader {
         while (c >= ZERO && c <= NINE && digits < 15) {
           mantissa = mantissa * 10 + (c - ZERO);
           digits++;
-          c = ++p < end ? bytes[p]! : -1;
+          c = bytes[++p]!;
         }
         if (c === DOT && digits > 0) {
-          c = ++p < end ? bytes[p]! : -1;
+          c = bytes[++p]!;
           while (c >= ZERO && c <= NINE && digits < 15) {
             mantissa = mantissa * 10 + (c - ZERO);
             digits++;
             scale++;
-            c = ++p < end ? bytes[p]! : -1;
+            c = bytes[++p]!;
           }
         }
         let value: number;
@@ -236,8 +239,11 @@ class TensorBodyReader {
           value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
           if (negative) value = -value;
           values[offset + count] = value;
-          if (scale !== 0) allIntegers = false;
-          value = values[offset + count]!;
+          // Integers below 2^24 are exact in float32; anything else is compared as stored.
+          if (scale !== 0) {
+            allIntegers = false;
+            value = values[offset + count]!;
+          } else if (mantissa > 16777216) value = values[offset + count]!;
         } else {
           this.pos = start;
           if (digits === 0 && !negative) {
@@ -251,16 +257,16 @@ class TensorBodyReader {
             this.outOfRange(level + 1, start);
           }
           p = this.pos;
-          c = p < end ? bytes[p]! : -1;
+          c = bytes[p]!;
           allIntegers &&= this.integerToken;
         }
         if (value < min) min = value;
         if (value > max) max = value;
         count++;
-        while (c === SPACE || c === LF || c === CR || c === TAB) c = ++p < end ? bytes[p]! : -1;
+        while (c === SPACE || c === LF || c === CR || c === TAB) c = bytes[++p]!;
         if (c === COMMA) {
-          c = ++p < end ? bytes[p]! : -1;
-          while (c === SPACE || c === LF || c === CR || c === TAB) c = ++p < end ? bytes[p]! : -1;
+          c = bytes[++p]!;
+          while (c === SPACE || c === LF || c === CR || c === TAB) c = bytes[++p]!;
         } else if (c === RBRACKET) {
           p++;
           break;
