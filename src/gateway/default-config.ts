@@ -15,7 +15,7 @@ export interface DeploymentInputs {
 }
 
 /** `redis://[user:password@]host[:port][/db]` → rate-limiting's `redis` record. */
-export function redisRecord(redisUrl: string): Record<string, unknown> {
+function redisRecord(redisUrl: string): Record<string, unknown> {
   const url = new URL(redisUrl);
   const record: Record<string, unknown> = { host: url.hostname, port: url.port ? Number(url.port) : 6379 };
   if (url.username) record.username = decodeURIComponent(url.username);

@@ -52,7 +52,7 @@ const MEDIA_TYPES: Record<string, Format> = {
 };
 
 /** Like Kong: the supported media type with the highest q wins; the first one on ties. */
-export function errorFormat(accept: string | undefined): Format {
+function errorFormat(accept: string | undefined): Format {
   let format: Format = 'json';
   if (!accept) return format;
   let best = 0;

@@ -60,7 +60,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * and returns the value with defaults filled in (undefined when absent and
  * without a default).
  */
-export function checkField(field: Field, value: unknown, path: string, errors: FieldError[]): unknown {
+function checkField(field: Field, value: unknown, path: string, errors: FieldError[]): unknown {
   if (value === undefined || value === null) {
     if (field.required) errors.push({ path, message: 'required field missing' });
     if (field.default === undefined) return value === null ? null : undefined;

@@ -30,7 +30,7 @@ export interface ForwardRequest {
 
 /** Errors that mean "no connection was made", so no byte reached the upstream and a retry is safe. */
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
-/** Errors before any response byte; safe to retry when the request had no body to resend. */
+/** Errors before any response byte; safe to retry while no byte of a streamed body was sent. */
 const EARLY_RESETS = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'GW_WRITE_TIMEOUT']);
 const NAME_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL']);
@@ -100,7 +100,6 @@ export class UpstreamPools {
   async forward(request: ForwardRequest): Promise<void> {
     const { service } = request;
     const pool = this.poolFor(service);
-    const bodyless = request.body === null || Buffer.isBuffer(request.body);
     let lastError: unknown;
     for (let attempt = 0; attempt <= service.retries; attempt++) {
       const bodyStarted = { value: false };
@@ -144,8 +143,9 @@ export class UpstreamPools {
         if (reason instanceof GatewayError) throw reason;
         lastError = reason;
         const code = errorCode(reason);
-        const retryable = CONNECT_FAILURES.has(code) || (EARLY_RESETS.has(code) && (bodyless || !bodyStarted.value));
-        if (!retryable || bodyStarted.value) break;
+        // A streamed body that has begun cannot be sent again.
+        const retryable = !bodyStarted.value && (CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code));
+        if (!retryable) break;
       } finally {
         request.client.removeListener('close', onClientGone);
       }
@@ -160,7 +160,7 @@ export class UpstreamPools {
 }
 
 /** Kong's answer for an upstream that could not be used. */
-export function upstreamFailure(err: unknown): GatewayError {
+function upstreamFailure(err: unknown): GatewayError {
   const code = errorCode(err);
   if (NAME_FAILURES.has(code)) return new GatewayError(503, MESSAGES.nameResolution);
   if (TIMEOUTS.has(code) || err instanceof undiciErrors.HeadersTimeoutError) return new GatewayError(504, MESSAGES.timeout);

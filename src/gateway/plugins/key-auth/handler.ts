@@ -91,7 +91,7 @@ async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promis
 }
 
 /** The consumer headers Kong sets (or clears, so a client cannot forge them). */
-export function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
+function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
   const headers = ctx.upstreamHeaders;
   const set = (name: string, value: string | null) => {
     if (value === null) delete headers[name];

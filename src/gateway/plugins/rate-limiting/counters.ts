@@ -28,7 +28,7 @@ export interface CounterStore {
   checkAndIncrement(counters: Counter[]): CounterResult | Promise<CounterResult>;
 }
 
-export class LocalCounters implements CounterStore {
+class LocalCounters implements CounterStore {
   private readonly counts = new Map<string, { value: number; expiresAt: number }>();
   private nextSweep = 0;
 

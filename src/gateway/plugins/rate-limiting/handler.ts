@@ -12,7 +12,7 @@ import { checkRateLimitingConfig, expandRedisShorthands, PERIODS, rateLimitingFi
 const HEADER_PERIOD: Record<Period, string> = { second: 'Second', minute: 'Minute', hour: 'Hour', day: 'Day', month: 'Month', year: 'Year' };
 
 /** Start and end (ms) of the window of `period` that holds `now`, aligned like Kong's get_timestamps (UTC). */
-export function windowOf(period: Period, now: number): { start: number; end: number } {
+function windowOf(period: Period, now: number): { start: number; end: number } {
   const fixed = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
   if (period in fixed) {
     const size = fixed[period as keyof typeof fixed];
