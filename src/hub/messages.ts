@@ -3,6 +3,7 @@
  * that travels in the topic (`$.mid=…&$.cid=…&key=value`), the bounded
  * telemetry log the cloud side reads and follows, and C2D message records.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { invalidArgument, HubError } from './errors.ts';
 import { encodeUriComponentStrict } from './sas.ts';
@@ -70,8 +71,7 @@ export interface MessageBody {
 }
 
 export function describeBody(payload: Buffer): MessageBody {
-  const text = payload.toString('utf8');
-  return Buffer.from(text, 'utf8').equals(payload) ? { body: text, bodyEncoding: 'utf8' } : { body: payload.toString('base64'), bodyEncoding: 'base64' };
+  return isUtf8(payload) ? { body: payload.toString('utf8'), bodyEncoding: 'utf8' } : { body: payload.toString('base64'), bodyEncoding: 'base64' };
 }
 
 export interface TelemetryMessage extends PropertyBag, MessageBody {

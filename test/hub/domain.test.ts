@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import deviceSdk from 'azure-iot-device';
 import serviceSdk from 'azure-iothub';
 import { createSasToken, isExpired, parseSasToken, resourceCovers, signedWith } from '../../src/hub/sas.ts';
-import { encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/messages.ts';
+import { describeBody, encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/messages.ts';
 import { DEFAULT_TWIN_LIMITS, depthOf, mergePatch, newTwin, patchReportedProperties, sizeOf, updateDesiredProperties } from '../../src/hub/twin.ts';
 import { parseUsername } from '../../src/hub/hub.ts';
 
@@ -99,4 +99,9 @@ test('the telemetry log keeps the last N messages and reads them by position', (
   assert.deepEqual(log.since(0, 1).map((m) => m.seq), [3]);
   assert.deepEqual(log.since(5, 10), []);
   assert.equal(log.lastSeq, 5);
+});
+
+test('message bodies are kept as text when they are UTF-8, as base64 otherwise', () => {
+  assert.deepEqual(describeBody(Buffer.from('{"t":"é"}')), { body: '{"t":"é"}', bodyEncoding: 'utf8' });
+  assert.deepEqual(describeBody(Buffer.from([0xff, 0x00, 0x80])), { body: '/wCA', bodyEncoding: 'base64' });
 });
