@@ -30,13 +30,13 @@ test('502 when the upstream refuses connections, after its retries', async (t) =
 });
 
 test('504 when the upstream answers slower than read_timeout; a read timeout is not retried', async (t) => {
-  const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.end('late'), 1500));
+  const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.end('late'), 4000).unref());
   const gw = await gatewayWith(t, doc({ url: backend.url, read_timeout: 200, retries: 3 }, [{ paths: ['/'] }]));
   const started = Date.now();
   const res = await request(`${gw.proxy}/slow`);
   assert.equal(res.statusCode, 504);
   assert.equal(await message(res), 'The upstream server is timing out');
-  assert.ok(Date.now() - started < 1400, 'answered at the read timeout, not when the upstream finished');
+  assert.ok(Date.now() - started < 3000, 'answered at the read timeout, not when the upstream finished');
   assert.equal(backend.seen.length, 1);
 });
 

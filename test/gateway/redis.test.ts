@@ -15,7 +15,7 @@ function doc(url: string, redisPort: number, limit: Record<string, unknown>) {
     consumers: [{ username: 'alice', keyauth_credentials: [{ key: 'alice-key' }] }],
     plugins: [
       { name: 'key-auth' },
-      { name: 'rate-limiting', config: { policy: 'redis', redis: { host: '127.0.0.1', port: redisPort, timeout: 500 }, ...limit } },
+      { name: 'rate-limiting', config: { policy: 'redis', redis: { host: '127.0.0.1', port: redisPort, timeout: 2000 }, ...limit } },
     ],
   };
 }
