@@ -2,7 +2,8 @@
  * Scoring off the event loop (DESIGN "The event loop stays free"): a small
  * pool of worker threads, each holding the model; batches go round-robin.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startTypeScriptWorker } from '../common/worker.ts';
 import type { MeasuredTexts } from './analyze.ts';
 import type { ScoreReply, ScoreRequest } from './worker.ts';
 
@@ -22,15 +23,9 @@ export class ScorerPool {
   /** Starts `size` workers and waits until each has loaded the model. */
   static async start(modelDir: string, size: number): Promise<ScorerPool> {
     const pool = new ScorerPool();
-    // A worker does not inherit a TypeScript loader registered through tsx's API (bin/offcloud.js):
-    // it registers its own before importing the scoring module.
-    const bootstrap = `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))};
-register();
-await import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)});`;
-    const entry = new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`);
     await Promise.all(
       Array.from({ length: size }, () => {
-        const worker = new Worker(entry, { workerData: { modelDir } });
+        const worker = startTypeScriptWorker(new URL('./worker.ts', import.meta.url), { workerData: { modelDir } });
         pool.#workers.push(worker);
         return new Promise<void>((resolve, reject) => {
           worker.once('error', reject);

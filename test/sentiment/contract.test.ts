@@ -21,7 +21,7 @@ async function status(base: string): Promise<Status> {
 
 /** Waits (bounded) until the container's /status satisfies a condition; reports come every 100 ms here. */
 async function statusBecomes(base: string, wanted: (s: Status) => boolean): Promise<Status> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const current = await status(base);
     if (wanted(current)) return current;
@@ -39,7 +39,7 @@ async function score(base: string, texts: string[]) {
 function startCli(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(eula|billing|apikey)$/i.test(k) && !k.startsWith('OFFCLOUD_SENTIMENT_')));
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(PACKAGE_ROOT, 'bin', 'offcloud.js'), 'sentiment', '--port', '0', ...args], { env, timeout: 60_000 }, (err, _stdout, stderr) =>
+    execFile(process.execPath, [join(PACKAGE_ROOT, 'bin', 'offcloud.js'), 'sentiment', '--port', '0', ...args], { env, timeout: 120_000 }, (err, _stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
     );
   });
