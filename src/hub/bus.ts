@@ -11,7 +11,7 @@ export type HubEvent =
   /** New C2D messages for a device: whoever holds it delivers. */
   | { type: 'c2d'; deviceId: string }
   | { type: 'desired'; key: string; patch: JsonObject }
-  | { type: 'method-request'; key: string; rid: string; methodName: string; payload: JsonValue; origin: string }
+  | { type: 'method-request'; key: string; rid: string; methodName: string; payload: JsonValue; origin: string; timeoutMs: number }
     /** `notSubscribed`: the device is connected but never subscribed to `$iothub/methods/POST/#`. */
   | { type: 'method-response'; rid: string; status: number; payload: JsonValue; origin: string; notSubscribed?: boolean }
   | { type: 'telemetry'; message: Omit<TelemetryMessage, 'seq'> }

@@ -297,7 +297,7 @@ export class DeviceHub {
       }, timeout * 1000);
       this.pendingMethods.set(rid, { resolve, reject, timer });
     });
-    await this.bus.publish({ type: 'method-request', key, rid, methodName: request.methodName, payload, origin: this.settings.replicaId });
+    await this.bus.publish({ type: 'method-request', key, rid, methodName: request.methodName, payload, origin: this.settings.replicaId, timeoutMs: timeout * 1000 });
     return result;
   }
 

@@ -217,6 +217,8 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
           return;
         }
         session.methodOrigins.set(event.rid, event.origin);
+        // An answer after the caller gave up is dropped, and so is the entry.
+        setTimeout(() => session.methodOrigins.delete(event.rid), event.timeoutMs).unref();
         session.send(methodRequestTopic(event.methodName, event.rid), JSON.stringify(event.payload));
         return;
       }

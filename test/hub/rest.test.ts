@@ -177,3 +177,24 @@ test('fuzzing: wrong types, broken JSON, huge bodies and path tricks answer in t
   assert.equal(twin.version, 1, 'nothing was stored by the refused calls');
   assert.equal(twin.properties.desired.$version, 1);
 });
+
+test('a direct method the device does not answer in time gives 504; one it is not subscribed to gives 404', async () => {
+  const key = await hub.createDevice('silent');
+  const device = await connectDevice(hub, 'silent', key);
+  const notSubscribed = await hub.rest('POST', '/twins/silent/methods', { methodName: 'reboot', responseTimeoutInSeconds: 5 });
+  assert.equal(notSubscribed.status, 404);
+  assert.equal(errorCode(notSubscribed.body), 'DeviceNotOnline');
+  await device.subscribeAsync('$iothub/methods/POST/#');
+  const request = nextMessage(device, '$iothub/methods/POST/reboot/');
+  const late = await hub.rest('POST', '/twins/silent/methods', { methodName: 'reboot', responseTimeoutInSeconds: 1 });
+  assert.equal(late.status, 504);
+  assert.equal(errorCode(late.body), 'GatewayTimeout');
+  const rid = /\$rid=(.+)$/.exec((await request).topic)![1]!;
+  // The answer after the deadline is dropped; the connection and the hub carry on.
+  await device.publishAsync(`$iothub/methods/res/200/?$rid=${rid}`, '{}');
+  await device.subscribeAsync('$iothub/twin/res/#');
+  const answer = nextMessage(device, '$iothub/twin/res/200/');
+  await device.publishAsync('$iothub/twin/GET/?$rid=after', '');
+  await answer;
+  await device.endAsync();
+});
