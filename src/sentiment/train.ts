@@ -240,7 +240,8 @@ Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is writt
   ${card.validation.longCount} lines of 10 tokens or more (closest to what users send).
 - **Chosen by measurement**: word n-grams alone gave about 81–82 % on the long lines; character n-grams,
   NB scaling and the contrast features each added measurably. A one-hidden-layer network over the same features,
-  averaged SGD and weighting long lines more did not beat this and were dropped.
+  averaged SGD and weighting long lines more did not beat this and were dropped. These choices were made on
+  this same validation split (there is no separate test split), so the figures above are slightly optimistic.
 - **Limits**: trained on film reviews (SST); other domains score lower. Sarcasm and long-range
   structure are beyond a bag of n-grams. English only; other languages use lexicons (docs/sentiment.md).
 `;
