@@ -222,7 +222,8 @@ class TensorBodyReader {
           digits++;
           c = bytes[++p]!;
         }
-        if (c === DOT && digits > 0) {
+        const fraction = c === DOT && digits > 0;
+        if (fraction) {
           c = bytes[++p]!;
           while (c >= ZERO && c <= NINE && digits < 15) {
             mantissa = mantissa * 10 + (c - ZERO);
@@ -233,8 +234,10 @@ class TensorBodyReader {
         }
         let value: number;
         const plain =
-          digits > 0 && !(c >= ZERO && c <= NINE) && c !== LOWER_E && c !== UPPER_E && c !== DOT &&
-          bytes[p - 1] !== DOT && !(leadingZero && digits > 1 && scale === 0) && !(leadingZero && scale > 0 && digits - scale > 1);
+          (c === COMMA || c === RBRACKET || c === SPACE || c === LF || c === CR || c === TAB) &&
+          digits > 0 &&
+          !(leadingZero && digits - scale > 1) &&
+          !(fraction && scale === 0);
         if (plain) {
           value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
           if (negative) value = -value;
