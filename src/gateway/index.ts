@@ -5,6 +5,7 @@
  * started before it.
  */
 import { defineComponent } from '../common/component.ts';
+import { parseDeclarativeFile } from './parse-command.ts';
 import { gatewayOptions, startGateway } from './server.ts';
 import { startUsers, usersOptions } from './users/server.ts';
 
@@ -20,6 +21,13 @@ export const gateway = defineComponent({
   summary: 'Kong-compatible API gateway: declarative routes, key-auth, rate-limiting (§4.7, §5, §7, §8)',
   options: gatewayOptions,
   start: startGateway,
+  subcommands: {
+    parse: {
+      summary: "check a Kong 3.0 declarative file without starting anything (like `kong config parse`)",
+      usage: 'offcloud gateway parse <kong.yml|kong.json>',
+      run: parseDeclarativeFile,
+    },
+  },
   wireUp(started) {
     const wired: { usersUrl?: string; calculatorUrl?: string } = {};
     const usersUrl = started.get('users')?.exports?.usersUrl;

@@ -4,7 +4,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { ConfigError } from '../../src/common/errors.ts';
+import { ConfigError, UsageError } from '../../src/common/errors.ts';
+import { gateway } from '../../src/gateway/index.ts';
+import { checkDeclarativeFile } from '../../src/gateway/parse-command.ts';
 import { loadDeclarative, parseDeclarativeText } from '../../src/gateway/declarative.ts';
 import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
 import { CounterStores } from '../../src/gateway/plugins/rate-limiting/counters.ts';
@@ -255,4 +257,19 @@ test("a bad URL option of the default configuration stops start-up naming its fl
   await assert.rejects(start({ redisUrl: 'localhost:6379' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--redis-url (OFFCLOUD_GATEWAY_REDIS_URL)'));
   await assert.rejects(start({ usersUrl: 'not a url' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--users-url'));
   await assert.rejects(start({ calculatorUrl: 'ftp://h' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--calculator-url'));
+});
+
+test('offcloud gateway parse checks a file like `kong config parse`: success for a good one, every path for a bad one', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const good = join(dataDir, 'good.yml');
+  const bad = join(dataDir, 'bad.json');
+  await writeFile(good, KONG_EXAMPLE);
+  await writeFile(bad, JSON.stringify({ _format_version: '3.0', services: [{ host: 'h', routes: [{ paths: ['x'] }] }], plugins: [{ name: 'nope' }] }));
+  assert.deepEqual(await checkDeclarativeFile(good), { ok: true, message: 'parse successful: 2 services, 2 routes, 1 consumers, 1 keyauth_credentials, 2 plugins' });
+  const failed = await checkDeclarativeFile(bad);
+  assert.equal(failed.ok, false);
+  assert.match(failed.message, /services\[0\]\.routes\[0\]\.paths\[0\]: should start with/);
+  assert.match(failed.message, /plugins\[0\]\.name: plugin 'nope' not enabled/);
+  assert.equal((await checkDeclarativeFile(join(dataDir, 'missing.yml'))).ok, false);
+  await assert.rejects(gateway.subcommands!.parse!.run([]), (err: unknown) => err instanceof UsageError);
 });
