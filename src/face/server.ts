@@ -36,7 +36,7 @@ export const faceOptions = {
     default: Math.min(availableParallelism(), 2),
     min: 1,
     max: 64,
-    description: 'model worker threads (each holds its own copy of the models; one per core)',
+    description: 'model worker threads, each with its own copy of the models (default: one per core, at most 2, the container\'s 2 CPU cores)',
   },
   unsupportedAttributes: {
     type: 'string',
@@ -179,6 +179,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   } catch (err) {
     await app.close();
     await billing.close();
+    await downloader.close();
     throw err;
   }
   logger.info('face models loaded');

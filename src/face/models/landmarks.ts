@@ -1,6 +1,7 @@
 /**
  * The Face API's 27 landmarks, each taken from the MediaPipe face mesh point
- * (468 points plus 10 iris points) at the same place on the face. The API's
+ * (468 points plus 10 iris points) at the same place on the face, chosen by
+ * drawing the mesh's numbered points on a portrait. The API's
  * "left" is the side on the image's left (its pupilLeft has the smaller x on
  * a frontal face), which is the mesh's "right" (the person's right).
  */
@@ -62,10 +63,10 @@ const MESH_INDEX: Record<Exclude<LandmarkName, 'pupilLeft' | 'pupilRight'>, numb
   eyeRightOuter: 263,
   noseRootLeft: 193,
   noseRootRight: 417,
-  noseLeftAlarTop: 48,
-  noseRightAlarTop: 278,
-  noseLeftAlarOutTip: 64,
-  noseRightAlarOutTip: 294,
+  noseLeftAlarTop: 209,
+  noseRightAlarTop: 429,
+  noseLeftAlarOutTip: 129,
+  noseRightAlarOutTip: 358,
   upperLipTop: 0,
   upperLipBottom: 13,
   underLipTop: 14,
