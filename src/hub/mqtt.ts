@@ -318,6 +318,8 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
     url: `mqtts://${formatHost(options.host)}:${port}`,
     port,
     async close() {
+      // Presence is shared in scale-out: a replica that shuts down says its devices are gone.
+      await Promise.allSettled([...sessions.values()].map((s) => hub.store.setOffline(s.key, s.connectionId)));
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -69,5 +69,10 @@ test('two replicas on one Redis: C2D, desired push and methods sent via B reach 
   const closedOnA = closedByHub(device);
   const onB = await connectDevice(b.hub, 'roamer', key);
   await closedOnA;
-  await onB.endAsync();
+  // B shutting down (SIGTERM) clears the presence of its devices for every replica.
+  const closedOnB = closedByHub(onB);
+  const exited = new Promise((resolve) => b.child.once('exit', resolve));
+  b.child.kill('SIGTERM');
+  await Promise.all([closedOnB, exited]);
+  assert.equal(((await a.hub.rest('GET', '/devices/roamer')).body as { connectionState: string }).connectionState, 'Disconnected');
 });
