@@ -1,13 +1,17 @@
 /**
  * The model workers: N threads (one per core by default), each with its own
  * copy of the models, fed from one FIFO queue so that each worker measures one
- * image at a time and concurrent requests spread over the cores.
+ * image (or one share of an image's faces) at a time and the work of
+ * concurrent requests, and of one request with many faces, spreads over the cores.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { StartupError } from '../common/errors.ts';
 import { FaceApiError, type FaceErrorCode } from './errors.ts';
 import type { MeasuredFace, Measurements, ModelPaths } from './models/index.ts';
+import type { Region } from './models/image.ts';
+
+const DETECTION_ONLY: Measurements = { analysis: null, glasses: false, mask: false, quality: false };
 
 export interface WorkerRequest {
   id: number;
@@ -15,6 +19,8 @@ export interface WorkerRequest {
   bytes: ArrayBuffer;
   wanted: Measurements;
   maxFaces: number;
+  /** Faces found by an earlier detection: measure these instead of detecting again. */
+  rectangles?: Region[];
 }
 
 export interface MeasuredImage {
@@ -73,13 +79,35 @@ export class ModelPool {
     return pool;
   }
 
-  /** Decodes and measures an image file; an image the decoder refuses rejects with its FaceApiError. */
-  measure(file: Uint8Array, wanted: Measurements, maxFaces: number): Promise<MeasuredImage> {
+  /**
+   * Decodes and measures an image file; an image the decoder refuses rejects
+   * with its FaceApiError. With several faces to analyse and several workers,
+   * one worker finds the faces and the per-face work is then split across all
+   * of them, so that one request also uses every core.
+   */
+  async measure(file: Uint8Array, wanted: Measurements, maxFaces: number): Promise<MeasuredImage> {
+    const workers = this.slots.filter((slot) => slot.loaded).length;
+    const perFace = wanted.analysis !== null || wanted.glasses || wanted.mask || wanted.quality;
+    if (!perFace || workers < 2) return this.run(file, wanted, maxFaces);
+    const found = await this.run(file, DETECTION_ONLY, maxFaces);
+    if (found.faces.length < 2) return found.faces.length ? this.run(file, wanted, maxFaces, [found.faces[0]!.rectangle]) : found;
+    // Contiguous shares keep the faces in their size order when the parts are joined.
+    const rectangles = found.faces.map((face) => face.rectangle);
+    const share = Math.ceil(rectangles.length / workers);
+    const parts = await Promise.all(
+      Array.from({ length: Math.ceil(rectangles.length / share) }, (_, i) =>
+        this.run(file, wanted, maxFaces, rectangles.slice(i * share, (i + 1) * share)),
+      ),
+    );
+    return { width: found.width, height: found.height, faces: parts.flatMap((part) => part.faces) };
+  }
+
+  private run(file: Uint8Array, wanted: Measurements, maxFaces: number, rectangles?: Region[]): Promise<MeasuredImage> {
     // A copy the worker can own: a request body's buffer may be a slice of a shared pool.
     const bytes = new Uint8Array(file).buffer;
     return new Promise((resolve, reject) => {
       this.queue.push({
-        request: { id: this.nextId++, bytes, wanted, maxFaces },
+        request: { id: this.nextId++, bytes, wanted, maxFaces, ...(rectangles ? { rectangles } : {}) },
         resolve,
         reject,
       });

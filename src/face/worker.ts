@@ -16,7 +16,7 @@ const send = (reply: WorkerReply) => port.postMessage(reply);
 async function answer(models: FaceModels, request: WorkerRequest): Promise<WorkerReply> {
   try {
     const image = await decodeImage(new Uint8Array(request.bytes));
-    const faces = await models.measure(image, request.wanted, request.maxFaces);
+    const faces = await models.measure(image, request.wanted, request.maxFaces, request.rectangles);
     return { type: 'measured', id: request.id, width: image.width, height: image.height, faces };
   } catch (err) {
     if (err instanceof FaceApiError) return { type: 'refused', id: request.id, status: err.status, code: err.code, message: err.message };

@@ -55,13 +55,14 @@ export class FaceModels {
   }
 
   /**
-   * The faces of the image, largest first, at most maxFaces. When an analysis
-   * is asked for, a face the mesh model cannot read is left out rather than
-   * given values no model produced.
+   * The faces of the image (or of the given rectangles, found earlier),
+   * largest first, at most maxFaces. When an analysis is asked for, a face the
+   * mesh model cannot read is left out rather than given values no model
+   * produced.
    */
-  async measure(image: RgbImage, wanted: Measurements, maxFaces: number): Promise<MeasuredFace[]> {
-    const detections = await this.detector.detect(image);
-    let faces: MeasuredFace[] = detections.map((d) => ({ rectangle: { left: d.left, top: d.top, width: d.width, height: d.height } }));
+  async measure(image: RgbImage, wanted: Measurements, maxFaces: number, rectangles?: Region[]): Promise<MeasuredFace[]> {
+    const found = rectangles ?? (await this.detector.detect(image)).map((d) => ({ left: d.left, top: d.top, width: d.width, height: d.height }));
+    let faces: MeasuredFace[] = found.map((rectangle) => ({ rectangle }));
     if (wanted.analysis) {
       const analysed: MeasuredFace[] = [];
       for (const face of faces) {
