@@ -8,6 +8,10 @@ import { request } from 'undici';
 import { BillingStore } from '../../src/billing/store.ts';
 import { SENTIMENT_METERS } from '../../src/sentiment/server.ts';
 import { PACKAGE_ROOT } from '../../src/common/models.ts';
+import { withDefaults } from '../../src/common/config.ts';
+import { billing } from '../../src/billing/index.ts';
+import { sentiment } from '../../src/sentiment/index.ts';
+import { quiet, tempDataDir } from '../helpers/index.ts';
 import { SENTIMENT_V20, startSetup } from './helpers.ts';
 
 interface Status {
@@ -121,4 +125,15 @@ test('R-SENT-9 a resource over its quota: billing says OutOfQuota and scoring an
   const refused = await score(setup.base, ['Three.']);
   assert.equal(refused.status, 403);
   assert.equal(refused.body.code, 'OutOfQuota');
+});
+
+test('R-SENT-8 under offcloud up the container takes the billing URL and the demo key from the billing component', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const billingRunning = await billing.start(withDefaults(billing.options, { ...quiet, dataDir, demoResources: true }));
+  t.after(() => billingRunning.close());
+  const wired = sentiment.wireUp!(new Map([['billing', billingRunning]]));
+  assert.deepEqual(wired, { eula: 'accept', billing: billingRunning.exports!.billingUrl, apiKey: billingRunning.exports!['apiKey.sentiment'] });
+  const container = await sentiment.start(withDefaults(sentiment.options, { ...quiet, dataDir, ...wired }));
+  t.after(() => container.close());
+  assert.equal((await status(new URL(container.urls[0]!.url).origin)).apiStatus, 'Valid');
 });
