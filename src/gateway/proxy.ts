@@ -123,6 +123,8 @@ export class Proxy {
       }
       await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, rawPath });
     } catch (err) {
+      // A client that went away gets nothing; one whose answer had begun gets a cut connection.
+      if (res.destroyed) return;
       if (res.headersSent) {
         res.destroy();
         return;

@@ -221,3 +221,21 @@ test('HTTPS upstreams: tls_verify off (Kong default) connects; tls_verify on ref
   assert.equal(strict.statusCode, 502);
   await strict.body.dump();
 });
+
+test('a client that goes away mid-request makes the gateway drop the upstream request; it keeps serving', async (t) => {
+  let upstreamClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  const backend = await echoBackend(t, (req, res) => {
+    if (req.url === '/hang') res.once('close', upstreamClosed);
+    else res.end('ok');
+  });
+  const gw = await gatewayWith(t, doc({ url: backend.url }, [{ paths: ['/'] }]));
+  const controller = new AbortController();
+  const pending = request(`${gw.proxy}/hang`, { signal: controller.signal });
+  while (backend.seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  controller.abort();
+  await assert.rejects(pending);
+  await closed;
+  const after = await request(`${gw.proxy}/ok`);
+  assert.equal(await after.body.text(), 'ok');
+});
