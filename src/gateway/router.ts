@@ -65,8 +65,9 @@ function hostMatches(matcher: NonNullable<RouteCandidate['hosts']>, host: string
 
 /**
  * One candidate per route path, sorted like Kong's sort_routes: more kinds
- * of criteria first; then regex paths before plain ones; more headers;
- * higher regex_priority; longer plain paths; then the order of the file.
+ * of criteria first; exact hosts before wildcard hosts; then regex paths
+ * before plain ones; more headers; higher regex_priority; longer plain
+ * paths; then the order of the file.
  */
 export function compileRoutes(routes: { route: Route; service: Service; plugins: PluginSlot[] }[]): RouteCandidate[] {
   const rows: { candidate: RouteCandidate; bits: number; order: number }[] = [];
@@ -94,6 +95,7 @@ export function compileRoutes(routes: { route: Route; service: Service; plugins:
     return (
       bitCount(b.bits) - bitCount(a.bits) ||
       b.bits - a.bits ||
+      Number(plainHostsOnly(cb)) - Number(plainHostsOnly(ca)) ||
       Number(cb.regex !== null) - Number(ca.regex !== null) ||
       (cb.headers?.length ?? 0) - (ca.headers?.length ?? 0) ||
       (ca.regex && cb.regex ? cb.route.regex_priority - ca.route.regex_priority : 0) ||
@@ -102,6 +104,11 @@ export function compileRoutes(routes: { route: Route; service: Service; plugins:
     );
   });
   return rows.map((r) => r.candidate);
+}
+
+/** Kong's "plain host only" bit: exact host names outrank wildcards. */
+function plainHostsOnly(candidate: RouteCandidate): boolean {
+  return candidate.hosts !== null && candidate.hosts.wildcards.length === 0;
 }
 
 function headerMatches(wanted: [string, ReadonlySet<string>][], headers: MatchInput['headers']): boolean {

@@ -232,6 +232,7 @@ test("routes are tried in Kong's priority order", () => {
           { name: 'regex-low', paths: ['~/api/v1/items/\\d+$'] },
           { name: 'regex-high', paths: ['~/api/v1/items/7$'], regex_priority: 5 },
           { name: 'host-and-path', paths: ['/api'], hosts: ['*.example.com'] },
+          { name: 'exact-host', paths: ['/api'], hosts: ['b.example.com'] },
           { name: 'get-only', paths: ['/api/v1'], methods: ['GET'] },
           { name: 'header', headers: { 'x-version': ['2'] } },
         ],
@@ -246,6 +247,7 @@ test("routes are tried in Kong's priority order", () => {
   assert.equal(route('POST', '/api/v1/items/3'), 'regex-low', 'regex paths before plain ones');
   assert.equal(route('POST', '/api/v1/items/7'), 'regex-high', 'higher regex_priority first');
   assert.equal(route('POST', '/api/v1/x', 'a.example.com:8000'), 'host-and-path', 'hosts outrank paths');
+  assert.equal(route('POST', '/api/v1/x', 'b.example.com'), 'exact-host', 'an exact host outranks a wildcard');
   assert.equal(route('POST', '/apix'), 'short', 'plain paths are string prefixes');
   assert.equal(route('POST', '/nothing', 'other', { 'x-version': '2' }), 'header');
   assert.equal(route('POST', '/nothing'), undefined);
