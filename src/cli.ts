@@ -5,7 +5,7 @@
 import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
 import type { CommandGroup, ComponentDefinition, RunningComponent } from './common/component.ts';
 import { OffcloudError, UsageError } from './common/errors.ts';
-import { createLogger } from './common/log.ts';
+import { createLogger, type Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
 import { commandGroups, components } from './components.ts';
@@ -97,8 +97,11 @@ function printStarted(started: Map<string, RunningComponent>): void {
   process.stdout.write(formatTable(['component', 'what', 'url', 'credentials / keys', 'CA file'], rows) + '\n');
 }
 
-async function closeAll(started: Map<string, RunningComponent>): Promise<void> {
-  await Promise.allSettled([...started.values()].reverse().map((running) => running.close()));
+/** Closes in reverse start order, so a container's last usage report still finds billing. */
+async function closeAll(started: Map<string, RunningComponent>, logger: Logger): Promise<void> {
+  for (const [name, running] of [...started.entries()].reverse()) {
+    await running.close().catch((err: unknown) => logger.error({ err, component: name }, 'error while closing'));
+  }
 }
 
 async function runUp(args: string[]): Promise<number> {
@@ -114,7 +117,7 @@ async function runUp(args: string[]): Promise<number> {
   const logger = createLogger(global.logLevel, 'offcloud');
   await ensureLocalCa(global.dataDir);
   const started = new Map<string, RunningComponent>();
-  closeOnSignals(() => closeAll(started), logger);
+  closeOnSignals(() => closeAll(started, logger), logger);
   try {
     for (const component of components) {
       const own: Record<string, string | boolean> = {};
@@ -127,7 +130,7 @@ async function runUp(args: string[]): Promise<number> {
       started.set(component.name, await component.start(options));
     }
   } catch (err) {
-    await closeAll(started);
+    await closeAll(started, logger);
     throw err;
   }
   printStarted(started);
@@ -155,7 +158,8 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
   const options = resolveConfig(component.name, component.options, { flags, env: process.env, file: fileSection(configPath, component.name) });
   const running = await component.start(options);
   const started = new Map([[component.name, running]]);
-  closeOnSignals(() => closeAll(started), createLogger(String(options.logLevel ?? 'info'), 'offcloud'));
+  const logger = createLogger(String(options.logLevel ?? 'info'), 'offcloud');
+  closeOnSignals(() => closeAll(started, logger), logger);
   printStarted(started);
   return -1;
 }
