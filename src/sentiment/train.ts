@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { writeFileAtomic } from '../common/files.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
+import { seededRandom } from '../common/random.ts';
 import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
 import { writeModel, type SentimentModelCard } from './model.ts';
 
@@ -45,18 +46,6 @@ export const DEFAULT_SETTINGS: TrainSettings = {
 
 export const DEFAULT_DATA = resolve(PACKAGE_ROOT, '..', 'shared', 'data', 'sst2', 'train.tsv');
 export const DEFAULT_OUT = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
-
-/** mulberry32: a small seeded PRNG, so the split and order are the same on every machine. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffle<T>(items: T[], random: () => number): T[] {
   for (let i = items.length - 1; i > 0; i--) {

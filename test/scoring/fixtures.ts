@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import sharp from 'sharp';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
 // The project's one seeded generator (mulberry32), so a failing fuzz case can be replayed.
-export { seededRandom } from '../../src/sentiment/train.ts';
+export { seededRandom } from '../../src/common/random.ts';
 
 export function nestedTensor<T>(shape: readonly number[], value: () => T): unknown {
   const [dim, ...rest] = shape;

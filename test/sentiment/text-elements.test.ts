@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTextElements } from '../../src/sentiment/text-elements.ts';
-import { seededRandom } from '../../src/sentiment/train.ts';
+import { seededRandom } from '../../src/common/random.ts';
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 function wholeTextCount(text: string): number {
