@@ -146,9 +146,10 @@ export class ModelPool {
       worker.on('exit', (code) => {
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots.splice(index, 1);
-        if (!slot.loaded || this.closing) return;
-        // A worker that died takes its one task with it; a fresh one takes its place.
+        // A worker that died (or was ended by close) takes its one task with it.
         slot.busy?.reject(new Error(`model worker exited with code ${code}`));
+        if (!slot.loaded || this.closing) return;
+        // A fresh worker takes its place.
         this.logger.error({ code }, 'face model worker exited; starting another');
         this.addWorker().catch((err: Error) => this.logger.error({ err }, 'face model worker could not be replaced'));
       });
