@@ -1,9 +1,8 @@
 /** What the devices suites share: a real etcd on loopback, DevSvc replicas as child processes, a GET helper. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { request } from 'undici';
-import { debianProgram } from '../helpers/index.ts';
+import { debianProgram, freePort } from '../helpers/index.ts';
 
 /**
  * Cleanups that run last-registered-first (node:test runs `t.after` hooks in
@@ -17,14 +16,7 @@ export function lifo(t: { after(fn: () => unknown): void }): { after(fn: () => u
   return { after: (fn) => void stack.push(fn) };
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort };
 
 /** Debian's etcd on two free loopback ports in `dir`; resolves once it serves clients. */
 export async function startEtcd(t: { after(fn: () => unknown): void }, dir: string): Promise<string> {

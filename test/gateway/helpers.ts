@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { stringify } from 'yaml';
@@ -10,7 +10,7 @@ import type { RuntimeExtras } from '../../src/common/config.ts';
 import { startCalculator } from '../../src/calculator/server.ts';
 import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/gateway/users/server.ts';
-import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { debianProgram, freePort, quiet, tempDataDir } from '../helpers/index.ts';
 
 type After = Pick<TestContext, 'after'>;
 
@@ -94,13 +94,7 @@ export async function listenOn(t: After, server: Server): Promise<string> {
 }
 
 /** A loopback port nothing listens on (bound, read, released). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort };
 
 /** Debian's redis-server on a free loopback port, in a temp dir, stopped after the test. */
 export async function startRedis(t: After): Promise<{ port: number; stop(): Promise<void> }> {

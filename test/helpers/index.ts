@@ -3,6 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 
 const dataDirs = new Set<string>();
 let removeOnExit = false;
@@ -12,7 +13,7 @@ let removeOnExit = false;
  * process exits: `t.after` hooks run in the order they were added, so removing
  * it there would pull the folder from under servers the test closes later.
  */
-export async function tempDataDir(_t?: unknown): Promise<string> {
+export async function tempDataDir(_t: { after(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-test-'));
   dataDirs.add(dir);
   if (!removeOnExit) {
@@ -84,4 +85,13 @@ export class LineWatcher {
       this.waiters.push({ match, resolve: done });
     });
   }
+}
+
+/** A TCP port free on 127.0.0.1 right now, for servers that must be told their port (redis, etcd, mosquitto). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -2,11 +2,10 @@
 import { readFile } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import mqtt, { type MqttClient } from 'mqtt';
-import { tempDataDir, quiet } from '../helpers/index.ts';
+import { freePort, tempDataDir, quiet } from '../helpers/index.ts';
 import { startHub, type HubOptions } from '../../src/hub/server.ts';
 import { createSasToken } from '../../src/hub/sas.ts';
 
@@ -222,10 +221,4 @@ export function killHard(child: ChildProcess): Promise<void> {
 }
 
 /** A port free on loopback right now, for programs that cannot take port 0 (redis-server, mosquitto). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort };
