@@ -222,6 +222,19 @@ test('R-FACE-4 a photo without faces gives []; more than 100 faces gives the 100
   for (let i = 1; i < crowd.length; i++) assert.ok(area(crowd[i - 1]!) >= area(crowd[i]!));
 });
 
+test('R-FACE-1 a 36-pixel face in a 1920×1080 photo is found where it is', async () => {
+  const small = await sharp(portrait).resize(72, 72).toBuffer();
+  const photo = await sharp({ create: { width: 1920, height: 1080, channels: 3, background: '#6a7a8a' } })
+    .composite([{ input: small, left: 1500, top: 800 }])
+    .jpeg({ quality: 92 })
+    .toBuffer();
+  const faces = await detectFaces(photo);
+  assert.equal(faces.length, 1, JSON.stringify(faces));
+  const r = faces[0]!.faceRectangle;
+  assert.ok(r.left >= 1500 && r.top >= 800 && r.left + r.width <= 1572 && r.top + r.height <= 872, JSON.stringify(r));
+  assert.ok(r.width >= 25 && r.height >= 30, 'the face, not a fragment');
+});
+
 test('R-FACE-5 age, gender and emotion from the models: a man and four smiling women', async () => {
   const faces = await detectFaces(await photos.fivePeople(), 'returnFaceAttributes=age,gender,emotion,smile');
   const byPanel = faces.map((f) => ({ panel: photos.FIVE_PANELS.findIndex((p) => f.faceRectangle.left >= p.left && f.faceRectangle.left < p.right), a: f.faceAttributes! }));

@@ -7,13 +7,17 @@
  * and the letterboxed RFB all five.
  */
 import ort from 'onnxruntime-node';
-import { fitInside, type Region, type RgbImage } from './image.ts';
+import { cropResized, fitInside, type Region, type RgbImage } from './image.ts';
 
 const INPUT_WIDTH = 640;
 const INPUT_HEIGHT = 480;
 /** Upstream's recommended operating point. */
 const SCORE_THRESHOLD = 0.7;
 const NMS_IOU = 0.3;
+/** A box this much inside a surer one is the same face seen twice (whole pass and a tile). */
+const CONTAINED = 0.7;
+/** Tiles are this many times the model input, so their faces shrink by 1/TILE_ZOOM only. */
+const TILE_ZOOM = 1.5;
 
 export interface Detection extends Region {
   score: number;
@@ -33,48 +37,98 @@ export class FaceDetector {
     // Letterboxed (aspect kept, the rest at the model's zero) rather than stretched: a
     // stretched panorama squashes faces past what the model recognises.
     const { image: fitted, scale } = await fitInside(image, INPUT_WIDTH, INPUT_HEIGHT);
+    const candidates = await this.candidates(fitted, (x, y) => ({ x: (x * INPUT_WIDTH) / scale, y: (y * INPUT_HEIGHT) / scale }));
+    // Shrunk to 640×480 a large photo's small faces fall below the model's ~28 px: the photo
+    // is also scanned in overlapping tiles at 1/TILE_ZOOM, so 36-px faces of a 1920×1080 photo are found.
+    if (scale < 1 / TILE_ZOOM) {
+      for (const tile of tilesOf(image)) {
+        const pixels = await cropResized(image, tile, INPUT_WIDTH, INPUT_HEIGHT);
+        const found = await this.candidates(pixels, (x, y) => ({ x: tile.left + x * tile.width, y: tile.top + y * tile.height }));
+        // A face cut by a tile's inner edge is left to the tile (or the whole pass) that holds it whole.
+        candidates.push(...found.filter((d) => !cutByInnerEdge(d, tile, image)));
+      }
+    }
+    const inside = candidates.flatMap((d) => {
+      const left = Math.max(0, d.left);
+      const top = Math.max(0, d.top);
+      const width = Math.min(image.width, d.left + d.width) - left;
+      const height = Math.min(image.height, d.top + d.height) - top;
+      return width >= 1 && height >= 1 ? [{ left, top, width, height, score: d.score }] : [];
+    });
+    return suppressOverlaps(inside).sort((a, b) => b.width * b.height - a.width * a.height);
+  }
+
+  /** One model pass over pixels placed at the input's top-left; boxes mapped by `toImage` from 0..1 model coordinates. */
+  private async candidates(pixels: RgbImage, toImage: (x: number, y: number) => { x: number; y: number }): Promise<Detection[]> {
     const plane = INPUT_WIDTH * INPUT_HEIGHT;
     const input = new Float32Array(3 * plane);
-    for (let y = 0; y < fitted.height; y++) {
-      for (let x = 0; x < fitted.width; x++) {
-        const from = (y * fitted.width + x) * 3;
+    for (let y = 0; y < pixels.height; y++) {
+      for (let x = 0; x < pixels.width; x++) {
+        const from = (y * pixels.width + x) * 3;
         const to = y * INPUT_WIDTH + x;
-        input[to] = (fitted.data[from]! - 127) / 128;
-        input[plane + to] = (fitted.data[from + 1]! - 127) / 128;
-        input[2 * plane + to] = (fitted.data[from + 2]! - 127) / 128;
+        input[to] = (pixels.data[from]! - 127) / 128;
+        input[plane + to] = (pixels.data[from + 1]! - 127) / 128;
+        input[2 * plane + to] = (pixels.data[from + 2]! - 127) / 128;
       }
     }
     const output = await this.session.run({ input: new ort.Tensor('float32', input, [1, 3, INPUT_HEIGHT, INPUT_WIDTH]) });
     const scores = output.scores!.data as Float32Array;
     const boxes = output.boxes!.data as Float32Array;
-    const candidates: Detection[] = [];
+    const found: Detection[] = [];
     for (let i = 0; i < scores.length / 2; i++) {
       const score = scores[i * 2 + 1]!;
       if (score < SCORE_THRESHOLD) continue;
-      const x1 = Math.max(0, (boxes[i * 4]! * INPUT_WIDTH) / scale);
-      const y1 = Math.max(0, (boxes[i * 4 + 1]! * INPUT_HEIGHT) / scale);
-      const x2 = Math.min(image.width, (boxes[i * 4 + 2]! * INPUT_WIDTH) / scale);
-      const y2 = Math.min(image.height, (boxes[i * 4 + 3]! * INPUT_HEIGHT) / scale);
-      if (x2 - x1 < 1 || y2 - y1 < 1) continue;
-      candidates.push({ left: x1, top: y1, width: x2 - x1, height: y2 - y1, score });
+      const a = toImage(boxes[i * 4]!, boxes[i * 4 + 1]!);
+      const b = toImage(boxes[i * 4 + 2]!, boxes[i * 4 + 3]!);
+      if (b.x - a.x < 1 || b.y - a.y < 1) continue;
+      found.push({ left: a.x, top: a.y, width: b.x - a.x, height: b.y - a.y, score });
     }
-    return suppressOverlaps(candidates).sort((a, b) => b.width * b.height - a.width * a.height);
+    return found;
   }
 }
 
-function intersectionOverUnion(a: Region, b: Region): number {
-  const w = Math.min(a.left + a.width, b.left + b.width) - Math.max(a.left, b.left);
-  const h = Math.min(a.top + a.height, b.top + b.height) - Math.max(a.top, b.top);
-  if (w <= 0 || h <= 0) return 0;
-  const overlap = w * h;
-  return overlap / (a.width * a.height + b.width * b.height - overlap);
+/** Tiles of TILE_ZOOM × the model input, overlapping by a fifth, covering the image. */
+function tilesOf(image: RgbImage): Region[] {
+  const width = INPUT_WIDTH * TILE_ZOOM;
+  const height = INPUT_HEIGHT * TILE_ZOOM;
+  const starts = (length: number, tile: number) => {
+    const out: number[] = [];
+    for (let start = 0; ; start += tile * 0.8) {
+      out.push(Math.max(0, Math.min(start, length - tile)));
+      if (start + tile >= length) return out;
+    }
+  };
+  return starts(image.height, height).flatMap((top) => starts(image.width, width).map((left) => ({ left, top, width, height })));
 }
 
-/** Greedy non-maximum suppression: the most confident box of each overlapping group stays. */
+function cutByInnerEdge(box: Region, tile: Region, image: RgbImage): boolean {
+  const margin = 2;
+  return (
+    (tile.left > 0 && box.left <= tile.left + margin) ||
+    (tile.top > 0 && box.top <= tile.top + margin) ||
+    (tile.left + tile.width < image.width && box.left + box.width >= tile.left + tile.width - margin) ||
+    (tile.top + tile.height < image.height && box.top + box.height >= tile.top + tile.height - margin)
+  );
+}
+
+function overlapOf(a: Region, b: Region): number {
+  const w = Math.min(a.left + a.width, b.left + b.width) - Math.max(a.left, b.left);
+  const h = Math.min(a.top + a.height, b.top + b.height) - Math.max(a.top, b.top);
+  return w <= 0 || h <= 0 ? 0 : w * h;
+}
+
+function sameFace(a: Region, b: Region): boolean {
+  const overlap = overlapOf(a, b);
+  const areaA = a.width * a.height;
+  const areaB = b.width * b.height;
+  return overlap / (areaA + areaB - overlap) >= NMS_IOU || overlap / Math.min(areaA, areaB) >= CONTAINED;
+}
+
+/** Greedy non-maximum suppression: the most confident box of each group of boxes on one face stays. */
 function suppressOverlaps(candidates: Detection[]): Detection[] {
   const kept: Detection[] = [];
   for (const candidate of [...candidates].sort((a, b) => b.score - a.score)) {
-    if (kept.every((k) => intersectionOverUnion(k, candidate) < NMS_IOU)) kept.push(candidate);
+    if (kept.every((k) => !sameFace(k, candidate))) kept.push(candidate);
   }
   return kept;
 }
