@@ -4,7 +4,8 @@
  * image (or one share of an image's faces) at a time and the work of
  * concurrent requests, and of one request with many faces, spreads over the cores.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startTypeScriptWorker } from '../common/worker.ts';
 import type { Logger } from 'pino';
 import { StartupError } from '../common/errors.ts';
 import { FaceApiError, type FaceErrorCode } from './errors.ts';
@@ -50,11 +51,7 @@ interface Slot {
   busy: Task | null;
 }
 
-const WORKER_URL = new URL('./worker.ts', import.meta.url).href;
-// Workers do not inherit the parent's TypeScript loader when the CLI registered tsx
-// programmatically, so the worker imports its module through tsx itself.
-const TSX_API = import.meta.resolve('tsx/esm/api');
-const BOOTSTRAP = `import(${JSON.stringify(TSX_API)}).then((tsx) => tsx.tsImport(${JSON.stringify(WORKER_URL)}, ${JSON.stringify(WORKER_URL)}))`;
+const WORKER_MODULE = new URL('./worker.ts', import.meta.url);
 
 export class ModelPool {
   private readonly slots: Slot[] = [];
@@ -123,7 +120,7 @@ export class ModelPool {
 
   private addWorker(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const worker = new Worker(BOOTSTRAP, { eval: true, workerData: this.paths });
+      const worker = startTypeScriptWorker(WORKER_MODULE, { workerData: this.paths });
       // Listed at once, so that close() also ends a worker still loading its models.
       const slot: Slot = { worker, loaded: false, busy: null };
       this.slots.push(slot);
