@@ -1,6 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { createClient, assignDataRole } from '../../src/identity/manage.ts';
+import { ensureLocalCa } from '../../src/common/ca.ts';
 import { suiteCleanup } from '../identity/helpers.ts';
 import { runSdkScenario, startStorageStack, type StorageStack } from './helpers.ts';
 
@@ -82,4 +85,40 @@ test('R-BLOB-2 a principal with Storage Blob Data Reader lists but cannot write;
     list: { statusCode: 403, code: 'AuthorizationPermissionMismatch' },
     create: { statusCode: 403, code: 'AuthorizationPermissionMismatch' },
   });
+});
+
+test('R-BLOB-2 a request that reaches storage without a token gets the 401 challenge, and the SDK follows it once with a new token', async (t) => {
+  const { client, secret } = await stack.identity.change((d) => {
+    const made = createClient(d, { displayName: 'challenged' });
+    assignDataRole(d, made.client.appId, 'Storage Blob Data Reader', '/storage/devstoreaccount1');
+    return made;
+  });
+  // An HTTPS hop in front of storage that drops the Authorization header of the first request,
+  // as a proxy that strips credentials would: storage must challenge, the SDK must answer it.
+  const ca = await ensureLocalCa(stack.dataDir);
+  const target = new URL(stack.blobEndpoint);
+  const seen: { authorized: boolean; status: number }[] = [];
+  const hop = createHttpsServer({ cert: ca.cert, key: ca.key }, (req, res) => {
+    const headers = { ...req.headers, host: target.host };
+    if (seen.length === 0) delete headers.authorization;
+    const upstream = httpsRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers, ca: ca.caCert }, (answer) => {
+      seen.push({ authorized: Boolean(headers.authorization), status: answer.statusCode ?? 0 });
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => hop.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => hop.close(resolve)));
+  const hopEndpoint = `https://127.0.0.1:${(hop.address() as AddressInfo).port}/devstoreaccount1`;
+  const outcome = await runSdkScenario(
+    { ...stack, blobEndpoint: hopEndpoint },
+    { SCENARIO: 'listOnly', SCENARIO_CREDENTIAL: 'client-secret', SCENARIO_PREFIX: 'ch', CLIENT_ID: client.appId, CLIENT_SECRET: secret },
+  );
+  assert.equal(outcome.ok, true, JSON.stringify(outcome.error));
+  assert.equal((outcome.result as { list: unknown }).list, null, 'the listing succeeded after the challenge');
+  assert.deepEqual(seen.slice(0, 2), [
+    { authorized: false, status: 401 },
+    { authorized: true, status: 200 },
+  ]);
 });
