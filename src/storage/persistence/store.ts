@@ -59,13 +59,6 @@ interface ContainerState {
   queue: Promise<unknown>;
 }
 
-let etagCounter = 0;
-/** Etags in the service's style: 0x + a hex number that grows with each change. */
-export function newEtag(): string {
-  etagCounter = (etagCounter + 1) % 4096;
-  return `"0x${(Date.now() * 4096 + etagCounter).toString(16).toUpperCase()}"`;
-}
-
 function hash(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 32);
 }
@@ -87,6 +80,7 @@ function measuring(limit: number) {
 
 export class AccountStore {
   private readonly containers = new Map<string, ContainerState>();
+  private etagCounter = 0;
 
   private constructor(readonly root: string) {}
 
@@ -128,6 +122,12 @@ export class AccountStore {
     await Promise.all(files.filter((f) => !referenced.has(f)).map((f) => rm(join(dir, 'data', f), { force: true })));
   }
 
+  /** Etags in the service's style: 0x + a hex number that grows with each change of this account. */
+  private newEtag(): string {
+    this.etagCounter = (this.etagCounter + 1) % 4096;
+    return `"0x${(Date.now() * 4096 + this.etagCounter).toString(16).toUpperCase()}"`;
+  }
+
   listContainers(): ContainerRecord[] {
     return [...this.containers.values()].map((c) => c.record).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
@@ -145,7 +145,7 @@ export class AccountStore {
   async createContainer(name: string, metadata: Record<string, string>): Promise<ContainerRecord> {
     if (this.containers.has(name)) throw errors.containerExists();
     const now = Date.now();
-    const record: ContainerRecord = { name, created: now, modified: now, etag: newEtag(), metadata };
+    const record: ContainerRecord = { name, created: now, modified: now, etag: this.newEtag(), metadata };
     const dir = join(this.root, name);
     const state: ContainerState = { record, dir, blobs: new Map(), queue: Promise.resolve() };
     this.containers.set(name, state);
@@ -259,7 +259,7 @@ export class AccountStore {
         md5: data.md5,
         created: previous?.created ?? now,
         modified: now,
-        etag: newEtag(),
+        etag: this.newEtag(),
         metadata,
         ...properties,
         ...(blocks ? { blocks } : {}),
