@@ -11,22 +11,16 @@ import type { Logger } from 'pino';
 import { createHttpServer, listen } from '../common/http.ts';
 import { documentHash, parseDeclarativeText, toDeclarativeYaml, type LoadedConfig } from './declarative.ts';
 import { adminError, GatewayError } from './errors.ts';
+import type { ConnectionCounters } from './http1.ts';
 import type { Entities } from './model.ts';
 import { PLUGINS } from './plugins/index.ts';
 import type { PluginEnvironment } from './plugins/plugin.ts';
-
-export interface ProxyCounters {
-  accepted: number;
-  active: number;
-  inFlight: number;
-  total: number;
-}
 
 export interface GatewayRuntime {
   config: LoadedConfig;
   /** Validates and swaps in a new document; throws DeclarativeConfigError and keeps the old one when invalid. */
   reload(doc: unknown): LoadedConfig;
-  stats: ProxyCounters;
+  stats: ConnectionCounters;
   env: PluginEnvironment;
   listeners(): { proxy: string[] };
 }

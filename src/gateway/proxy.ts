@@ -6,16 +6,17 @@
  * error answers.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from './declarative.ts';
 import { GatewayError, MESSAGES, renderError } from './errors.ts';
-import type { RequestContext } from './plugins/plugin.ts';
+import type { ClientRequest, ClientResponse } from './http1.ts';
+import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
+import type { ConsumerDirectory, RequestContext } from './plugins/plugin.ts';
 import { matchRoute, normalizePath, upstreamPath, type RouteMatch } from './router.ts';
-import type { UpstreamHeaders, UpstreamPools } from './upstream.ts';
+import type { UpstreamPools } from './upstream.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
@@ -58,12 +59,12 @@ function isTrusted(trusted: readonly string[], address: string | undefined): boo
   return trusted.includes(address) || trusted.includes(address.replace(/^::ffff:/, ''));
 }
 
-function clientAddress(req: IncomingMessage): string {
+function clientAddress(req: ClientRequest): string {
   return (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
 }
 
 /** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
-function forwardableHeaders(req: IncomingMessage): Record<string, string | string[]> {
+function forwardableHeaders(req: ClientRequest): Record<string, string | string[]> {
   const named = req.headers.connection?.toLowerCase().split(',').map((s) => s.trim());
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers)) {
@@ -73,40 +74,131 @@ function forwardableHeaders(req: IncomingMessage): Record<string, string | strin
   return out;
 }
 
-function hasRequestBody(req: IncomingMessage): boolean {
-  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-}
-
 function hostHeader(host: string, port: number, protocol: string): string {
   const shown = host.includes(':') ? `[${host}]` : host;
   return (protocol === 'http' && port === 80) || (protocol === 'https' && port === 443) ? shown : `${shown}:${port}`;
+}
+
+/**
+ * The client's answer headers as name/value pairs: the upstream's, less
+ * hop-by-hop ones, with the gateway's Via, Server (when the upstream sent
+ * none), latencies, request id and what plugins added.
+ */
+function responseHeaders(upstream: readonly string[], ctx: RequestContext, latency: string[]): string[] {
+  const out: string[] = [];
+  let via: string | null = null;
+  let server = false;
+  for (let i = 0; i < upstream.length; i += 2) {
+    const name = upstream[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower)) continue;
+    if (lower === 'via') {
+      via = via === null ? upstream[i + 1]! : `${via}, ${upstream[i + 1]!}`;
+      continue;
+    }
+    if (lower === 'server') server = true;
+    out.push(name, upstream[i + 1]!);
+  }
+  out.push('Via', via === null ? `1.1 ${PRODUCT}` : `${via}, 1.1 ${PRODUCT}`);
+  if (!server) out.push('Server', PRODUCT);
+  out.push(...latency, 'X-Kong-Request-Id', ctx.requestId);
+  for (const name in ctx.responseHeaders) out.push(name, ctx.responseHeaders[name]!);
+  return out;
+}
+
+/** The instance of a plugin that applies: the consumer-scoped one for this consumer, else the first without a consumer. */
+function pluginFor(slot: PluginSlot, consumer: Consumer | null): PluginInstance | undefined {
+  for (const candidate of slot.candidates) {
+    const scoped = candidate.entity.consumer;
+    if (!scoped || scoped.id === consumer?.id) return candidate;
+  }
+  return undefined;
+}
+
+/** What plugins see of one request (RequestContext), built once per request. */
+class ProxyContext implements RequestContext {
+  readonly requestId: string;
+  readonly method: string;
+  readonly scheme: 'http' | 'https';
+  readonly path: string;
+  query: string;
+  readonly clientHeaders: ClientRequest['headers'];
+  readonly upstreamHeaders: Record<string, string | string[]>;
+  readonly responseHeaders: Record<string, string>;
+  readonly forwardedIp: string;
+  readonly route: Route;
+  readonly service: Service;
+  consumer: Consumer | null = null;
+  credential: KeyauthCredential | null = null;
+  readonly directory: ConsumerDirectory;
+  body: Buffer | null = null;
+  private buffered: Promise<Buffer> | null = null;
+
+  constructor(
+    private readonly req: ClientRequest,
+    match: RouteMatch,
+    config: LoadedConfig,
+    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; responseHeaders: Record<string, string> },
+    private readonly read: () => Promise<Buffer>,
+  ) {
+    this.requestId = given.requestId;
+    this.method = req.method;
+    this.scheme = given.scheme;
+    this.path = given.path;
+    this.query = given.query;
+    this.clientHeaders = req.headers;
+    this.upstreamHeaders = forwardableHeaders(req);
+    this.responseHeaders = given.responseHeaders;
+    const realIp = given.trusted ? first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim() : undefined;
+    this.forwardedIp = realIp || clientAddress(req);
+    this.route = match.candidate.route;
+    this.service = match.candidate.service;
+    this.directory = config.directory;
+  }
+
+  headerValues(name: string): string[] {
+    // rawHeaders keeps repeats apart; scanning it beats building a per-header list for every request.
+    const values: string[] = [];
+    const raw = this.req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
+    return values;
+  }
+
+  readBody(): Promise<Buffer> {
+    return (this.buffered ??= this.read().then((body) => (this.body = body)));
+  }
+
+  replaceBody(body: Buffer): void {
+    this.body = body;
+    this.buffered = Promise.resolve(body);
+  }
 }
 
 export class Proxy {
   constructor(private readonly options: ProxyOptions) {}
 
   /** The request listener for one listener (`scheme` is what the client connected with). */
-  listener(scheme: 'http' | 'https'): (req: IncomingMessage, res: ServerResponse) => void {
+  listener(scheme: 'http' | 'https'): (req: ClientRequest, res: ClientResponse) => void {
     return (req, res) => {
       this.handle(req, res, scheme).catch((err: unknown) => {
         this.options.logger.error({ err }, 'proxy failure');
-        if (!res.headersSent) res.writeHead(500).end();
+        if (!res.headersSent) res.writeHead(500, {}).end();
         else res.destroy();
       });
     };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): Promise<void> {
+  private async handle(req: ClientRequest, res: ClientResponse, scheme: 'http' | 'https'): Promise<void> {
     const started = performance.now();
     const requestId = nextRequestId();
     const config = this.options.config();
     const responseHeaders: Record<string, string> = {};
     try {
-      const rawUrl = req.url ?? '/';
+      const rawUrl = req.url;
       const q = rawUrl.indexOf('?');
       const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
       const path = normalizePath(rawPath);
-      const method = req.method ?? 'GET';
+      const method = req.method;
       const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
       if (!match) throw new GatewayError(404, MESSAGES.notFound);
 
@@ -114,9 +206,9 @@ export class Proxy {
       const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
       this.enforceProtocols(match, forwardedProto, req, rawUrl);
 
-      const ctx = this.context(req, match, config, { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, responseHeaders });
+      const ctx = new ProxyContext(req, match, config, { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, responseHeaders }, this.readBody.bind(this, req));
       for (const slot of match.candidate.plugins) {
-        const instance = slot.candidates.find((c) => !c.entity.consumer || c.entity.consumer.id === ctx.consumer?.id);
+        const instance = pluginFor(slot, ctx.consumer);
         if (!instance || !instance.entity.protocols.includes(scheme)) continue;
         const pending = instance.handler.access(ctx);
         if (pending) await pending;
@@ -136,7 +228,7 @@ export class Proxy {
   }
 
   /** Kong's https-only check: 426 with its Upgrade headers, or the configured redirect. */
-  private enforceProtocols(match: RouteMatch, forwardedProto: string, req: IncomingMessage, rawUrl: string): void {
+  private enforceProtocols(match: RouteMatch, forwardedProto: string, req: ClientRequest, rawUrl: string): void {
     const { route } = match.candidate;
     if (!route.protocols.includes('https') || route.protocols.includes('http') || forwardedProto === 'https') return;
     const code = route.https_redirect_status_code;
@@ -147,50 +239,11 @@ export class Proxy {
     throw new GatewayError(code, '', { Location: `https://${host}${port && port !== 443 ? `:${port}` : ''}${rawUrl}` });
   }
 
-  private context(
-    req: IncomingMessage,
-    match: RouteMatch,
-    config: LoadedConfig,
-    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; responseHeaders: Record<string, string> },
-  ): RequestContext {
-    const realIp = given.trusted ? first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim() : undefined;
-    let buffered: Promise<Buffer> | null = null;
-    const ctx: RequestContext = {
-      requestId: given.requestId,
-      method: req.method ?? 'GET',
-      scheme: given.scheme,
-      path: given.path,
-      query: given.query,
-      clientHeaders: req.headers,
-      headerValues: (name) => {
-        // rawHeaders keeps repeats apart; scanning it beats building headersDistinct for every header.
-        const values: string[] = [];
-        const raw = req.rawHeaders;
-        for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
-        return values;
-      },
-      upstreamHeaders: forwardableHeaders(req),
-      responseHeaders: given.responseHeaders,
-      forwardedIp: realIp || clientAddress(req),
-      route: match.candidate.route,
-      service: match.candidate.service,
-      consumer: null,
-      credential: null,
-      directory: config.directory,
-      body: null,
-      readBody: () => (buffered ??= this.readBody(req).then((body) => (ctx.body = body))),
-      replaceBody: (body) => {
-        ctx.body = body;
-        buffered = Promise.resolve(body);
-      },
-    };
-    return ctx;
-  }
-
-  private async readBody(req: IncomingMessage): Promise<Buffer> {
+  private async readBody(req: ClientRequest): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let total = 0;
-    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    if (!req.body) return Buffer.alloc(0);
+    for await (const chunk of req.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (this.options.maxBodySize && total > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
       chunks.push(chunk);
@@ -199,8 +252,8 @@ export class Proxy {
   }
 
   private async forward(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: ClientRequest,
+    res: ClientResponse,
     ctx: RequestContext,
     match: RouteMatch,
     info: { started: number; forwardedProto: string; trusted: boolean; rawPath: string },
@@ -211,7 +264,7 @@ export class Proxy {
     const headers = ctx.upstreamHeaders;
     const trustedHeader = (name: string) => (info.trusted ? first(req.headers[name]) : undefined);
     const address = clientAddress(req);
-    const socket = req.socket as Socket;
+    const socket = req.socket;
     headers.host = route.preserve_host && req.headers.host ? req.headers.host : hostHeader(service.host, service.port, service.protocol);
     const xff = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
@@ -229,7 +282,6 @@ export class Proxy {
       headers['content-length'] = String(ctx.body.length);
       delete headers['transfer-encoding'];
     }
-    const hasBody = ctx.body !== null || hasRequestBody(req);
     const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
 
     const sentAt = performance.now();
@@ -238,37 +290,26 @@ export class Proxy {
       method: ctx.method,
       path,
       headers,
-      body: ctx.body ?? (hasBody ? req : null),
+      body: ctx.body ?? req.body,
       maxBodySize: this.options.maxBodySize,
       client: res,
       onResponse: (status, upstream) => {
-        res.writeHead(status, this.responseHeaders(upstream, ctx, {
-          'x-kong-upstream-latency': String(Math.round(performance.now() - sentAt)),
-          'x-kong-proxy-latency': String(Math.round(sentAt - info.started)),
-        }));
-        return res;
+        const latency = [
+          'X-Kong-Upstream-Latency', String(Math.round(performance.now() - sentAt)),
+          'X-Kong-Proxy-Latency', String(Math.round(sentAt - info.started)),
+        ];
+        res.writeHead(status, responseHeaders(upstream, ctx, latency));
       },
     });
   }
 
-  private responseHeaders(upstream: UpstreamHeaders, ctx: RequestContext, latency: Record<string, string>): Record<string, string | string[]> {
-    const out: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(upstream)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
-    }
-    out.via = upstream.via ? `${first(upstream.via)}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
-    out.server ??= PRODUCT;
-    Object.assign(out, latency, { 'x-kong-request-id': ctx.requestId }, ctx.responseHeaders);
-    return out;
-  }
-
-  private sendError(req: IncomingMessage, res: ServerResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
+  private sendError(req: ClientRequest, res: ClientResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
     const redirect = error.status >= 300 && error.status < 400;
     const { contentType, body } = redirect ? { contentType: '', body: '' } : renderError(error.message, requestId, first(req.headers.accept));
     const headers: Record<string, string> = { ...extra, ...error.headers, Server: PRODUCT, 'X-Kong-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) };
     if (contentType) headers['Content-Type'] = contentType;
     // A body the gateway did not read would otherwise be drained from the socket first.
-    if (hasRequestBody(req) && !req.complete) headers.Connection = 'close';
+    if (!req.complete) headers.Connection = 'close';
     res.writeHead(error.status, headers).end(body);
   }
 }
@@ -277,7 +318,7 @@ export class Proxy {
  * Answers what Node's HTTP parser refuses (oversized headers, broken
  * framing, slow headers) in the gateway's error shape, then closes.
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+export function answerClientError(err: { code?: string }, socket: Socket): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;

@@ -5,9 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer as createHttp, type Server } from 'node:http';
-import { createServer as createHttps } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
 import { commonOptions, describeKey, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
@@ -16,13 +15,17 @@ import { writeFileAtomic } from '../common/files.ts';
 import { formatHost, translateListenError } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { startAdmin, type GatewayRuntime, type ProxyCounters } from './admin.ts';
+import { startAdmin, type GatewayRuntime } from './admin.ts';
 import { loadDeclarative, parseDeclarativeText, type LoadedConfig } from './declarative.ts';
 import { specDeployment } from './default-config.ts';
 import { DeclarativeConfigError } from './errors.ts';
+import { Http1Server, type ConnectionCounters } from './http1.ts';
 import { CounterStores } from './plugins/rate-limiting/counters.ts';
 import { answerClientError, Proxy } from './proxy.ts';
 import { UpstreamPools } from './upstream.ts';
+
+/** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
+const MAX_HEADER_SIZE = 16 * 1024;
 
 export const gatewayOptions = {
   ...commonOptions,
@@ -122,7 +125,6 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     throw err;
   }
   const tls = await resolveTls(options);
-  const stats: ProxyCounters = { accepted: 0, active: 0, inFlight: 0, total: 0 };
 
   let httpsPort: number | null = null;
   const proxy = new Proxy({
@@ -133,28 +135,13 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     httpsPort: () => httpsPort,
     logger,
   });
-  const serverOptions = {
-    headersTimeout: options.clientHeaderTimeout,
-    // Bodies may stream for long; slow headers are what a slowloris client abuses.
-    requestTimeout: 0,
-    keepAliveTimeout: 60_000,
-    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(options.clientHeaderTimeout / 4))),
-  };
-  const servers = [createHttp(serverOptions, proxy.listener('http')), createHttps({ ...serverOptions, cert: tls.cert, key: tls.key }, proxy.listener('https'))];
-  for (const server of servers) {
-    server.on('clientError', answerClientError);
-    server.on('connection', (socket: Socket) => {
-      stats.accepted++;
-      stats.active++;
-      socket.once('close', () => stats.active--);
-    });
-    server.on('request', (_req, res) => {
-      stats.total++;
-      stats.inFlight++;
-      res.once('close', () => stats.inFlight--);
-    });
-  }
-  const [httpServer, httpsServer] = servers as [Server, Server];
+  // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
+  const connectionOptions = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: 60_000, maxHeaderSize: MAX_HEADER_SIZE, onBadRequest: answerClientError };
+  const plain = new Http1Server({ ...connectionOptions, onRequest: proxy.listener('http') });
+  const secure = new Http1Server({ ...connectionOptions, onRequest: proxy.listener('https') });
+  const httpServer = createNetServer({ allowHalfOpen: true }, plain.accept);
+  const httpsServer = createTlsServer({ cert: tls.cert, key: tls.key, allowHalfOpen: true }, secure.accept);
+  const stats = combinedCounters(plain, secure);
 
   const runtime: GatewayRuntime = {
     config,
@@ -177,9 +164,9 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   let httpPort: number;
   try {
     httpPort = await listenRaw(httpServer, options.host, options.port, 'port');
-    closers.push(() => closeServer(httpServer));
+    closers.push(() => closeServer(httpServer, plain));
     httpsPort = await listenRaw(httpsServer, options.host, options.httpsPort, 'httpsPort');
-    closers.push(() => closeServer(httpsServer));
+    closers.push(() => closeServer(httpsServer, secure));
     const admin = await startAdmin(runtime, { host: options.adminHost, port: options.adminPort, logger });
     closers.push(admin.close);
     const host = formatHost(options.host);
@@ -209,13 +196,27 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
 }
 
 /** Stops accepting, lets in-flight requests finish, and closes keep-alive sockets as soon as they are idle. */
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    const sweep = setInterval(() => server.closeIdleConnections(), 100);
-    server.close(() => {
-      clearInterval(sweep);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
+async function closeServer(server: Server, connections: Http1Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  await connections.close();
+  await closed;
+}
+
+/** What /status reports: both listeners' connections together. */
+function combinedCounters(...servers: Http1Server[]): ConnectionCounters {
+  const sum = (key: keyof ConnectionCounters) => servers.reduce((total, s) => total + s.counters[key], 0);
+  return {
+    get accepted() {
+      return sum('accepted');
+    },
+    get active() {
+      return sum('active');
+    },
+    get inFlight() {
+      return sum('inFlight');
+    },
+    get total() {
+      return sum('total');
+    },
+  };
 }

@@ -1,16 +1,17 @@
 /**
- * Talking to upstream services: one keep-alive pool per service origin
- * (undici), Kong's per-phase timeouts, `retries` extra tries when a
- * connection fails before anything was sent, and bodies streamed both ways.
+ * Talking to upstream services: a keep-alive pool of sockets per service
+ * origin, requests written as HTTP/1.1 and answers framed by MessageParser,
+ * Kong's per-phase timeouts, `retries` extra tries when a connection fails
+ * before any of the answer came, bodies streamed both ways with
+ * backpressure.
  */
-import { EventEmitter } from 'node:events';
-import type { IncomingMessage } from 'node:http';
-import { Readable, type Writable } from 'node:stream';
-import { Pool, errors as undiciErrors } from 'undici';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
 import { GatewayError, MESSAGES } from './errors.ts';
+import { headerLines, type ClientResponse } from './http1.ts';
+import { MessageParser, type MessageEvents, type MessageHead } from './http-parser.ts';
 import type { Service } from './model.ts';
-
-export type UpstreamHeaders = Record<string, string | string[] | undefined>;
 
 export interface ForwardRequest {
   service: Service;
@@ -18,74 +19,346 @@ export interface ForwardRequest {
   /** Path and query, as the upstream gets them. */
   path: string;
   headers: Record<string, string | string[]>;
-  /** A buffered body, the client's stream, or none. */
-  body: Buffer | IncomingMessage | null;
+  /** A buffered body, the client's body stream, or none. */
+  body: Buffer | Readable | null;
   /** Largest body streamed through (bytes, 0 = no limit). */
   maxBodySize: number;
-  /** Called once with the upstream's status and headers; returns where the body goes. */
-  onResponse(status: number, headers: UpstreamHeaders): Writable;
-  /** The client's response: when it closes early, the upstream request is dropped too. */
-  client: Writable;
+  /** Called once with the upstream's status and headers (name/value pairs as received), before its body is written to `client`. */
+  onResponse(status: number, rawHeaders: readonly string[]): void;
+  /** The client's answer: the upstream's body goes there, and when it closes early the upstream request is dropped. */
+  client: ClientResponse;
+}
+
+/** A failure of the upstream side, by code: Node's socket errors or the gateway's own. */
+class UpstreamError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
 }
 
 /** Errors that mean "no connection was made", so no byte reached the upstream and a retry is safe. */
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'CONNECT_TIMEOUT']);
 /** Errors before any response byte; safe to retry while no byte of a streamed body was sent. */
-const EARLY_RESETS = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'GW_WRITE_TIMEOUT']);
+const EARLY_RESETS = new Set(['ECONNRESET', 'EPIPE', 'CLOSED']);
+const TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'READ_TIMEOUT', 'WRITE_TIMEOUT']);
 const NAME_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL']);
 
+/** Largest upstream answer head (nginx refuses heads over its proxy_buffer_size with 502 too). */
+const MAX_RESPONSE_HEAD = 64 * 1024;
+/** Idle upstream connections kept per origin (Kong's upstream_keepalive_pool_size) and for how long. */
+const MAX_IDLE = 512;
+const IDLE_MS = 60_000;
+
 function errorCode(err: unknown): string {
-  const e = err as { code?: string; cause?: { code?: string } };
-  return e.cause?.code ?? e.code ?? '';
+  return (err as { code?: string }).code ?? '';
 }
 
-class WriteTimeoutError extends Error {
-  readonly code = 'GW_WRITE_TIMEOUT';
+/** How one try ended, when it did not succeed. */
+interface Failure {
+  error: unknown;
+  /** The answer had begun: nothing can be tried again. */
+  responded: boolean;
+  /** Bytes of a streamed body went out: that body cannot be sent again. */
+  bodyStarted: boolean;
 }
 
-/**
- * The client's body as the upstream pulls it: counts bytes against the
- * limit, and fails when the upstream accepts nothing for write_timeout ms
- * (Kong's write timeout: the time between two successful writes).
- */
-async function* streamBody(
-  body: IncomingMessage,
-  limits: { maxBodySize: number; writeTimeout: number; abort: (err: Error) => void },
-  started: { value: boolean },
-): AsyncGenerator<Buffer> {
-  started.value = true;
-  let total = 0;
-  // Ending early must not destroy the client's socket: the gateway still answers it.
-  for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (limits.maxBodySize && total > limits.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
-    const timer = setTimeout(() => limits.abort(new WriteTimeoutError('upstream write timed out')), limits.writeTimeout);
-    try {
-      yield chunk;
-    } finally {
-      clearTimeout(timer);
+/** One request on one connection. */
+class Exchange {
+  private responded = false;
+  private bodyStarted = false;
+  private requestSent = false;
+  private interim = false;
+  private keepAlive = false;
+  private done = false;
+  private readTimer: NodeJS.Timeout | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
+  private waitingForClient = false;
+  private detachBody: (() => void) | null = null;
+
+  constructor(
+    private readonly connection: UpstreamConnection,
+    private readonly request: ForwardRequest,
+    private readonly settle: (failure: Failure | null) => void,
+  ) {}
+
+  start(): void {
+    const { request } = this;
+    const { socket } = this.connection;
+    request.client.abortHandler = this;
+    const body = request.body;
+    const streamed = body !== null && !Buffer.isBuffer(body);
+    const chunked = streamed && request.headers['content-length'] === undefined;
+    let head = `${request.method} ${request.path} HTTP/1.1\r\n${headerLines(request.headers)}`;
+    if (chunked) head += 'Transfer-Encoding: chunked\r\n';
+    socket.cork();
+    socket.write(head + '\r\n', 'latin1');
+    const written = Buffer.isBuffer(body) && body.length > 0 ? socket.write(body) : true;
+    socket.uncork();
+    if (!written) this.awaitDrain();
+    if (streamed) this.pump(body, chunked);
+    else this.sent();
+  }
+
+  /** Streams the client's body, counting it against the limit and pausing while the upstream is full. */
+  private pump(body: Readable, chunked: boolean): void {
+    const { socket } = this.connection;
+    let total = 0;
+    const onData = (chunk: Buffer) => {
+      total += chunk.length;
+      if (this.request.maxBodySize && total > this.request.maxBodySize) return this.fail(new GatewayError(413, MESSAGES.payloadTooLarge));
+      this.bodyStarted = true;
+      let ok: boolean;
+      if (chunked) {
+        socket.cork();
+        socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+        socket.write(chunk);
+        ok = socket.write('\r\n', 'latin1');
+        socket.uncork();
+      } else ok = socket.write(chunk);
+      if (!ok) {
+        body.pause();
+        this.awaitDrain(() => body.resume());
+      }
+    };
+    const onEnd = () => {
+      if (chunked) socket.write('0\r\n\r\n', 'latin1');
+      this.sent();
+    };
+    const onError = (err: Error) => this.fail(err);
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('error', onError);
+    this.detachBody = () => {
+      body.removeListener('data', onData);
+      body.removeListener('end', onEnd);
+      body.removeListener('error', onError);
+      body.pause();
+    };
+  }
+
+  /** Kong's write_timeout: the upstream must take more of the request within it. */
+  private awaitDrain(then?: () => void): void {
+    const service = this.request.service;
+    this.writeTimer ??= setTimeout(() => this.fail(new UpstreamError('WRITE_TIMEOUT', 'upstream write timed out')), service.write_timeout);
+    this.connection.socket.once('drain', () => {
+      if (this.writeTimer) clearTimeout(this.writeTimer);
+      this.writeTimer = null;
+      if (!this.done) then?.();
+    });
+  }
+
+  /** The whole request is out: Kong's read_timeout runs between two reads from here on. */
+  private sent(): void {
+    this.requestSent = true;
+    if (!this.done) this.readTimer ??= setTimeout(() => this.fail(new UpstreamError('READ_TIMEOUT', 'upstream read timed out')), this.request.service.read_timeout);
+  }
+
+  /** The client went away: the upstream request is dropped. */
+  clientGone(): void {
+    this.fail(new UpstreamError('CLIENT_GONE', 'the client went away'));
+  }
+
+  received(): void {
+    this.readTimer?.refresh();
+  }
+
+  onHead(head: MessageHead): boolean {
+    // 1xx interim answers (103 Early Hints, a 100 the upstream sent anyway) are not the answer.
+    if (head.statusCode < 200) {
+      if (head.statusCode === 101) throw new UpstreamError('BAD_RESPONSE', 'unexpected protocol switch');
+      this.interim = true;
+      return false;
     }
+    this.responded = true;
+    this.keepAlive = head.keepAlive;
+    this.request.onResponse(head.statusCode, head.rawHeaders);
+    return this.request.method === 'HEAD';
+  }
+
+  onBody(chunk: Buffer): void {
+    const { client } = this.request;
+    if (client.write(chunk) || this.waitingForClient) return;
+    this.waitingForClient = true;
+    const { socket } = this.connection;
+    socket.pause();
+    client.onceDrained(() => {
+      this.waitingForClient = false;
+      if (!this.done) socket.resume();
+    });
+  }
+
+  onComplete(): void {
+    if (this.interim) {
+      this.interim = false;
+      return;
+    }
+    if (this.done) return;
+    this.finish();
+    this.request.client.end();
+    // A connection whose request was not wholly sent (the upstream answered early) cannot carry another.
+    if (this.keepAlive && this.requestSent && !this.waitingForClient) this.connection.release();
+    else this.connection.socket.destroy();
+    this.settle(null);
+  }
+
+  /** The upstream closed its side; an answer read to EOF ends here. */
+  closed(lastError: Error | null): void {
+    if (this.done) return;
+    const ended = this.responded ? this.connection.parser.finish() : null;
+    if (this.done) return;
+    this.fail(ended ?? lastError ?? new UpstreamError('CLOSED', 'the upstream closed the connection'));
+  }
+
+  fail(error: unknown): void {
+    if (this.done) return;
+    this.finish();
+    this.connection.socket.destroy();
+    this.settle({ error, responded: this.responded, bodyStarted: this.bodyStarted });
+  }
+
+  private finish(): void {
+    this.done = true;
+    if (this.readTimer) clearTimeout(this.readTimer);
+    if (this.writeTimer) clearTimeout(this.writeTimer);
+    this.detachBody?.();
+    this.request.client.abortHandler = null;
+    this.connection.exchange = null;
+  }
+}
+
+class UpstreamConnection implements MessageEvents {
+  readonly parser: MessageParser;
+  exchange: Exchange | null = null;
+  idleSince = 0;
+  private lastError: Error | null = null;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly pool: OriginPool,
+  ) {
+    this.parser = new MessageParser('response', this, MAX_RESPONSE_HEAD);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      const exchange = this.exchange;
+      // Bytes nobody asked for: the connection is out of step.
+      if (!exchange) return socket.destroy();
+      exchange.received();
+      const error = this.parser.execute(chunk);
+      if (!error) return;
+      if (this.exchange) this.exchange.fail(new UpstreamError('BAD_RESPONSE', error.message));
+      else socket.destroy();
+    });
+    socket.on('error', (err) => (this.lastError = err));
+    socket.on('close', () => {
+      this.pool.forget(this);
+      this.exchange?.closed(this.lastError);
+    });
+  }
+
+  onHead(head: MessageHead): boolean {
+    if (!this.exchange) throw new UpstreamError('BAD_RESPONSE', 'an answer to no request');
+    return this.exchange.onHead(head);
+  }
+
+  onBody(chunk: Buffer): void {
+    this.exchange?.onBody(chunk);
+  }
+
+  onComplete(): void {
+    this.exchange?.onComplete();
+  }
+
+  /** Runs one request; resolves with null on success, else how it failed. */
+  send(request: ForwardRequest): Promise<Failure | null> {
+    return new Promise((settle) => {
+      const exchange = new Exchange(this, request, settle);
+      this.exchange = exchange;
+      exchange.start();
+    });
+  }
+
+  release(): void {
+    this.pool.release(this);
+  }
+}
+
+/** The keep-alive connections to one origin. */
+class OriginPool {
+  private readonly idle: UpstreamConnection[] = [];
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly service: Service) {
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const connection of this.idle) if (now - connection.idleSince > IDLE_MS) connection.socket.destroy();
+    }, IDLE_MS / 4);
+    this.sweeper.unref();
+  }
+
+  /** An idle connection, most recently used first (the likeliest still open). */
+  take(): UpstreamConnection | null {
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
+      if (!connection.socket.destroyed) return connection;
+    }
+    return null;
+  }
+
+  connect(): Promise<UpstreamConnection> {
+    const { protocol, host, port, connect_timeout: timeout, tls_verify: verify } = this.service;
+    return new Promise((resolve, reject) => {
+      const socket =
+        protocol === 'https'
+          ? tlsConnect({ host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: verify ?? false })
+          : netConnect({ host, port });
+      const timer = setTimeout(() => socket.destroy(new UpstreamError('CONNECT_TIMEOUT', 'upstream connect timed out')), timeout);
+      const onError = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      };
+      socket.once('error', onError);
+      socket.once(protocol === 'https' ? 'secureConnect' : 'connect', () => {
+        clearTimeout(timer);
+        socket.removeListener('error', onError);
+        resolve(new UpstreamConnection(socket, this));
+      });
+    });
+  }
+
+  release(connection: UpstreamConnection): void {
+    if (this.closed || this.idle.length >= MAX_IDLE) return void connection.socket.destroy();
+    connection.idleSince = Date.now();
+    this.idle.push(connection);
+  }
+
+  forget(connection: UpstreamConnection): void {
+    const at = this.idle.indexOf(connection);
+    if (at >= 0) this.idle.splice(at, 1);
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    for (const connection of this.idle.splice(0)) connection.socket.destroy();
   }
 }
 
 export class UpstreamPools {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, OriginPool>();
   /** Each loaded service object remembers its pool, so the hot path builds no key. */
-  private readonly byService = new WeakMap<Service, Pool>();
+  private readonly byService = new WeakMap<Service, OriginPool>();
 
-  private poolFor(service: Service): Pool {
+  private poolFor(service: Service): OriginPool {
     const known = this.byService.get(service);
     if (known) return known;
-    const origin = `${service.protocol}://${service.host.includes(':') ? `[${service.host}]` : service.host}:${service.port}`;
-    const key = `${origin}|${service.connect_timeout}|${service.tls_verify ?? false}`;
+    const key = `${service.protocol}|${service.host}|${service.port}|${service.connect_timeout}|${service.tls_verify ?? false}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new Pool(origin, {
-        connect: { timeout: service.connect_timeout, rejectUnauthorized: service.tls_verify ?? false },
-        keepAliveTimeout: 60_000,
-        keepAliveMaxTimeout: 600_000,
-      });
+      pool = new OriginPool(service);
       this.pools.set(key, pool);
     }
     this.byService.set(service, pool);
@@ -94,67 +367,45 @@ export class UpstreamPools {
 
   /**
    * Sends the request, trying again up to `retries` times when the
-   * connection fails before the request went out. Failures before the
-   * response began become Kong's 502/503/504; later ones end the response.
+   * connection fails before any of the answer came. Failures before the
+   * answer began become Kong's 502/503/504; later ones cut the client's
+   * connection (the caller sees the error with the head already sent).
    */
   async forward(request: ForwardRequest): Promise<void> {
     const { service } = request;
     const pool = this.poolFor(service);
     let lastError: unknown;
-    for (let attempt = 0; attempt <= service.retries; attempt++) {
-      const bodyStarted = { value: false };
-      let responded = false;
-      // undici takes an EventEmitter as its abort signal: far cheaper per request than an AbortController.
-      const signal = new EventEmitter();
-      let abortReason: Error | null = null;
-      const abort = (reason: Error) => {
-        if (abortReason) return;
-        abortReason = reason;
-        signal.emit('abort');
-      };
-      const onClientGone = () => {
-        if (!request.client.writableFinished) abort(new Error('client went away'));
-      };
-      request.client.once('close', onClientGone);
-      const body =
-        request.body === null || Buffer.isBuffer(request.body)
-          ? request.body
-          : Readable.from(streamBody(request.body, { maxBodySize: request.maxBodySize, writeTimeout: service.write_timeout, abort }, bodyStarted), { objectMode: false });
-      try {
-        await pool.stream(
-          {
-            path: request.path,
-            method: request.method as 'GET',
-            headers: request.headers,
-            body,
-            headersTimeout: service.read_timeout,
-            bodyTimeout: service.read_timeout,
-            signal,
-          },
-          ({ statusCode, headers }) => {
-            responded = true;
-            return request.onResponse(statusCode, headers as UpstreamHeaders);
-          },
-        );
-        return;
-      } catch (err) {
-        const reason: unknown = abortReason ?? err;
-        if (responded || request.client.destroyed) throw reason;
-        if (reason instanceof GatewayError) throw reason;
-        lastError = reason;
-        const code = errorCode(reason);
-        // A streamed body that has begun cannot be sent again.
-        const retryable = !bodyStarted.value && (CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code));
-        if (!retryable) break;
-      } finally {
-        request.client.removeListener('close', onClientGone);
+    for (let attempt = 0; attempt <= service.retries; ) {
+      if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
+      let connection = pool.take();
+      const reused = connection !== null;
+      if (!connection) {
+        try {
+          connection = await pool.connect();
+        } catch (err) {
+          lastError = err;
+          attempt++;
+          // Nothing was sent on a connection that failed while opening (a reset right after the handshake too).
+          if (CONNECT_FAILURES.has(errorCode(err)) || EARLY_RESETS.has(errorCode(err))) continue;
+          break;
+        }
       }
+      const failure = await connection.send(request);
+      if (!failure) return;
+      const { error } = failure;
+      if (failure.responded || error instanceof GatewayError || request.client.destroyed) throw error;
+      lastError = error;
+      const code = errorCode(error);
+      // A streamed body that has begun cannot be sent again.
+      if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) break;
+      // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
+      if (!reused) attempt++;
     }
     throw upstreamFailure(lastError);
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((p) => p.close()));
+    for (const pool of this.pools.values()) pool.close();
     this.pools.clear();
   }
 }
@@ -163,6 +414,6 @@ export class UpstreamPools {
 function upstreamFailure(err: unknown): GatewayError {
   const code = errorCode(err);
   if (NAME_FAILURES.has(code)) return new GatewayError(503, MESSAGES.nameResolution);
-  if (TIMEOUTS.has(code) || err instanceof undiciErrors.HeadersTimeoutError) return new GatewayError(504, MESSAGES.timeout);
+  if (TIMEOUTS.has(code)) return new GatewayError(504, MESSAGES.timeout);
   return new GatewayError(502, MESSAGES.badGateway);
 }

@@ -90,29 +90,30 @@ async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promis
   return undefined;
 }
 
+function setOrClear(headers: Record<string, string | string[]>, name: string, value: string | null): void {
+  if (value === null) delete headers[name];
+  else headers[name] = value;
+}
+
 /** The consumer headers Kong sets (or clears, so a client cannot forge them). */
 function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
   const headers = ctx.upstreamHeaders;
-  const set = (name: string, value: string | null) => {
-    if (value === null) delete headers[name];
-    else headers[name] = value;
-  };
-  set('x-consumer-id', consumer.id);
-  set('x-consumer-custom-id', consumer.custom_id);
-  set('x-consumer-username', consumer.username);
-  set('x-credential-identifier', credential?.id ?? null);
-  set('x-anonymous-consumer', anonymous ? 'true' : null);
+  setOrClear(headers, 'x-consumer-id', consumer.id);
+  setOrClear(headers, 'x-consumer-custom-id', consumer.custom_id);
+  setOrClear(headers, 'x-consumer-username', consumer.username);
+  setOrClear(headers, 'x-credential-identifier', credential?.id ?? null);
+  setOrClear(headers, 'x-anonymous-consumer', anonymous ? 'true' : null);
   ctx.consumer = consumer;
   ctx.credential = credential;
 }
 
 function authenticate(ctx: RequestContext, conf: KeyAuthConfig, found: Found): GatewayError | undefined {
-  const challenge = { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' };
-  if (found && 'duplicate' in found) return new GatewayError(401, DUPLICATE_KEY, challenge);
-  if (!found || found.key === '') return new GatewayError(401, NO_KEY, challenge);
+  const refuse = (message: string) => new GatewayError(401, message, { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' });
+  if (found && 'duplicate' in found) return refuse(DUPLICATE_KEY);
+  if (!found || found.key === '') return refuse(NO_KEY);
   const credential = ctx.directory.findCredentialByKey(found.key);
   const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
-  if (!credential || !consumer) return new GatewayError(401, BAD_KEY, challenge);
+  if (!credential || !consumer) return refuse(BAD_KEY);
   setConsumer(ctx, consumer, credential, false);
   return undefined;
 }

@@ -35,13 +35,21 @@ class LocalCounters implements CounterStore {
   checkAndIncrement(counters: Counter[]): CounterResult {
     const now = Date.now();
     if (now >= this.nextSweep) this.sweep(now);
-    const usage = counters.map(({ key }) => {
-      const entry = this.counts.get(key);
-      return entry && entry.expiresAt > now ? entry.value : 0;
-    });
-    const allowed = counters.every((c, i) => usage[i]! + 1 <= c.limit);
+    const usage: number[] = [];
+    let allowed = true;
+    for (const counter of counters) {
+      const entry = this.counts.get(counter.key);
+      const used = entry && entry.expiresAt > now ? entry.value : 0;
+      usage.push(used);
+      if (used + 1 > counter.limit) allowed = false;
+    }
     if (allowed) {
-      counters.forEach((c, i) => this.counts.set(c.key, { value: usage[i]! + 1, expiresAt: c.expiresAt }));
+      for (let i = 0; i < counters.length; i++) {
+        const { key, expiresAt } = counters[i]!;
+        const entry = this.counts.get(key);
+        if (entry && entry.expiresAt === expiresAt) entry.value = usage[i]! + 1;
+        else this.counts.set(key, { value: usage[i]! + 1, expiresAt });
+      }
     }
     return { allowed, usage };
   }

@@ -12,10 +12,11 @@ import { checkRateLimitingConfig, expandRedisShorthands, PERIODS, rateLimitingFi
 const HEADER_PERIOD: Record<Period, string> = { second: 'Second', minute: 'Minute', hour: 'Hour', day: 'Day', month: 'Month', year: 'Year' };
 
 /** Start and end (ms) of the window of `period` that holds `now`, aligned like Kong's get_timestamps (UTC). */
+const FIXED_PERIODS: Partial<Record<Period, number>> = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
 function windowOf(period: Period, now: number): { start: number; end: number } {
-  const fixed = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
-  if (period in fixed) {
-    const size = fixed[period as keyof typeof fixed];
+  const size = FIXED_PERIODS[period];
+  if (size !== undefined) {
     const start = Math.floor(now / size) * size;
     return { start, end: start + size };
   }
@@ -58,11 +59,11 @@ function identifierOf(ctx: RequestContext, conf: RateLimitingConfig): string {
  * Kong's client headers: every configured window's limit and remaining,
  * and the IETF-draft RateLimit-* trio for the most restrictive one.
  */
-function rateLimitHeaders(periods: Period[], counters: Counter[], result: CounterResult, now: number, ends: number[]): Record<string, string> {
+function rateLimitHeaders(periods: Period[], counters: Counter[], result: CounterResult, now: number): Record<string, string> {
   const headers: Record<string, string> = {};
   let chosen = -1;
   let chosenRemaining = Infinity;
-  periods.forEach((period, i) => {
+  for (let i = 0; i < periods.length; i++) {
     const limit = counters[i]!.limit;
     // A request that passed used one from every window; one that was refused counted nowhere.
     const used = result.usage[i]! + (result.allowed ? 1 : 0);
@@ -71,13 +72,25 @@ function rateLimitHeaders(periods: Period[], counters: Counter[], result: Counte
       chosen = i;
       chosenRemaining = remaining;
     }
-    headers[`X-RateLimit-Limit-${HEADER_PERIOD[period]}`] = String(limit);
-    headers[`X-RateLimit-Remaining-${HEADER_PERIOD[period]}`] = String(remaining);
-  });
+    const period = HEADER_PERIOD[periods[i]!];
+    headers[`X-RateLimit-Limit-${period}`] = String(limit);
+    headers[`X-RateLimit-Remaining-${period}`] = String(remaining);
+  }
   headers['RateLimit-Limit'] = String(counters[chosen]!.limit);
   headers['RateLimit-Remaining'] = String(chosenRemaining);
-  headers['RateLimit-Reset'] = String(Math.max(1, Math.ceil((ends[chosen]! - now) / 1000)));
+  headers['RateLimit-Reset'] = String(Math.max(1, Math.ceil((counters[chosen]!.expiresAt - now) / 1000)));
   return headers;
+}
+
+/** Puts the headers on the answer, and refuses the request when a window is full. */
+function apply(ctx: RequestContext, conf: RateLimitingConfig, periods: Period[], counters: Counter[], result: CounterResult, now: number): void {
+  const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now);
+  Object.assign(ctx.responseHeaders, headers);
+  if (!result.allowed) {
+    // Like Kong, Retry-After goes with the other client headers and is hidden with them.
+    const reset = headers['RateLimit-Reset'];
+    throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
+  }
 }
 
 export const rateLimiting: PluginDefinition = {
@@ -91,29 +104,19 @@ export const rateLimiting: PluginDefinition = {
     const conf = config as unknown as RateLimitingConfig;
     const periods = PERIODS.filter((p) => typeof conf[p] === 'number');
     const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
+    const storeFailed = (err: unknown) => {
+      if (store instanceof RedisCounters) store.noteFailure(err);
+      if (!conf.fault_tolerant) throw new GatewayError(500, 'An unexpected error occurred');
+    };
     return {
       access(ctx) {
         const now = Date.now();
         const identifier = identifierOf(ctx, conf);
-        const windows = periods.map((p) => windowOf(p, now));
-        const counters = periods.map((period, i) => ({
-          key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${windows[i]!.start}:${period}`,
-          limit: conf[period]!,
-          expiresAt: windows[i]!.end,
-        }));
-        const storeFailed = (err: unknown) => {
-          if (store instanceof RedisCounters) store.noteFailure(err);
-          if (!conf.fault_tolerant) throw new GatewayError(500, 'An unexpected error occurred');
-        };
-        const apply = (result: CounterResult) => {
-          const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now, windows.map((w) => w.end));
-          Object.assign(ctx.responseHeaders, headers);
-          if (!result.allowed) {
-            // Like Kong, Retry-After goes with the other client headers and is hidden with them.
-            const reset = headers['RateLimit-Reset'];
-            throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
-          }
-        };
+        const counters: Counter[] = [];
+        for (const period of periods) {
+          const window = windowOf(period, now);
+          counters.push({ key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${window.start}:${period}`, limit: conf[period]!, expiresAt: window.end });
+        }
         let pending: CounterResult | Promise<CounterResult>;
         try {
           pending = store.checkAndIncrement(counters);
@@ -121,8 +124,8 @@ export const rateLimiting: PluginDefinition = {
           return storeFailed(err);
         }
         // The local store answers at once; only Redis makes the request wait.
-        if (pending instanceof Promise) return pending.then(apply, storeFailed);
-        apply(pending);
+        if (pending instanceof Promise) return pending.then((result) => apply(ctx, conf, periods, counters, result, now), storeFailed);
+        apply(ctx, conf, periods, counters, pending, now);
       },
     };
   },
