@@ -1,9 +1,9 @@
 /**
  * The scoring container (§4.1): POST /score with {"data": [1,3,224,224]}
  * answers {"result": [1000 probabilities], "time": seconds}. The body is read
- * as raw bytes and parsed straight into the model's input tensor.
+ * into the model's input tensor chunk by chunk, as it arrives.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { commonOptions, portOption, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
@@ -14,7 +14,7 @@ import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type Mod
 import { notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
-import { readTensorBody } from './tensor-body.ts';
+import { readTensorBody, TensorBodyStream, type TensorBody } from './tensor-body.ts';
 
 export const scoringOptions = {
   ...commonOptions,
@@ -63,6 +63,56 @@ export function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
 }
 
+export function bodyTooLarge(limit: number): ScoringError {
+  return new ScoringError(413, 'PayloadTooLarge', `the body is larger than ${limit} bytes (--max-body-bytes)`);
+}
+
+/**
+ * POST /score bodies go into the tensor as their chunks arrive, so reading the
+ * numbers overlaps receiving them, and no whole-body buffer is concatenated
+ * and parsed afterwards. The checks are those of fastify's own body reading:
+ * Content-Length over the limit, more bytes than the limit, fewer or more
+ * bytes than Content-Length.
+ */
+function readTensorBodyStream(limit: number) {
+  return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: TensorBody) => void): void => {
+    const declared = Number(request.headers['content-length']);
+    if (declared > limit) return done(bodyTooLarge(limit));
+    const stream = new TensorBodyStream();
+    let received = 0;
+    const stop = (): void => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onEnd);
+    };
+    function onData(chunk: Buffer): void {
+      received += chunk.length;
+      if (received > limit) {
+        stop();
+        done(bodyTooLarge(limit));
+        return;
+      }
+      stream.push(chunk);
+    }
+    function onEnd(err?: Error): void {
+      stop();
+      if (err) return done(Object.assign(err, { statusCode: 400 }));
+      if (!Number.isNaN(declared) && received !== declared) return done(new ScoringError(400, 'BadRequest', `the body has ${received} bytes; Content-Length said ${declared}`));
+      let body: TensorBody;
+      try {
+        body = stream.end();
+      } catch (error) {
+        return done(error as Error);
+      }
+      done(null, body);
+    }
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onEnd);
+    payload.resume();
+  };
+}
+
 export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
   const options = withDefaults(scoringOptions, given);
   const logger: Logger = given.logger ?? createLogger(options.logLevel, 'scoring');
@@ -73,16 +123,22 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   let classifier: ImageClassifier | null = null;
   const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
   acceptRawBodies(app, options.maxBodyBytes);
+  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, logger, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
   const loaded = (): ImageClassifier => {
     if (!classifier) throw notReady('the model is still loading');
     return classifier;
   };
 
-  app.post('/score', async (request, reply) => {
-    const body = request.body;
-    const model = loaded();
-    const classification = await model.classify(readTensorBody(Buffer.isBuffer(body) ? body : Buffer.alloc(0)));
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+  // Its own scope, so that only POST /score gets the streaming body reader.
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes));
+    scope.post<{ Body: TensorBody | undefined }>('/score', async (request, reply) => {
+      const model = loaded();
+      // No body at all (Content-Length: 0) reaches here without the reader.
+      const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+    });
   });
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
@@ -96,7 +152,6 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   app.setNotFoundHandler(async (request) => {
     throw new ScoringError(404, 'NotFound', `no route ${request.method} ${request.url.split('?')[0]}; the scoring container serves POST /score`);
   });
-  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, logger, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
 
   // Listen first so GET /ready can answer 503 while the model loads; start() resolves once it is ready.
   const url = await listen(app, { host: options.host, port: options.port, component: 'scoring' });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INPUT_SHAPE, MAX_NESTING, readTensorBody } from '../../src/scoring/tensor-body.ts';
+import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
 
@@ -129,4 +129,92 @@ test('R-SCORE-5 integer and float tokens are told apart, with the value range', 
 test('R-SCORE-1 escaped member names and ignored members are read like JSON.parse reads them', () => {
   const body = '{"meta": {"a": [1, true, false, null, "\\u00e9\\n"]}, "d\\u0061ta": [[[[7]]]], "z": -0.5e-3}';
   assert.deepEqual(Array.from(readTensorBody(Buffer.from(body), [1, 1, 1, 1]).values), [7]);
+});
+
+/** A body pushed to a TensorBodyStream in the given pieces; the tensor, or 'error' (a 400 ScoringError). */
+function streamed(pieces: Buffer[], shape: readonly number[], asItArrives = false): Float32Array | 'error' {
+  const stream = new TensorBodyStream(shape);
+  try {
+    for (const piece of pieces) stream.push(piece);
+    const values = stream.end().values;
+    if (asItArrives) assert.ok(stream.readAsItArrived, 'read at the end instead of as it arrived');
+    return values;
+  } catch (err) {
+    assert.ok(err instanceof ScoringError && err.status === 400, `not a 400 ScoringError: ${String(err)}`);
+    return 'error';
+  }
+}
+
+function splitAt(body: Buffer, ...cuts: number[]): Buffer[] {
+  const points = [0, ...cuts, body.length];
+  return points.slice(1).map((end, i) => Buffer.from(body.subarray(points[i], end)));
+}
+
+test('R-SCORE-1 a body fed in two pieces, cut at every byte, reads exactly like the whole body', () => {
+  const random = seededRandom(5);
+  const bodies = [
+    JSON.stringify({ data: nestedTensor(SMALL, () => randomNumberText(random)) }).replace(/"(-?[0-9][^"]*)"/g, '$1'),
+    ` { "data" : ${JSON.stringify(nestedTensor(SMALL, () => Math.floor(random() * 256))).replace(/,/g, ', ')} } \n`,
+    JSON.stringify({ note: 'x', data: nestedTensor(SMALL, () => random()) }),
+    JSON.stringify({ data: nestedTensor(SMALL, () => 7) }) + 'x',
+  ];
+  for (const text of bodies) {
+    const body = Buffer.from(text);
+    const expected = ours(text, SMALL);
+    for (let cut = 0; cut <= body.length; cut++) {
+      const got = streamed(splitAt(body, cut), SMALL, text.startsWith(' {'));
+      assert.ok(expected === 'error' ? got === 'error' : got !== 'error' && sameBits(got, expected), `cut at ${cut} of ${text}`);
+    }
+  }
+});
+
+test('R-SCORE-2 fuzzed bodies fed in random pieces: accepted exactly when JSON.parse gives a finite tensor, with the same values', () => {
+  const random = seededRandom(6);
+  const valid = JSON.stringify({ data: nestedTensor(SMALL, () => randomNumberText(random)) }).replace(/"(-?[0-9][^"]*)"/g, '$1');
+  for (let i = 0; i < 1000; i++) {
+    const text = i % 4 === 0 ? valid : mutate(valid, random);
+    const body = Buffer.from(text);
+    const cuts = Array.from({ length: 1 + Math.floor(random() * 6) }, () => Math.floor(random() * (body.length + 1))).sort((a, b) => a - b);
+    const expected = jsonParseTensor(text, SMALL);
+    const got = streamed(splitAt(body, ...cuts), SMALL);
+    assert.ok(expected === 'error' ? got === 'error' : got !== 'error' && sameBits(got, expected), `pieces cut at ${cuts.join(',')} of ${text}`);
+  }
+});
+
+test('R-SCORE-1 full-size bodies of pixel integers, short decimals and spaced separators, whole and in socket-sized pieces, parse like JSON.parse', () => {
+  const random = seededRandom(7);
+  const spellings: [string, () => unknown, (json: string) => string][] = [
+    ['pixel integers', () => Math.floor(random() * 256), (json) => json],
+    ['4-decimal floats', () => Number(random().toFixed(4)), (json) => json],
+    ['negative normalised floats', () => Number((random() * 4 - 2).toFixed(6)), (json) => json],
+    ['integers with ", " separators', () => Math.floor(random() * 256), (json) => json.replace(/,/g, ', ')],
+    ['integers with newlines', () => Math.floor(random() * 256), (json) => json.replace(/\],/g, '],\n  ')],
+    ['mixed spellings', () => randomNumberText(random), (json) => json.replace(/"(-?[0-9][^"]*)"/g, '$1')],
+  ];
+  for (const [label, value, respell] of spellings) {
+    const text = respell(JSON.stringify({ data: nestedTensor(INPUT_SHAPE, value) }));
+    const body = Buffer.from(text);
+    const expected = jsonParseTensor(text, INPUT_SHAPE);
+    if (expected === 'error') return assert.fail(`${label}: JSON.parse refused the body`);
+    const whole = readTensorBody(body);
+    assert.ok(sameBits(whole.values, expected), `${label}: whole body`);
+    for (const size of [65536, 16384, 1000 + Math.floor(random() * 100)]) {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < body.length; at += size) pieces.push(body.subarray(at, at + size));
+      const got = streamed(pieces, INPUT_SHAPE, true);
+      assert.ok(got !== 'error' && sameBits(got, expected), `${label}: ${size}-byte pieces`);
+    }
+    assert.equal(whole.allIntegers, label.includes('integers'), label);
+  }
+});
+
+test('R-SCORE-5 pixel integers 0..999 read in the 4-byte fast path give exact values and range', () => {
+  const row = Array.from({ length: 40 }, (_, i) => [0, 7, 10, 99, 100, 255, 999, 5][i % 8]);
+  const body = `{"data":[[[${JSON.stringify(row)}]]]}`;
+  const got = readTensorBody(Buffer.from(body), [1, 1, 1, 40]);
+  assert.deepEqual(Array.from(got.values), row);
+  assert.deepEqual([got.allIntegers, got.min, got.max], [true, 0, 999]);
+  for (const bad of ['[00,1]', '[01,1]', '[1,,2]', '[1 2]', '[1,2,]', '[-,1]', '[1.,2]']) {
+    assert.throws(() => readTensorBody(Buffer.from(`{"data":[[[${bad}${',1'.repeat(40)}]]]}`), [1, 1, 1, 42]), ScoringError, bad);
+  }
 });

@@ -1,0 +1,453 @@
+/**
+ * The nested arrays of a fixed-shape tensor, `[[[[0,17,255,…],…],…]]`, read
+ * straight into a Float32Array. The reader is resumable: it can be fed the
+ * bytes as they arrive, piece by piece, and stops before a number token that
+ * a piece cuts in two (the caller hands those few bytes back with the next
+ * piece). Each stored value is JSON.parse's number rounded to float32, bit
+ * for bit.
+ *
+ * Where the time goes: 150,528 numbers per request, mostly pixel integers
+ * 0..255. The innermost rows are read by a loop with no function call, no
+ * string and no bounds bookkeeping per number: while a token starts at least
+ * FAST_TOKEN_BYTES before the end of the bytes at hand, its few bytes cannot
+ * run past them. Everything unusual (whitespace runs, exponents, long
+ * mantissas, errors) goes through the careful path, which checks every byte.
+ */
+import { invalidBody } from './errors.ts';
+
+const TAB = 9;
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const QUOTE = 34;
+const PLUS = 43;
+const COMMA = 44;
+const MINUS = 45;
+const DOT = 46;
+const ZERO = 48;
+const NINE = 57;
+const UPPER_E = 69;
+const LBRACKET = 91;
+const RBRACKET = 93;
+const LOWER_E = 101;
+const LBRACE = 123;
+
+/** Significant digits the fast path takes: below 2^53, so the mantissa is an exact integer. */
+const FAST_DIGITS = 15;
+/** A fast token reads at most a space + sign + 15 digits + point + terminator + a space after its comma. */
+const FAST_TOKEN_BYTES = FAST_DIGITS + 8;
+/** Each byte XOR '0': an ASCII digit becomes 0..9 (four bytes at a time). */
+const ZEROS = 0x30303030;
+/** Added to a byte of 0..0x7f, sets its high bit exactly when it is 10 or more. */
+const TEN_OR_MORE = 0x76767676;
+const HIGH_BITS = 0x80808080 | 0;
+
+/** Every power of ten that a double holds exactly. */
+const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`));
+/**
+ * Digits join the mantissa while it stays below this, so it stays an exact
+ * integer in a double (below 2^53) and m·10^k (|k| ≤ 22) rounds once, correctly.
+ */
+const MANTISSA_DIGITS_LIMIT = (2 ** 53 - 9) / 10;
+/** Bound on the relative error of a truncated estimate: dropped digits < 10^-15, plus one rounding. */
+const ESTIMATE_ERROR = 2 ** -46;
+
+/** Where the reader is inside the array open at `level`. */
+const enum Expect {
+  /** Just after `[`: an entry or `]`. */
+  FirstEntry,
+  /** Just after `,`: an entry. */
+  Entry,
+  /** Just after an entry: `,` or `]`. */
+  Separator,
+}
+
+export function formatShape(shape: readonly number[]): string {
+  return `[${shape.join(',')}]`;
+}
+
+export function isDigit(c: number | undefined): c is number {
+  return c !== undefined && c >= ZERO && c <= NINE;
+}
+
+/** The first byte of what is at `at`, in words (for messages). */
+function describeByte(bytes: Uint8Array, at: number): string {
+  const c = bytes[at];
+  return c === undefined ? 'the end of the body' : c >= SPACE && c < 127 ? `'${String.fromCharCode(c)}'` : `byte 0x${c.toString(16).padStart(2, '0')}`;
+}
+
+export function jsonSyntaxError(bytes: Uint8Array, at: number, offset: number, expected: string): never {
+  throw invalidBody(`invalid JSON at byte ${offset + at}: expected ${expected}, found ${describeByte(bytes, at)}`);
+}
+
+/** Reads one JSON number token anywhere (the tensor's careful path, members that are skipped). */
+export class NumberToken {
+  /** Where the last token read ended; -1 when it ran to the end of bytes that are not final. */
+  end = 0;
+  /** The last token had no fraction and no exponent. */
+  integer = true;
+
+  /**
+   * One JSON number token at `start` → a double that rounds to the same
+   * float32 as the double JSON.parse gives. Up to 15 significant digits with a
+   * small exponent, mantissa·10^k is exact and rounds once: JSON.parse's
+   * double itself. Longer mantissas (float32 values printed as 17-digit
+   * doubles) keep their first 15-16 digits; that estimate is within 2^-48 of
+   * the true value, so when float32 rounding is the same across that whole
+   * interval it is the answer, and only the rare token near a float32 tie
+   * goes through Number(). Sets `end` (-1 when the token runs to the end of
+   * bytes that are not final) and `integer`.
+   */
+  read(bytes: Uint8Array, start: number, end: number, final: boolean, offset: number): number {
+    let p = start;
+    let c = bytes[p]!;
+    let negative = false;
+    if (c === MINUS) {
+      negative = true;
+      c = ++p < end ? bytes[p]! : -1;
+    }
+    let mantissa = 0;
+    let exponent = 0;
+    let truncated = false;
+    let integer = true;
+    if (c === ZERO) c = ++p < end ? bytes[p]! : -1;
+    else if (c >= ZERO && c <= NINE) {
+      do {
+        if (mantissa < MANTISSA_DIGITS_LIMIT) mantissa = mantissa * 10 + (c - ZERO);
+        else {
+          exponent++;
+          if (c !== ZERO) truncated = true;
+        }
+        c = ++p < end ? bytes[p]! : -1;
+      } while (c >= ZERO && c <= NINE);
+    } else if (p < end || final) jsonSyntaxError(bytes, p, offset, 'a digit');
+    if (c === DOT) {
+      integer = false;
+      c = ++p < end ? bytes[p]! : -1;
+      if (c >= ZERO && c <= NINE) {
+        do {
+          if (mantissa < MANTISSA_DIGITS_LIMIT) {
+            mantissa = mantissa * 10 + (c - ZERO);
+            exponent--;
+          } else if (c !== ZERO) truncated = true;
+          c = ++p < end ? bytes[p]! : -1;
+        } while (c >= ZERO && c <= NINE);
+      } else if (p < end || final) jsonSyntaxError(bytes, p, offset, 'a digit after the decimal point');
+    }
+    if (c === LOWER_E || c === UPPER_E) {
+      integer = false;
+      c = ++p < end ? bytes[p]! : -1;
+      let negativeExponent = false;
+      if (c === PLUS) c = ++p < end ? bytes[p]! : -1;
+      else if (c === MINUS) {
+        negativeExponent = true;
+        c = ++p < end ? bytes[p]! : -1;
+      }
+      let written = 0;
+      if (c >= ZERO && c <= NINE) {
+        do {
+          // Past 1e6 the value is 0 or Infinity either way; stop growing the integer.
+          if (written < 1e6) written = written * 10 + (c - ZERO);
+          c = ++p < end ? bytes[p]! : -1;
+        } while (c >= ZERO && c <= NINE);
+      } else if (p < end || final) jsonSyntaxError(bytes, p, offset, 'a digit in the exponent');
+      exponent += negativeExponent ? -written : written;
+    }
+    if (p >= end && !final) {
+      // The token may go on in the next piece.
+      this.end = -1;
+      return 0;
+    }
+    this.end = p;
+    this.integer = integer;
+    if (mantissa === 0 && !truncated) return negative ? -0 : 0;
+    if (exponent >= -22 && exponent <= 22) {
+      const magnitude = exponent < 0 ? mantissa / EXACT_POWERS_OF_TEN[-exponent]! : mantissa * EXACT_POWERS_OF_TEN[exponent]!;
+      if (!truncated) return negative ? -magnitude : magnitude;
+      const rounded = Math.fround(magnitude);
+      if (Math.fround(magnitude * (1 - ESTIMATE_ERROR)) === rounded && Math.fround(magnitude * (1 + ESTIMATE_ERROR)) === rounded) {
+        return negative ? -rounded : rounded;
+      }
+    }
+    return Number(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', start, p));
+  }
+}
+
+export class TensorValuesReader {
+  readonly values: Float32Array;
+  /** Every number was written without a fraction or an exponent (`255`, not `255.0`). */
+  allIntegers = true;
+  min = Infinity;
+  max = -Infinity;
+  /** The last `]` of the tensor has been read. */
+  done = false;
+
+  private readonly dims: number[];
+  private readonly last: number;
+  /** Deepest open array; -1 before the tensor's first `[`. */
+  private level = -1;
+  /** Entries finished so far in each open array: also the index of the entry being read. */
+  private readonly counts: number[];
+  private expect = Expect.Entry;
+  /** Values stored so far. */
+  private stored = 0;
+  private readonly token = new NumberToken();
+  /** The body offset of the bytes being read, for messages. */
+  private offset = 0;
+
+  constructor(
+    private readonly shape: readonly number[],
+    private readonly member: string,
+  ) {
+    this.dims = [...shape];
+    this.last = shape.length - 1;
+    this.counts = shape.map(() => 0);
+    this.values = new Float32Array(shape.reduce((a, d) => a * d, 1));
+  }
+
+  /**
+   * Reads bytes[start..end) and returns where it stopped: just after the
+   * tensor's last `]`, or `end`, or (when `final` is false) the start of a
+   * number token that runs to `end` and may go on in the next piece. With
+   * `final`, the bytes are all there are, so running out is an error.
+   * `offset` is the body position of bytes[0], for messages.
+   */
+  feed(bytes: Uint8Array, start: number, end: number, final: boolean, offset: number): number {
+    this.offset = offset;
+    let p = start;
+    while (p < end) {
+      const c = bytes[p]!;
+      if (c === SPACE || c === LF || c === CR || c === TAB) {
+        p++;
+        continue;
+      }
+      const level = this.level;
+      if (this.expect === Expect.Separator) {
+        if (c === COMMA) this.expect = Expect.Entry;
+        else if (c === RBRACKET) {
+          if (this.counts[level]! !== this.dims[level]) this.tooFew(level);
+          this.closeArray();
+          if (this.done) return p + 1;
+        } else jsonSyntaxError(bytes, p, offset, "',' or ']'");
+        p++;
+        continue;
+      }
+      if (c === RBRACKET && this.expect === Expect.FirstEntry) {
+        // An empty array: too few entries (no dimension of a tensor is 0).
+        if (this.dims[level] !== 0) this.tooFew(level);
+        this.closeArray();
+        if (this.done) return p + 1;
+        p++;
+        continue;
+      }
+      if (level >= 0 && this.counts[level] === this.dims[level]) this.tooMany(level);
+      if (level < this.last) {
+        if (c !== LBRACKET) this.wrongKind(bytes, p, level + 1, this.arrayOf(level + 1));
+        this.level = level + 1;
+        this.counts[level + 1] = 0;
+        this.expect = Expect.FirstEntry;
+        p++;
+        continue;
+      }
+      p = this.readRow(bytes, p, end, final);
+      // Out of bytes after a `,`, or (not final) before a number cut off at the end.
+      if ((this.expect as Expect) !== Expect.Separator) break;
+    }
+    if (final && !this.done) {
+      if (this.expect === Expect.Separator) jsonSyntaxError(bytes, p, offset, "',' or ']'");
+      this.wrongKind(bytes, p, this.level + 1, this.level < this.last ? this.arrayOf(this.level + 1) : 'a number');
+    }
+    return p;
+  }
+
+  private closeArray(): void {
+    this.level--;
+    if (this.level < 0) this.done = true;
+    else {
+      this.counts[this.level]!++;
+      this.expect = Expect.Separator;
+    }
+  }
+
+  private arrayOf(level: number): string {
+    return `an array of ${this.dims[level]} ${level === this.last ? 'numbers' : 'arrays'}`;
+  }
+
+  /**
+   * Numbers of the innermost array, from an entry's first byte on, until a
+   * byte other than `,` follows one (left for feed) or the bytes run out.
+   */
+  private readRow(bytes: Uint8Array, p: number, end: number, final: boolean): number {
+    const values = this.values;
+    const last = this.last;
+    const dim = this.dims[last]!;
+    const fastEnd = end - FAST_TOKEN_BYTES;
+    const words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let count = this.counts[last]!;
+    let n = this.stored;
+    let min = this.min;
+    let max = this.max;
+    let fraction = 0;
+    let expect = this.expect;
+    let c = 0;
+    for (;;) {
+      if (count === dim) {
+        this.counts[last] = count;
+        this.tooMany(last);
+      }
+      // Fast path: a sign, up to 15 significant digits, an optional fraction, no
+      // exponent, then ',' or ']' or whitespace: an exact integer divided by an
+      // exact power of ten, rounded once, as JSON.parse rounds it.
+      if (p < fastEnd) {
+        // Fastest path, most pixels: one to three digits and ',' or ']', read as
+        // one 4-byte word (digits in its low bytes, first digit lowest).
+        let word = words.getInt32(p, true);
+        if ((word & 0xff) === SPACE) word = words.getInt32(++p, true); // `, ` as Python's json.dumps writes
+        const digitValues = word ^ ZEROS;
+        const notDigits = ((digitValues + TEN_OR_MORE) | digitValues) & HIGH_BITS;
+        const length = (31 - Math.clz32(notDigits & -notDigits)) >> 3; // bytes before the first non-digit
+        if (length > 0 && (length === 1 || (digitValues & 0xff) !== 0)) {
+          const after = (word >> (length << 3)) & 0xff;
+          if (after === COMMA || after === RBRACKET) {
+            // Right-align the digits in three bytes: [d0,d1,d2] → d0·100 + d1·10 + d2.
+            const aligned = (digitValues & ((1 << (length << 3)) - 1)) << ((3 - length) << 3);
+            const value = (aligned & 0xf) * 100 + ((aligned >> 8) & 0xf) * 10 + ((aligned >> 16) & 0xf);
+            values[n++] = value;
+            if (value < min) min = value;
+            if (value > max) max = value;
+            count++;
+            p += length;
+            if (after === COMMA) {
+              p++;
+              expect = Expect.Entry;
+              continue;
+            }
+            expect = Expect.Separator;
+            break;
+          }
+        }
+        const start = p;
+        c = bytes[p]!;
+        const negative = c === MINUS;
+        if (negative) c = bytes[++p]!;
+        let digit = c - ZERO;
+        if (digit >= 0 && digit <= 9) {
+          let mantissa = digit;
+          let digits = 1;
+          let scale = 0;
+          c = bytes[++p]!;
+          if (mantissa !== 0) {
+            while ((digit = c - ZERO) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
+              mantissa = mantissa * 10 + digit;
+              digits++;
+              c = bytes[++p]!;
+            }
+          }
+          if (c === DOT) {
+            c = bytes[++p]!;
+            while ((digit = c - ZERO) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
+              mantissa = mantissa * 10 + digit;
+              digits++;
+              scale++;
+              c = bytes[++p]!;
+            }
+          }
+          const ends = c === COMMA || c === RBRACKET || c === SPACE || c === LF || c === CR || c === TAB;
+          if (ends && (scale > 0 || bytes[p - 1] !== DOT)) {
+            let value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
+            if (negative) value = -value;
+            value = Math.fround(value);
+            values[n++] = value;
+            fraction |= scale;
+            if (value < min) min = value;
+            if (value > max) max = value;
+            count++;
+            if (c === COMMA) {
+              c = bytes[++p]!;
+              if (c === SPACE) p++;
+              expect = Expect.Entry;
+              continue;
+            }
+            expect = Expect.Separator;
+            break;
+          }
+        }
+        p = start;
+      }
+      // Careful path: every byte checked against the end.
+      while (p < end && ((c = bytes[p]!) === SPACE || c === LF || c === CR || c === TAB)) p++;
+      if (p === end) break;
+      if (c !== MINUS && !isDigit(c)) {
+        this.counts[last] = count;
+        this.wrongKind(bytes, p, last + 1, 'a number');
+      }
+      const value = Math.fround(this.token.read(bytes, p, end, final, this.offset));
+      if (this.token.end < 0) break;
+      if (value - value !== 0) {
+        this.counts[last] = count;
+        this.outOfRange(bytes, p, last + 1);
+      }
+      values[n++] = value;
+      if (!this.token.integer) fraction = 1;
+      if (value < min) min = value;
+      if (value > max) max = value;
+      count++;
+      p = this.token.end;
+      while (p < end && ((c = bytes[p]!) === SPACE || c === LF || c === CR || c === TAB)) p++;
+      if (p < end && c === COMMA) {
+        p++;
+        expect = Expect.Entry;
+        continue;
+      }
+      expect = Expect.Separator;
+      break;
+    }
+    this.expect = expect;
+    this.counts[last] = count;
+    this.stored = n;
+    this.min = min;
+    this.max = max;
+    if (fraction !== 0) this.allIntegers = false;
+    return p;
+  }
+
+  private path(depth: number): string {
+    let out = this.member;
+    for (let level = 0; level < depth; level++) out += `[${this.counts[level]}]`;
+    return out;
+  }
+
+  private shapeNote(): string {
+    return `(shape ${formatShape(this.shape)})`;
+  }
+
+  private tooMany(level: number): never {
+    const dim = this.dims[level]!;
+    throw invalidBody(`${this.path(level)} has more than ${dim} entries; expected ${dim} ${this.shapeNote()}`, this.path(level));
+  }
+
+  private tooFew(level: number): never {
+    const dim = this.dims[level]!;
+    throw invalidBody(`${this.path(level)} has ${this.counts[level]} entries; expected ${dim} ${this.shapeNote()}`, this.path(level));
+  }
+
+  private outOfRange(bytes: Uint8Array, start: number, depth: number): never {
+    const token = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', start, Math.min(this.token.end, start + 40));
+    throw invalidBody(`${this.path(depth)} is ${token}, outside the range of a 32-bit float`, this.path(depth));
+  }
+
+  /** Something other than what the shape wants at this place: name what it is. */
+  private wrongKind(bytes: Uint8Array, at: number, depth: number, expected: string): never {
+    const c = bytes[at];
+    const kinds: Record<number, string> = { [LBRACKET]: 'an array', [LBRACE]: 'an object', [QUOTE]: 'a string', 116: 'true', 102: 'false', 110: 'null' };
+    let found = c === undefined ? undefined : kinds[c];
+    if (found === undefined && (c === MINUS || isDigit(c))) found = 'a number';
+    if (found === undefined) {
+      const word = /^[A-Za-z]+/.exec(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', at, at + 16))?.[0];
+      if (word === 'NaN' || word === 'Infinity') found = `${word}, which JSON does not have (values must be finite numbers)`;
+    }
+    if (found === undefined) jsonSyntaxError(bytes, at, this.offset, expected);
+    const path = this.path(depth);
+    throw invalidBody(`${path} is ${found}; expected ${expected} ${this.shapeNote()}`, path);
+  }
+}
