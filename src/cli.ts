@@ -166,6 +166,11 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
 
 async function runCommandGroup(group: CommandGroup, args: string[]): Promise<number> {
   const command = args[0] ? group.subcommands[args[0]] : undefined;
+  if (!command && group.command) {
+    if (args[0] !== '--help' && args[0] !== '-h') return group.command.run(args);
+    process.stdout.write([`usage: ${group.command.usage}`, group.summary].join('\n') + '\n');
+    return 0;
+  }
   if (!command) {
     const lines = Object.entries(group.subcommands).map(([name, s]) => `  offcloud ${group.name} ${name.padEnd(10)} ${s.summary}\n      ${s.usage}`);
     process.stdout.write([`usage: offcloud ${group.name} <command>`, group.summary, '', ...lines].join('\n') + '\n');

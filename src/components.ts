@@ -11,9 +11,9 @@ import { hub } from './hub/index.ts';
 import { billing } from './billing/index.ts';
 import { sentiment } from './sentiment/index.ts';
 import { face } from './face/index.ts';
-import { modelsCommands, scoring, scoringFrontend } from './scoring/index.ts';
+import { modelsCommands, scoreCommands, scoring, scoringFrontend } from './scoring/index.ts';
 
 export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
-export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands];
+export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands, scoreCommands];

@@ -52,4 +52,6 @@ export interface CommandGroup {
   name: string;
   summary: string;
   subcommands: Record<string, Subcommand>;
+  /** `offcloud <name> <args…>` itself, when the first argument names no subcommand (`offcloud score <image>`). */
+  command?: Subcommand;
 }

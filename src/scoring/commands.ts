@@ -1,7 +1,7 @@
 /**
- * Command-line commands of the scoring component: `offcloud scoring score`
- * (the image client), `offcloud scoring keys show|regenerate` and
- * `offcloud models pull`.
+ * Command-line commands of the scoring component: `offcloud score` (the
+ * image client; also `offcloud scoring score`), `offcloud scoring keys
+ * show|regenerate` and `offcloud models pull`.
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -37,9 +37,9 @@ export type Print = (line: string) => void;
 const toStdout: Print = (line) => process.stdout.write(line + '\n');
 
 const SCORE_USAGE =
-  'offcloud scoring score <image file or URL> [--url http://127.0.0.1:5001] [--frontend <url> --service <name> --key <key>] [--ca <file>] [--labels <file>] [--top 5] [--floats] [--json]';
+  'offcloud score <image file or URL> [--url http://127.0.0.1:5001] [--frontend <url> --service <name> --key <key>] [--ca <file>] [--labels <file>] [--top 5] [--floats] [--json]';
 
-/** `offcloud scoring score <image>`: the image client. */
+/** `offcloud score <image>`: the image client. */
 export async function scoreImage(args: string[], print: Print = toStdout): Promise<number> {
   const { values, positionals } = parse(
     args,
@@ -85,6 +85,14 @@ export const scoreCommand: Subcommand = {
   summary: 'classify an image: scale it to 224×224, send it, print the top classes',
   usage: SCORE_USAGE,
   run: (args) => scoreImage(args),
+};
+
+/** `offcloud score <image>`, the name the issue gives the client; `offcloud scoring score` stays as another name. */
+export const scoreCommands: CommandGroup = {
+  name: 'score',
+  summary: 'classify an image file or URL: top-5 classes and the time measured by the scoring container',
+  subcommands: {},
+  command: scoreCommand,
 };
 
 const KEYS_USAGE = 'offcloud scoring keys show <service> | offcloud scoring keys regenerate <service> --primary|--secondary   [--data-dir DIR]';

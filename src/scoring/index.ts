@@ -3,7 +3,7 @@ import { keysCommand, scoreCommand } from './commands.ts';
 import { scoringOptions, startScoring } from './container.ts';
 import { DEFAULT_SERVICE, frontendOptions, startScoringFrontend } from './frontend.ts';
 
-export { modelsCommands } from './commands.ts';
+export { modelsCommands, scoreCommands } from './commands.ts';
 
 export const scoring = defineComponent({
   name: 'scoring',

@@ -72,7 +72,7 @@ interface JsonOutput {
 }
 
 test('R-SCORE-6 the client prints the top-5 classes with class code and name from the 1000-entry list', async () => {
-  const run = await runCli(['scoring', 'score', honeycombPng, '--url', scoring.exports!.scoringUrl!]);
+  const run = await runCli(['score', honeycombPng, '--url', scoring.exports!.scoringUrl!]);
   assert.equal(run.code, 0, run.stderr);
   const lines = run.stdout.trimEnd().split('\n');
   assert.equal(lines.length, 6, run.stdout);
@@ -83,6 +83,25 @@ test('R-SCORE-6 the client prints the top-5 classes with class code and name fro
   assert.deepEqual({ ...output.top[0], probability: 0 }, { rank: 1, index: 599, code: 'n03530642', name: 'honeycomb', probability: 0 });
   assert.ok(output.top[0]!.probability >= output.top[1]!.probability);
   assert.ok(output.time > 0);
+});
+
+test('R-SCORE-6 `offcloud score` is the client; `offcloud scoring score` is another name for it; --help shows its usage', async () => {
+  const [short, long, help, missing] = await Promise.all([
+    runCli(['score', honeycombPng, '--url', scoring.exports!.scoringUrl!, '--json']),
+    runCli(['scoring', 'score', honeycombPng, '--url', scoring.exports!.scoringUrl!, '--json']),
+    runCli(['score', '--help']),
+    runCli(['score']),
+  ]);
+  assert.equal(short.code, 0, short.stderr);
+  assert.equal(long.code, 0, long.stderr);
+  const top = (run: { stdout: string }) => (JSON.parse(run.stdout) as JsonOutput).top;
+  assert.deepEqual(top(short), top(long));
+  assert.equal(top(short)[0]!.index, 599);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /^usage: offcloud score <image file or URL>/);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /give one image file or URL\nusage: offcloud score/);
+  assert.match((await runCli(['--help'])).stdout, /^ {2}score {2,}classify an image/m);
 });
 
 test('R-SCORE-6 the class list has 1000 [class code, name] entries', async () => {
