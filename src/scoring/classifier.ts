@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { StartupError } from '../common/errors.ts';
 import { invalidBody } from './errors.ts';
-import { INPUT_SHAPE, type TensorBody } from './tensor-body.ts';
+import { INPUT_SHAPE, pixelTransform, type PixelTransform, type TensorBody } from './tensor-body.ts';
 
 export const CLASS_COUNT = 1000;
 
@@ -56,14 +56,20 @@ export function resolveInputScale(body: Pick<TensorBody, 'allIntegers' | 'min' |
   return scale;
 }
 
+/** Per channel, the model's input is v·factor + offset: factor = k/std, offset = −mean/std, k = 1/255 for pixels. */
+function channelTransform(scale: 'pixels' | 'unit', mean: readonly number[], std: readonly number[]): { factor: number[]; offset: number[] } {
+  const unit = scale === 'pixels' ? 1 / 255 : 1;
+  return { factor: std.map((s) => unit / s), offset: mean.map((m, c) => -m / std[c]!) };
+}
+
 /** Writes the model's input in place: v·(k/std) − mean/std per channel, k = 1/255 for pixels. */
 export function normalizeInput(values: Float32Array, scale: Exclude<InputScale, 'auto'>, mean: readonly number[], std: readonly number[]): void {
   if (scale === 'normalized') return;
-  const unit = scale === 'pixels' ? 1 / 255 : 1;
+  const transform = channelTransform(scale, mean, std);
   const plane = values.length / mean.length;
   for (let channel = 0; channel < mean.length; channel++) {
-    const factor = unit / std[channel]!;
-    const offset = -mean[channel]! / std[channel]!;
+    const factor = transform.factor[channel]!;
+    const offset = transform.offset[channel]!;
     const end = (channel + 1) * plane;
     for (let i = channel * plane; i < end; i++) values[i] = values[i]! * factor + offset;
   }
@@ -110,9 +116,22 @@ export function serverSessionOptions(threads: number): ort.InferenceSession.Sess
   };
 }
 
+/** The pixel transform a body reader applies while it reads, when this input scale can mean pixels. */
+export function readerPixelTransform(inputScale: InputScale, mean: readonly number[], std: readonly number[]): PixelTransform | undefined {
+  if (inputScale !== 'auto' && inputScale !== 'pixels') return undefined;
+  const { factor, offset } = channelTransform('pixels', mean, std);
+  return pixelTransform(factor, offset);
+}
+
 export class ImageClassifier {
   /** Runs wait here so that one run at a time gets every thread, instead of runs fighting over cores. */
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * Give this to the body reader: a body of pixel integers then comes with
+   * the model's input already written (the same float32 values
+   * normalizeInput would write), and classify() skips that pass.
+   */
+  readonly pixels: PixelTransform | undefined;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -120,7 +139,9 @@ export class ImageClassifier {
     readonly inputName: string,
     readonly outputName: string,
     readonly outputIsLogits: boolean,
-  ) {}
+  ) {
+    this.pixels = readerPixelTransform(options.inputScale, options.mean, options.std);
+  }
 
   static async load(options: ClassifierOptions): Promise<ImageClassifier> {
     let session: ort.InferenceSession;
@@ -151,7 +172,11 @@ export class ImageClassifier {
 
   /** Classifies one parsed request body (its values are normalised in place). */
   async classify(body: TensorBody): Promise<Classification> {
-    normalizeInput(body.values, resolveInputScale(body, this.options.inputScale), this.options.mean, this.options.std);
+    const scale = resolveInputScale(body, this.options.inputScale);
+    if (body.pixelsApplied) {
+      // Only integers 0..999 were read; resolveInputScale refused anything but pixels for them.
+      if (scale !== 'pixels') throw new Error(`a body read as pixels resolved to the ${scale} scale`);
+    } else normalizeInput(body.values, scale, this.options.mean, this.options.std);
     const { output, seconds } = await this.run(body.values);
     return { result: this.outputIsLogits ? softmax(output) : Array.from(output), time: seconds };
   }

@@ -14,7 +14,7 @@ import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type Mod
 import { notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
-import { readTensorBody, TensorBodyStream, type TensorBody } from './tensor-body.ts';
+import { INPUT_SHAPE, readTensorBody, TensorBodyStream, type PixelTransform, type TensorBody } from './tensor-body.ts';
 
 export const scoringOptions = {
   ...commonOptions,
@@ -74,11 +74,11 @@ export function bodyTooLarge(limit: number): ScoringError {
  * Content-Length over the limit, more bytes than the limit, fewer or more
  * bytes than Content-Length.
  */
-function readTensorBodyStream(limit: number) {
+function readTensorBodyStream(limit: number, pixels: () => PixelTransform | undefined) {
   return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: TensorBody) => void): void => {
     const declared = Number(request.headers['content-length']);
     if (declared > limit) return done(bodyTooLarge(limit));
-    const stream = new TensorBodyStream();
+    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels());
     let received = 0;
     const stop = (): void => {
       payload.removeListener('data', onData);
@@ -132,7 +132,7 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   // Its own scope, so that only POST /score gets the streaming body reader.
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes));
+    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels));
     scope.post<{ Body: TensorBody | undefined }>('/score', async (request, reply) => {
       const model = loaded();
       // No body at all (Content-Length: 0) reaches here without the reader.

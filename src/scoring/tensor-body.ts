@@ -11,9 +11,9 @@
  * receiving them and no whole-body buffer is parsed afterwards.
  */
 import { invalidBody } from './errors.ts';
-import { formatShape, isDigit, jsonSyntaxError, NumberToken, TensorValuesReader } from './tensor-values.ts';
+import { formatShape, isDigit, jsonSyntaxError, NumberToken, TensorValuesReader, type PixelTransform } from './tensor-values.ts';
 
-export { formatShape } from './tensor-values.ts';
+export { formatShape, pixelTransform, type PixelTransform } from './tensor-values.ts';
 
 /** [batch, channels, height, width] (§2.1, §8). */
 export const INPUT_SHAPE: readonly number[] = [1, 3, 224, 224];
@@ -27,6 +27,8 @@ export interface TensorBody {
   allIntegers: boolean;
   min: number;
   max: number;
+  /** `values` already hold the model's input: every number was a pixel integer, and the PixelTransform given was applied. */
+  pixelsApplied: boolean;
 }
 
 const TAB = 9;
@@ -58,12 +60,16 @@ function isWhitespace(c: number): boolean {
 }
 
 function tensorBodyOf(tensor: TensorValuesReader): TensorBody {
-  return { values: tensor.values, allIntegers: tensor.allIntegers, min: tensor.min, max: tensor.max };
+  return { values: tensor.values, allIntegers: tensor.allIntegers, min: tensor.min, max: tensor.max, pixelsApplied: tensor.transformed };
 }
 
-/** Parses a whole body; throws ScoringError 400 naming what is wrong and where. */
-export function readTensorBody(body: Uint8Array, shape: readonly number[] = INPUT_SHAPE, member = 'data'): TensorBody {
-  return new TensorBodyReader(body, shape, member).readDocument();
+/**
+ * Parses a whole body; throws ScoringError 400 naming what is wrong and where.
+ * With `pixels`, a body of pixel integers comes back with the transform
+ * applied (`pixelsApplied`), saving a pass over the values.
+ */
+export function readTensorBody(body: Uint8Array, shape: readonly number[] = INPUT_SHAPE, member = 'data', pixels?: PixelTransform): TensorBody {
+  return new TensorBodyReader(body, shape, member, pixels).readDocument();
 }
 
 /** Largest number of bytes a stream holds back between chunks before it gives up reading early. */
@@ -91,8 +97,9 @@ export class TensorBodyStream {
   constructor(
     private readonly shape: readonly number[] = INPUT_SHAPE,
     private readonly member = 'data',
+    private readonly pixels?: PixelTransform,
   ) {
-    this.tensor = new TensorValuesReader(shape, member);
+    this.tensor = new TensorValuesReader(shape, member, pixels);
     this.name = Buffer.from(JSON.stringify(member));
   }
 
@@ -122,7 +129,7 @@ export class TensorBodyStream {
   /** The tensor, once the whole body has been pushed; throws ScoringError 400 like readTensorBody. */
   end(): TensorBody {
     if (this.readAsItArrived) return tensorBodyOf(this.tensor);
-    return readTensorBody(Buffer.concat(this.chunks, this.received), this.shape, this.member);
+    return readTensorBody(Buffer.concat(this.chunks, this.received), this.shape, this.member, this.pixels);
   }
 
   private read(bytes: Buffer, offset: number): void {
@@ -187,6 +194,7 @@ class TensorBodyReader {
     private readonly bytes: Uint8Array,
     private readonly shape: readonly number[],
     private readonly member: string,
+    private readonly pixels: PixelTransform | undefined,
   ) {
     this.text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
@@ -216,7 +224,7 @@ class TensorBodyReader {
       if (isTensor) {
         // JSON.parse would keep the last of two; two tensors in one request is a client bug worth naming.
         if (this.tensor) throw invalidBody(`"${this.member}" appears twice`, this.member);
-        this.tensor = new TensorValuesReader(this.shape, this.member);
+        this.tensor = new TensorValuesReader(this.shape, this.member, this.pixels);
         this.pos = this.tensor.feed(this.bytes, this.pos, this.bytes.length, true, 0);
       } else {
         this.skipValue();

@@ -173,8 +173,33 @@ export class NumberToken {
   }
 }
 
+/**
+ * Pixel integers → the model's input, per channel: tables[c][v] = v·scale[c] + offset[c]
+ * as a float32 (for v = 0..999, the integers the 4-byte fast path reads).
+ */
+export interface PixelTransform {
+  readonly scale: readonly number[];
+  readonly offset: readonly number[];
+  readonly tables: readonly Float32Array[];
+}
+
+/** The largest integer + 1 that the 4-byte fast path reads (three digits). */
+const FAST_INTEGER_LIMIT = 1000;
+
+export function pixelTransform(scale: readonly number[], offset: readonly number[]): PixelTransform {
+  const tables = scale.map((factor, c) => Float32Array.from({ length: FAST_INTEGER_LIMIT }, (_, v) => v * factor + offset[c]!));
+  return { scale, offset, tables };
+}
+
 export class TensorValuesReader {
   readonly values: Float32Array;
+  /**
+   * The values hold the model's input (the pixel transform applied), not the
+   * numbers as written: true while every number is a pixel integer read by
+   * the 4-byte fast path. The first other number turns the values written so
+   * far back into those numbers, and the rest are stored as written.
+   */
+  transformed: boolean;
   /** Every number was written without a fraction or an exponent (`255`, not `255.0`). */
   allIntegers = true;
   min = Infinity;
@@ -194,15 +219,40 @@ export class TensorValuesReader {
   private readonly token = new NumberToken();
   /** The body offset of the bytes being read, for messages. */
   private offset = 0;
+  /** Values per channel ([1,C,H,W]: H·W), to find a row's table. */
+  private readonly plane: number;
+  /** v → v: the table of the fast path when nothing is transformed. */
+  private readonly identity = Float32Array.from({ length: FAST_INTEGER_LIMIT }, (_, v) => v);
 
+  /** `pixels` applies to shapes [1,C,H,W] with one table per channel; else the numbers are stored as written. */
   constructor(
     private readonly shape: readonly number[],
     private readonly member: string,
+    private readonly pixels?: PixelTransform,
   ) {
     this.dims = [...shape];
     this.last = shape.length - 1;
     this.counts = shape.map(() => 0);
     this.values = new Float32Array(shape.reduce((a, d) => a * d, 1));
+    this.plane = shape.slice(2).reduce((a, d) => a * d, 1);
+    this.transformed = pixels !== undefined && shape.length === 4 && shape[0] === 1 && shape[1] === pixels.tables.length;
+  }
+
+  /** The fast path's table for the row that starts at value `n`. */
+  private tableAt(n: number): Float32Array {
+    return this.transformed ? this.pixels!.tables[Math.floor(n / this.plane)]! : this.identity;
+  }
+
+  /** Back to the numbers as written: the values so far were all pixel integers, so each is exact again. */
+  private restoreWritten(n: number): void {
+    const { scale, offset } = this.pixels!;
+    const values = this.values;
+    for (let i = 0; i < n; i++) {
+      const c = Math.floor(i / this.plane);
+      // `+ 0`: a pixel 0 comes back as a tiny negative, which Math.round makes -0.
+      values[i] = Math.round((values[i]! - offset[c]!) / scale[c]!) + 0;
+    }
+    this.transformed = false;
   }
 
   /**
@@ -285,6 +335,7 @@ export class TensorValuesReader {
     const words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let count = this.counts[last]!;
     let n = this.stored;
+    let table = this.tableAt(n);
     let min = this.min;
     let max = this.max;
     let fraction = 0;
@@ -312,7 +363,7 @@ export class TensorValuesReader {
             // Right-align the digits in three bytes: [d0,d1,d2] → d0·100 + d1·10 + d2.
             const aligned = (digitValues & ((1 << (length << 3)) - 1)) << ((3 - length) << 3);
             const value = (aligned & 0xf) * 100 + ((aligned >> 8) & 0xf) * 10 + ((aligned >> 16) & 0xf);
-            values[n++] = value;
+            values[n++] = table[value]!;
             if (value < min) min = value;
             if (value > max) max = value;
             count++;
@@ -357,7 +408,14 @@ export class TensorValuesReader {
             let value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
             if (negative) value = -value;
             value = Math.fround(value);
-            values[n++] = value;
+            if (scale === 0 && !negative && mantissa < FAST_INTEGER_LIMIT) values[n++] = table[mantissa]!;
+            else {
+              if (this.transformed) {
+                this.restoreWritten(n);
+                table = this.identity;
+              }
+              values[n++] = value;
+            }
             fraction |= scale;
             if (value < min) min = value;
             if (value > max) max = value;
@@ -387,7 +445,14 @@ export class TensorValuesReader {
         this.counts[last] = count;
         this.outOfRange(bytes, p, last + 1);
       }
-      values[n++] = value;
+      if (this.token.integer && c !== MINUS && value < FAST_INTEGER_LIMIT) values[n++] = table[value]!;
+      else {
+        if (this.transformed) {
+          this.restoreWritten(n);
+          table = this.identity;
+        }
+        values[n++] = value;
+      }
       if (!this.token.integer) fraction = 1;
       if (value < min) min = value;
       if (value > max) max = value;

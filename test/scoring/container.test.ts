@@ -1,5 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/container.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
@@ -32,7 +33,7 @@ after(async () => {
   await Promise.all(cleanups.map((fn) => fn()));
 });
 
-async function post(path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }) {
+async function post(path: string, body: string | Buffer | Readable, headers: Record<string, string> = { 'content-type': 'application/json' }) {
   const response = await client.request({ path, method: 'POST', body, headers });
   const text = await response.body.text();
   return { status: response.statusCode, headers: response.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
@@ -147,6 +148,29 @@ test('R-SCORE-2 non-numbers, NaN, Infinity, nesting and broken JSON get 400 with
 
 test('R-SCORE-2 a body over the limit is refused with 413 in the same error shape', async () => {
   assertErrorShape(await post('/score', Buffer.alloc(MAX_BODY + 1, 0x20)), 413);
+});
+
+test('R-SCORE-1 a chunked body is read as its pieces arrive: pieces of any size score exactly like the whole body', async () => {
+  const whole = await score(honeycomb);
+  for (const size of [1, 7, 1000, 65537]) {
+    // A few thousand one-byte writes are enough to cut numbers everywhere; the rest goes in one piece.
+    const cut = size === 1 ? 3000 : honeycomb.length;
+    const pieces = function* () {
+      for (let at = 0; at < cut; at += size) yield Buffer.from(honeycomb.slice(at, Math.min(at + size, cut)));
+      if (cut < honeycomb.length) yield Buffer.from(honeycomb.slice(cut));
+    };
+    const r = await post('/score', Readable.from(pieces()));
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual((r.json() as unknown as ScoreBody).result, whole.result, `${size}-byte pieces`);
+  }
+});
+
+test('R-SCORE-2 a chunked body that grows past the limit is refused with 413, and the server keeps serving', async () => {
+  const pieces = function* () {
+    for (let sent = 0; sent <= MAX_BODY; sent += 65536) yield Buffer.alloc(65536, 0x20);
+  };
+  assertErrorShape(await post('/score', Readable.from(pieces())), 413, /larger than 4194304 bytes/);
+  await score(honeycomb);
 });
 
 test('R-SCORE-1 any content type is read as JSON (curl -d sends form-urlencoded)', async () => {

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
+import { normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
 
 const SMALL = [1, 3, 4, 5];
@@ -217,4 +218,36 @@ test('R-SCORE-5 pixel integers 0..999 read in the 4-byte fast path give exact va
   for (const bad of ['[00,1]', '[01,1]', '[1,,2]', '[1 2]', '[1,2,]', '[-,1]', '[1.,2]']) {
     assert.throws(() => readTensorBody(Buffer.from(`{"data":[[[${bad}${',1'.repeat(40)}]]]}`), [1, 1, 1, 42]), ScoringError, bad);
   }
+});
+
+test('R-SCORE-5 a body of pixel integers read with the pixel transform holds exactly what normalizeInput writes; any other number undoes it', () => {
+  const random = seededRandom(8);
+  const mean = [0.485, 0.456, 0.406];
+  const std = [0.229, 0.224, 0.225];
+  const pixels = readerPixelTransform('auto', mean, std)!;
+  const check = (label: string, text: string, applied: boolean) => {
+    const body = Buffer.from(text);
+    const raw = readTensorBody(body);
+    const expected = Float32Array.from(raw.values);
+    if (applied) normalizeInput(expected, 'pixels', mean, std);
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < body.length; at += 4093) pieces.push(body.subarray(at, at + 4093));
+    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
+    for (const piece of pieces) stream.push(piece);
+    for (const got of [readTensorBody(body, INPUT_SHAPE, 'data', pixels), stream.end()]) {
+      assert.equal(got.pixelsApplied, applied, label);
+      assert.ok(sameBits(got.values, expected), label);
+      assert.deepEqual([got.allIntegers, got.min, got.max], [raw.allIntegers, raw.min, raw.max], label);
+    }
+  };
+  const pixelsBody = JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => Math.floor(random() * 256)) });
+  check('pixel integers', pixelsBody, true);
+  check('pixel integers with one float at the end', pixelsBody.replace(/(\d+)\]\]\]\]\}$/, '$1.5]]]]}'), false);
+  check('pixel integers with one 4-digit integer in the middle', pixelsBody.replace(/,(\d+),/, ',1000,'), false);
+  check('unit floats written as JSON.stringify writes 0 and 1', JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => [0, 1, random()][Math.floor(random() * 3)]) }), false);
+  const shape = [1, 3, 2, 40];
+  const small = JSON.stringify({ data: nestedTensor(shape, () => Math.floor(random() * 256)) });
+  assert.equal(readTensorBody(Buffer.from(small), shape, 'data', pixels).pixelsApplied, true);
+  assert.equal(readTensorBody(Buffer.from(small), shape).pixelsApplied, false);
+  assert.equal(readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), [1, 1, 1, 1], 'data', pixels).pixelsApplied, false, 'one channel, three tables');
 });
