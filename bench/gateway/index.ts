@@ -22,6 +22,13 @@ const CONNECTIONS = 32;
 const SECONDS = 5;
 const ROUNDS = 3;
 const KEY = 'bench-key';
+/** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`). */
+const WORKERS = [1, 2];
+
+async function workerPids(adminUrl: string): Promise<number[]> {
+  const answer = (await (await fetch(`${adminUrl}/`)).json()) as { pids: { workers: number[] } };
+  return answer.pids.workers;
+}
 
 /**
  * The reference's "floor" (part D): a naive node:http pipe with a keep-alive
@@ -190,17 +197,21 @@ export async function run(): Promise<BenchResult[]> {
       { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users`, cpu: () => processCpu(nginx.pid!) },
       { name: '(n) naive node:http proxy → backend', url: `http://127.0.0.1:${naivePort}/users`, cpu: () => processCpu(naive.pid!) },
     ];
-    for (const plugins of [false, true]) {
-      const file = join(dir, `kong-${plugins}.json`);
-      await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
-      const gw = await startGateway({ port: 0, httpsPort: 0, adminPort: 0, logLevel: 'silent', dataDir: dir, declarativeConfig: file });
-      closers.push(gw.close);
-      targets.push({
-        name: plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins',
-        url: `${gw.urls[0]!.url}/users`,
-        cpu: ownCpu,
-        headers: plugins ? [`apikey: ${KEY}`] : [],
-      });
+    for (const workers of WORKERS) {
+      for (const plugins of [false, true]) {
+        const file = join(dir, `kong-${plugins}.json`);
+        await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
+        const gw = await startGateway({ port: 0, httpsPort: 0, adminPort: 0, logLevel: 'silent', dataDir: dir, declarativeConfig: file, workers });
+        closers.push(gw.close);
+        const pids = await workerPids(gw.urls[2]!.url);
+        targets.push({
+          name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
+          url: `${gw.urls[0]!.url}/users`,
+          // The gateway's CPU: this process (listener, counters) and its workers.
+          cpu: () => ownCpu() + pids.filter((pid) => pid !== process.pid).reduce((sum, pid) => sum + processCpu(pid), 0),
+          headers: plugins ? [`apikey: ${KEY}`] : [],
+        });
+      }
     }
 
     const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
@@ -218,15 +229,18 @@ export async function run(): Promise<BenchResult[]> {
     );
     for (const [name, s] of Object.entries(summary)) {
       console.log(
-        `${name.padEnd(42)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms   CPU ${s.cpuUsPerRequest.toFixed(0)} µs/request`,
+        `${name.padEnd(56)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms   CPU ${s.cpuUsPerRequest.toFixed(0)} µs/request`,
       );
     }
     const nginxFigures = summary['(b) nginx → backend']!;
     const details = { connections: CONNECTIONS, secondsPerRound: SECONDS, rounds: ROUNDS, load: 'wrk -t1', summary };
-    return [
-      result({ name: 'gateway (c) no plugins vs nginx, requests/s', unit: 'req/s', ours: summary['(c) gateway, no plugins']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
-      result({ name: 'gateway (d) key-auth + rate-limiting vs nginx, requests/s', unit: 'req/s', ours: summary['(d) gateway + key-auth + rate-limiting']!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
-    ];
+    return WORKERS.flatMap((workers) => {
+      const suffix = workers === 1 ? '1 process' : `${workers} workers`;
+      return [
+        result({ name: `gateway (c) no plugins, ${suffix}, vs nginx, requests/s`, unit: 'req/s', ours: summary[`(c) gateway, no plugins, ${suffix}`]!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
+        result({ name: `gateway (d) key-auth + rate-limiting, ${suffix}, vs nginx, requests/s`, unit: 'req/s', ours: summary[`(d) gateway + key-auth + rate-limiting, ${suffix}`]!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
+      ];
+    });
   } finally {
     for (const close of closers) await close();
     for (const child of children) {

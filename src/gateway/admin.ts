@@ -20,9 +20,12 @@ export interface GatewayRuntime {
   config: LoadedConfig;
   /** Validates and swaps in a new document; throws DeclarativeConfigError and keeps the old one when invalid. */
   reload(doc: unknown): LoadedConfig;
-  stats: ConnectionCounters;
+  /** The proxy's connection figures (with worker processes, as last reported: at most a second old). */
+  stats(): ConnectionCounters;
   env: PluginEnvironment;
   listeners(): { proxy: string[] };
+  /** The processes that serve the proxy (this one, or the workers). */
+  workerPids(): number[];
 }
 
 const VERSION = '0.1.0';
@@ -83,6 +86,7 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     version: VERSION,
     hostname: hostname(),
     node_id: nodeId,
+    pids: { master: process.pid, workers: runtime.workerPids() },
     configuration: { database: 'off', role: 'traditional', router_flavor: 'traditional', proxy_listeners: runtime.listeners().proxy, admin_listen: [`${options.host}:${options.port}`] },
     plugins: {
       available_on_server: Object.fromEntries([...PLUGINS.values()].map((p) => [p.name, { version: VERSION, priority: p.priority }])),
@@ -91,7 +95,7 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   }));
   app.get('/status', async () => {
     const memory = process.memoryUsage();
-    const { stats } = runtime;
+    const stats = runtime.stats();
     return {
       memory: { workers_lua_vms: [{ pid: process.pid, http_allocated_gc: `${(memory.heapUsed / 2 ** 20).toFixed(2)} MiB` }], rss: `${(memory.rss / 2 ** 20).toFixed(2)} MiB` },
       server: {

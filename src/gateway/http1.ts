@@ -35,6 +35,8 @@ export interface ConnectionCounters {
 }
 
 const HEADER_INJECTION = /[\r\n\0]/;
+/** Bodies up to this size go out in one write with their head (latin1 carries bytes unchanged). */
+export const SMALL_BODY = 16 * 1024;
 
 /** `Name: value` lines of a head; arrays give one line per value. */
 export function headerLines(headers: OutgoingHeaders): string {
@@ -82,6 +84,9 @@ function httpDate(): string {
 class RequestBody extends Readable {
   constructor(private readonly connection: Connection) {
     super();
+    // A body can fail before anyone reads it (a queued pipelined request, an upstream still
+    // connecting): the error stays in `errored` for the reader instead of being thrown.
+    this.on('error', () => {});
   }
 
   override _read(): void {
@@ -202,6 +207,12 @@ export class ClientResponse {
     if (this.destroyed) return false;
     const socket = this.connection.socket;
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    // The usual small answer: head and body in one write, one system call, no writev bookkeeping.
+    if (this.pendingHead !== null && !this.chunked && !this.bodyless && data.length <= SMALL_BODY) {
+      const head = this.pendingHead;
+      this.pendingHead = null;
+      return socket.write(head + data.toString('latin1'), 'latin1');
+    }
     socket.cork();
     this.flushHead();
     let ok = true;
@@ -278,7 +289,9 @@ class Connection implements MessageEvents {
   }
 
   closing(): boolean {
-    return this.server.closing || this.peerEnded || this.broken !== null;
+    // Requests already received are still answered: after a client's FIN the last of them
+    // closes; after a parse error the 400 follows the answers ahead of it (finished()).
+    return this.server.closing || (this.peerEnded && this.broken === null && this.waiting.length === 0);
   }
 
   /** Nothing in flight and nothing of a next request received. */
@@ -357,8 +370,14 @@ class Connection implements MessageEvents {
   /** The client sent all it will: answer what is in flight, then close. */
   private onEnd(): void {
     this.peerEnded = true;
-    this.receiving?.body?.destroy(new Error('the client closed in the middle of the body'));
+    const unfinished = this.receiving;
     this.receiving = null;
+    if (unfinished) {
+      unfinished.body!.destroy(new Error('the client closed in the middle of the body'));
+      // A queued request whose body will never be whole is not answered (nginx logs 499).
+      const at = this.waiting.findIndex((res) => res.req === unfinished);
+      if (at >= 0) this.waiting.splice(at, 1);
+    }
     if (!this.current) this.socket.destroySoon();
   }
 

@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from './declarative.ts';
 import { GatewayError, MESSAGES, renderError } from './errors.ts';
+import { ParseError } from './http-parser.ts';
 import type { ClientRequest, ClientResponse } from './http1.ts';
 import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
 import type { ConsumerDirectory, RequestContext } from './plugins/plugin.ts';
@@ -221,8 +222,9 @@ export class Proxy {
         res.destroy();
         return;
       }
-      const error = err instanceof GatewayError ? err : new GatewayError(500, MESSAGES.unexpected);
-      if (!(err instanceof GatewayError)) this.options.logger.error({ err }, 'unexpected proxy error');
+      // A request body that breaks the framing (a bad chunk size) is the client's error, as nginx's 400.
+      const error = err instanceof GatewayError ? err : err instanceof ParseError ? new GatewayError(400, MESSAGES.badRequest) : new GatewayError(500, MESSAGES.unexpected);
+      if (!(err instanceof GatewayError) && !(err instanceof ParseError)) this.options.logger.error({ err }, 'unexpected proxy error');
       this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(performance.now() - started)) });
     }
   }

@@ -5,8 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
-import { createServer as createTlsServer } from 'node:tls';
+import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { commonOptions, describeKey, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
@@ -19,13 +18,9 @@ import { startAdmin, type GatewayRuntime } from './admin.ts';
 import { loadDeclarative, parseDeclarativeText, type LoadedConfig } from './declarative.ts';
 import { specDeployment } from './default-config.ts';
 import { DeclarativeConfigError } from './errors.ts';
-import { Http1Server, type ConnectionCounters } from './http1.ts';
 import { CounterStores } from './plugins/rate-limiting/counters.ts';
-import { answerClientError, Proxy } from './proxy.ts';
-import { UpstreamPools } from './upstream.ts';
-
-/** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
-const MAX_HEADER_SIZE = 16 * 1024;
+import { ProxyService, type Scheme } from './proxy-service.ts';
+import { WorkerPool } from './workers.ts';
 
 export const gatewayOptions = {
   ...commonOptions,
@@ -47,6 +42,7 @@ export const gatewayOptions = {
   trustedIps: { type: 'list', default: [] as string[], description: 'addresses whose X-Forwarded-* / X-Real-IP headers are believed (0.0.0.0/0 = all)' },
   maxBodySize: { type: 'integer', default: 100 * 1024 * 1024, min: 0, description: 'largest request body in bytes (0 = no limit)' },
   clientHeaderTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms a client may take to send its request headers' },
+  workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'proxy processes (1 = this process; more share the listeners, like nginx worker processes)' },
 } as const satisfies OptionSchema;
 export type GatewayOptions = OptionValues<typeof gatewayOptions>;
 
@@ -113,7 +109,6 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const options = withDefaults(gatewayOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'gateway');
   const counters = new CounterStores(logger);
-  const pools = new UpstreamPools();
   const env = { counters, logger };
 
   const { doc, source } = await initialDocument(options);
@@ -127,30 +122,36 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const tls = await resolveTls(options);
 
   let httpsPort: number | null = null;
-  const proxy = new Proxy({
-    config: () => runtime.config,
-    pools,
-    trustedIps: options.trustedIps,
-    maxBodySize: options.maxBodySize,
-    httpsPort: () => httpsPort,
-    logger,
-  });
-  // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
-  const connectionOptions = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: 60_000, maxHeaderSize: MAX_HEADER_SIZE, onBadRequest: answerClientError };
-  const plain = new Http1Server({ ...connectionOptions, onRequest: proxy.listener('http') });
-  const secure = new Http1Server({ ...connectionOptions, onRequest: proxy.listener('https') });
-  const httpServer = createNetServer({ allowHalfOpen: true }, plain.accept);
-  const httpsServer = createTlsServer({ cert: tls.cert, key: tls.key, allowHalfOpen: true }, secure.accept);
-  const stats = combinedCounters(plain, secure);
+  // One process serves, or worker processes do and this one only listens (and keeps the admin API and counters).
+  const service =
+    options.workers === 1
+      ? new ProxyService({
+          config: () => runtime.config,
+          trustedIps: options.trustedIps,
+          maxBodySize: options.maxBodySize,
+          clientHeaderTimeout: options.clientHeaderTimeout,
+          httpsPort: () => httpsPort,
+          tls,
+          logger,
+        })
+      : null;
+  let workers: WorkerPool | null = null;
+  const accept = (scheme: Scheme) => (socket: Socket) => (service ? service.accept(socket, scheme) : workers?.dispatch(socket, scheme));
+  // With workers, no byte is read here: the socket goes to a worker as it is.
+  const listenerOptions = { allowHalfOpen: true, pauseOnConnect: service === null };
+  const httpServer = createNetServer(listenerOptions, accept('http'));
+  const httpsServer = createNetServer(listenerOptions, accept('https'));
 
   const runtime: GatewayRuntime = {
     config,
     reload(next) {
       this.config = loadDeclarative(next, env);
+      workers?.reload(next);
       logger.info({ hash: this.config.hash }, 'declarative configuration reloaded');
       return this.config;
     },
-    stats,
+    stats: () => (service ? service.counters() : workers!.stats()),
+    workerPids: () => (service ? [process.pid] : workers!.pids()),
     env,
     listeners: () => ({ proxy: [`${formatHost(options.host)}:${httpPort}`, `${formatHost(options.host)}:${httpsPort} ssl`] }),
   };
@@ -158,19 +159,37 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
-    await pools.close();
     await counters.close();
   };
   let httpPort: number;
   try {
+    // Stop accepting first, then let the proxy (or the workers) finish what is in flight.
+    closers.push(async () => {
+      const stopped = [httpServer, httpsServer].filter((server) => server.listening).map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+      if (service) {
+        await service.close();
+        await Promise.all(stopped);
+      } else {
+        // Node tracks sockets handed to a child and would wait for it to report them closed: the workers' own close is the wait.
+        await workers?.close();
+      }
+    });
     httpPort = await listenRaw(httpServer, options.host, options.port, 'port');
-    closers.push(() => closeServer(httpServer, plain));
     httpsPort = await listenRaw(httpsServer, options.host, options.httpsPort, 'httpsPort');
-    closers.push(() => closeServer(httpsServer, secure));
+    if (!service) {
+      const pool = new WorkerPool(
+        options.workers,
+        { logLevel: options.logLevel, trustedIps: options.trustedIps, maxBodySize: options.maxBodySize, clientHeaderTimeout: options.clientHeaderTimeout, httpsPort, tls: { cert: tls.cert, key: tls.key }, doc },
+        counters.local,
+        logger,
+      );
+      workers = pool;
+      await pool.start();
+    }
     const admin = await startAdmin(runtime, { host: options.adminHost, port: options.adminPort, logger });
     closers.push(admin.close);
     const host = formatHost(options.host);
-    logger.info({ http: httpPort, https: httpsPort, admin: admin.url, config: source }, 'gateway listening');
+    logger.info({ http: httpPort, https: httpsPort, admin: admin.url, config: source, workers: options.workers }, 'gateway listening');
     const credentials = options.declarativeConfig
       ? []
       : [`consumer ${options.consumer}: apikey=${config.entities.keyauth_credentials[0]!.key} (query ?apikey= or header apikey:)`];
@@ -193,30 +212,4 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     await closeAll();
     throw err;
   }
-}
-
-/** Stops accepting, lets in-flight requests finish, and closes keep-alive sockets as soon as they are idle. */
-async function closeServer(server: Server, connections: Http1Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  await connections.close();
-  await closed;
-}
-
-/** What /status reports: both listeners' connections together. */
-function combinedCounters(...servers: Http1Server[]): ConnectionCounters {
-  const sum = (key: keyof ConnectionCounters) => servers.reduce((total, s) => total + s.counters[key], 0);
-  return {
-    get accepted() {
-      return sum('accepted');
-    },
-    get active() {
-      return sum('active');
-    },
-    get inFlight() {
-      return sum('inFlight');
-    },
-    get total() {
-      return sum('total');
-    },
-  };
 }

@@ -9,8 +9,8 @@ import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { GatewayError, MESSAGES } from './errors.ts';
-import { headerLines, type ClientResponse } from './http1.ts';
-import { MessageParser, type MessageEvents, type MessageHead } from './http-parser.ts';
+import { headerLines, SMALL_BODY, type ClientResponse } from './http1.ts';
+import { MessageParser, ParseError, type MessageEvents, type MessageHead } from './http-parser.ts';
 import type { Service } from './model.ts';
 
 export interface ForwardRequest {
@@ -94,10 +94,15 @@ class Exchange {
     const chunked = streamed && request.headers['content-length'] === undefined;
     let head = `${request.method} ${request.path} HTTP/1.1\r\n${headerLines(request.headers)}`;
     if (chunked) head += 'Transfer-Encoding: chunked\r\n';
-    socket.cork();
-    socket.write(head + '\r\n', 'latin1');
-    const written = Buffer.isBuffer(body) && body.length > 0 ? socket.write(body) : true;
-    socket.uncork();
+    let written: boolean;
+    if (!Buffer.isBuffer(body)) written = socket.write(head + '\r\n', 'latin1');
+    else if (body.length <= SMALL_BODY) written = socket.write(head + '\r\n' + body.toString('latin1'), 'latin1');
+    else {
+      socket.cork();
+      socket.write(head + '\r\n', 'latin1');
+      written = socket.write(body);
+      socket.uncork();
+    }
     if (!written) this.awaitDrain();
     if (streamed) this.pump(body, chunked);
     else this.sent();
@@ -106,6 +111,8 @@ class Exchange {
   /** Streams the client's body, counting it against the limit and pausing while the upstream is full. */
   private pump(body: Readable, chunked: boolean): void {
     const { socket } = this.connection;
+    // The client's body already failed (bad chunking, the client left) before the upstream was reached.
+    if (body.errored) return this.fail(body.errored);
     let total = 0;
     const onData = (chunk: Buffer) => {
       total += chunk.length;
@@ -393,7 +400,7 @@ export class UpstreamPools {
       const failure = await connection.send(request);
       if (!failure) return;
       const { error } = failure;
-      if (failure.responded || error instanceof GatewayError || request.client.destroyed) throw error;
+      if (failure.responded || error instanceof GatewayError || error instanceof ParseError || request.client.destroyed) throw error;
       lastError = error;
       const code = errorCode(error);
       // A streamed body that has begun cannot be sent again.

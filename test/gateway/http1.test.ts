@@ -847,3 +847,73 @@ test('a 20 MB download through the gateway to a client that reads slowly arrives
   assert.equal(sha256(received.body), sha256(payload));
   assert.ok(upstreamSawBackpressure, 'the upstream had to wait for the slow client');
 });
+// Crashes and wrong answers found while testing the new HTTP stack, kept as regression tests.
+
+test('a bad chunk size (zz) in a request body → 400 Bad request, connection closed, the gateway keeps serving (cold upstream pool)', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  const { res, client } = await exchange(t, gw.proxy, 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n');
+  assert.equal(res.status, 400);
+  assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
+  await client.serverClosed();
+  await stillServes(gw.proxy);
+  assert.deepEqual(backend.seen.map((s) => s.url), ['/still/alive']);
+});
+
+test('a bad chunk size (zz) in a request body → 400 Bad request, not 502 (warm upstream pool)', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  await stillServes(gw.proxy);
+  const { res, client } = await exchange(t, gw.proxy, 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n');
+  assert.equal(res.status, 400);
+  assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
+  await client.serverClosed();
+  await stillServes(gw.proxy);
+  assert.deepEqual(backend.seen.map((s) => s.url), ['/still/alive', '/still/alive']);
+});
+
+test('a client that half-closes in the middle of a pipelined request body does not crash the gateway', async (t) => {
+  const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 100));
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
+  client.write('GET /slow HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
+  client.socket.end();
+  const first = await client.response();
+  assert.equal(first.status, 200);
+  await client.serverClosed();
+  await stillServes(gw.proxy);
+});
+
+test('a client that half-closes in the middle of a body while the upstream connection is being opened does not crash the gateway', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
+  client.write('POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
+  client.socket.end();
+  await client.serverClosed();
+  await stillServes(gw.proxy);
+});
+
+test('a client that pipelines two requests and half-closes gets both answers, then the close', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
+  client.write('GET /one HTTP/1.1\r\nHost: a\r\n\r\nGET /two HTTP/1.1\r\nHost: a\r\n\r\n');
+  client.socket.end();
+  assert.equal(JSON.parse((await client.response()).body.toString()).url, '/one');
+  assert.equal(JSON.parse((await client.response()).body.toString()).url, '/two');
+  await client.serverClosed();
+});
+
+test('pipelining: a bad request behind a good one gets its 400 after the good answer (as nginx does), then the close', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc({ url: backend.url }));
+  const client = await RawClient.open(t, gw.proxy);
+  client.write('GET /good HTTP/1.1\r\nHost: a\r\n\r\nGET /bad HTTP/1.1\r\nHost: a\r\nBad Header: x\r\n\r\n');
+  const good = await client.response();
+  assert.equal(JSON.parse(good.body.toString()).url, '/good');
+  const bad = await client.response();
+  assert.equal(bad.status, 400);
+  assert.equal(JSON.parse(bad.body.toString()).message, 'Bad request');
+  await client.serverClosed();
+});

@@ -143,10 +143,13 @@ export class RedisCounters implements CounterStore {
 
 /** The stores of one gateway: one local table, one Redis connection per Redis server. */
 export class CounterStores {
-  readonly local = new LocalCounters();
   private readonly redisStores = new Map<string, RedisCounters>();
 
-  constructor(private readonly logger: Logger) {}
+  /** `local`: this process's table, or (in a worker process) the listening process's. */
+  constructor(
+    private readonly logger: Logger,
+    readonly local: CounterStore = new LocalCounters(),
+  ) {}
 
   redis(conf: RedisConfig): RedisCounters {
     const id = JSON.stringify([conf.host, conf.port, conf.database, conf.username, conf.password, conf.ssl, conf.ssl_verify, conf.server_name, conf.timeout]);

@@ -1,0 +1,75 @@
+/**
+ * One process's proxy: the request handling (Proxy), its upstream pools,
+ * and the client connections of both listeners. The gateway runs one in
+ * its own process, or one in each worker process (workers.ts), which then
+ * get their connections from the listening process.
+ */
+import type { Socket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from './declarative.ts';
+import { Http1Server, type ConnectionCounters } from './http1.ts';
+import { answerClientError, Proxy } from './proxy.ts';
+import { UpstreamPools } from './upstream.ts';
+
+/** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
+const MAX_HEADER_SIZE = 16 * 1024;
+const KEEP_ALIVE_MS = 60_000;
+
+export interface ProxyServiceOptions {
+  /** The configuration in force (swapped by a reload). */
+  config(): LoadedConfig;
+  trustedIps: readonly string[];
+  maxBodySize: number;
+  /** ms a client may take to send a request head. */
+  clientHeaderTimeout: number;
+  /** The HTTPS listener's port, for https_redirect_status_code redirects. */
+  httpsPort(): number | null;
+  tls: { cert: string; key: string };
+  logger: Logger;
+}
+
+export type Scheme = 'http' | 'https';
+
+export class ProxyService {
+  readonly pools = new UpstreamPools();
+  private readonly plain: Http1Server;
+  private readonly secure: Http1Server;
+  private readonly tls: TlsServer;
+
+  constructor(options: ProxyServiceOptions) {
+    const proxy = new Proxy({
+      config: options.config,
+      pools: this.pools,
+      trustedIps: options.trustedIps,
+      maxBodySize: options.maxBodySize,
+      httpsPort: options.httpsPort,
+      logger: options.logger,
+    });
+    // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
+    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEADER_SIZE, onBadRequest: answerClientError };
+    this.plain = new Http1Server({ ...connections, onRequest: proxy.listener('http') });
+    this.secure = new Http1Server({ ...connections, onRequest: proxy.listener('https') });
+    // Never listens: it takes the HTTPS listener's connections and does the handshake.
+    this.tls = createTlsServer({ cert: options.tls.cert, key: options.tls.key, allowHalfOpen: true }, this.secure.accept);
+  }
+
+  /** A client connection from one of the listeners: plain HTTP, or TLS to be handshaken here. */
+  accept(socket: Socket, scheme: Scheme): void {
+    socket.allowHalfOpen = true;
+    if (scheme === 'http') this.plain.accept(socket);
+    else this.tls.emit('connection', socket);
+  }
+
+  counters(): ConnectionCounters {
+    const a = this.plain.counters;
+    const b = this.secure.counters;
+    return { accepted: a.accepted + b.accepted, active: a.active + b.active, inFlight: a.inFlight + b.inFlight, total: a.total + b.total };
+  }
+
+  /** Closes idle connections now and the others once their answer is complete. */
+  async close(): Promise<void> {
+    await Promise.all([this.plain.close(), this.secure.close()]);
+    await this.pools.close();
+  }
+}
