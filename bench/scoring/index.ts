@@ -9,7 +9,10 @@
  * (c) ≤ (a)+(b) per request (medians), and (c) ≥ 2× (d) in throughput.
  * Per-request times of (c) and (d) come from a client sending one request at
  * a time (sub-millisecond latencies); requests/s from autocannon. Both
- * clients run in worker threads, off the servers' event loop.
+ * clients run in worker threads, off the servers' event loop. The per-request
+ * samples of (a), (b), the reader, (c) and (d) are taken in interleaved
+ * rounds, so that this shared machine's drift (its speed varies up to 2×
+ * from one minute to the next) hits all of them alike.
  */
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
@@ -23,25 +26,28 @@ import { DEFAULT_MODEL } from '../../src/scoring/model-files.ts';
 import { INPUT_SHAPE, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
 import { resolveModelFile } from '../../src/common/models.ts';
 import { startTypeScriptWorker } from '../../src/common/worker.ts';
-import type { SequentialLoad, SequentialResult } from './sequential-client.ts';
+import type { SequentialResult, SequentialRound } from './sequential-client.ts';
 import autocannon from 'autocannon';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
 const SECONDS = 5;
+/** Interleaved rounds of per-request samples, and the seconds of one-at-a-time requests per server per round. */
+const ROUNDS = 8;
+const ROUND_SECONDS = 1;
 const MEAN = [0.485, 0.456, 0.406];
 const STD = [0.229, 0.224, 0.225];
 const THREADS = availableParallelism();
 
-/** Per-call milliseconds (median of `rounds` timed batches) of a synchronous step. */
-function timeSync(rounds: number, perRound: number, step: () => void): number {
+/** Per-call milliseconds of a synchronous step: one sample per timed batch of `perBatch` calls. */
+function timeSync(batches: number, perBatch: number, step: () => void): number[] {
   const samples: number[] = [];
-  for (let r = 0; r < rounds; r++) {
+  for (let r = 0; r < batches; r++) {
     const started = performance.now();
-    for (let i = 0; i < perRound; i++) step();
-    samples.push((performance.now() - started) / perRound);
+    for (let i = 0; i < perBatch; i++) step();
+    samples.push((performance.now() - started) / perBatch);
   }
-  return median(samples);
+  return samples;
 }
 
 /** Requests/s of an async step run by `concurrency` loops for `seconds`. */
@@ -68,13 +74,25 @@ async function clientLoad(url: string, body: string, connections: number): Promi
   return { rps: outcome.requests.average, errors: outcome.errors + outcome.non2xx, p50ms: outcome.latency.p50, p99ms: outcome.latency.p99 };
 }
 
-/** Per-request latency at concurrency 1: the median (and mean) of one-at-a-time requests for `SECONDS`. */
-async function sequentialLatency(url: string, body: Buffer): Promise<{ medianMs: number; meanMs: number; requests: number; errors: number }> {
-  const worker = startTypeScriptWorker(new URL('./sequential-client.ts', import.meta.url), { workerData: { url, body, seconds: SECONDS } satisfies SequentialLoad });
-  const [result] = (await once(worker, 'message')) as [SequentialResult];
-  await worker.terminate();
-  const { latenciesMs, errors } = result;
-  return { medianMs: median(latenciesMs), meanMs: latenciesMs.reduce((a, b) => a + b, 0) / latenciesMs.length, requests: latenciesMs.length, errors };
+/** A client in a worker thread that sends one request at a time, a round per call. */
+function sequentialClient(body: Buffer): { round(url: string): Promise<SequentialResult>; close(): Promise<void> } {
+  const worker = startTypeScriptWorker(new URL('./sequential-client.ts', import.meta.url), { workerData: body });
+  return {
+    round: async (url) => {
+      worker.postMessage({ url, seconds: ROUND_SECONDS } satisfies SequentialRound);
+      const [result] = (await once(worker, 'message')) as [SequentialResult];
+      if (result.errors) throw new Error(`${url}: ${result.errors} failed requests`);
+      return result;
+    },
+    close: async () => {
+      worker.postMessage('close');
+      await once(worker, 'exit');
+    },
+  };
+}
+
+function mean(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0) / values.length;
 }
 
 /** The obvious way to write the server: stock body parsing, then copy the nested arrays out. */
@@ -119,61 +137,72 @@ export async function run(): Promise<BenchResult[]> {
   const tensor = new ort.Tensor('float32', prepared, [...INPUT_SHAPE]);
   const feeds = { [session.inputNames[0]!]: tensor };
   for (let i = 0; i < 20; i++) await session.run(feeds);
-
-  // (a) the model alone
-  const runSamples: number[] = [];
-  for (let i = 0; i < 60; i++) {
-    const started = performance.now();
-    await session.run(feeds);
-    runSamples.push(performance.now() - started);
-  }
-  const aMs = median(runSamples);
-  const aRps1 = await loopRate(1, SECONDS, () => session.run(feeds));
-  const aRps4 = await loopRate(4, SECONDS, () => session.run(feeds));
-
-  // (b) JSON.parse alone (from the bytes, as a server has them), and our reader alone, for comparison:
-  // on the whole body into the numbers as written, and as the server reads it (socket-sized
-  // chunks, pixel transform applied: bytes → the model's input, normalisation included).
-  const bMs = timeSync(15, 10, () => JSON.parse(bytes.toString('utf8')));
-  const readerMs = timeSync(15, 10, () => readTensorBody(bytes));
   const pixels = readerPixelTransform('auto', MEAN, STD);
   const chunks: Buffer[] = [];
   for (let at = 0; at < bytes.length; at += 65536) chunks.push(bytes.subarray(at, at + 65536));
-  const readerAsServedMs = timeSync(15, 10, () => {
+  const readAsServed = () => {
+    // As the server reads it: socket-sized chunks, pixel transform applied (bytes → the model's input).
     const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
     for (const chunk of chunks) stream.push(chunk);
     if (!stream.end().pixelsApplied) throw new Error('the bench body was not read as pixels');
-  });
-  const naiveParseMs = timeSync(15, 10, () => Float32Array.from((JSON.parse(bytes.toString('utf8')) as { data: number[][][][] }).data.flat(3)));
+  };
+  const naiveParseMs = median(timeSync(15, 4, () => Float32Array.from((JSON.parse(bytes.toString('utf8')) as { data: number[][][][] }).data.flat(3))));
 
-  // (c) ours and (d) the naive server, alternating so drift on a shared machine hits both
   const ours = await startScoring({ port: 0, logLevel: 'silent', threads: THREADS });
   const naive = await startNaiveServer(session);
   const oursUrl = ours.urls[0]!.url;
+  const sequential = sequentialClient(bytes);
   try {
     const load = (url: string, connections: number) => clientLoad(url, body, connections);
     await load(oursUrl, 1);
     await load(naive.url, 1);
-    const cSeq = await sequentialLatency(oursUrl, bytes);
-    const dSeq = await sequentialLatency(naive.url, bytes);
+
+    // Per-request samples in interleaved rounds: (a) session.run alone, (b) JSON.parse alone (from the
+    // bytes, as a server has them), our reader (whole body → numbers as written; and as served),
+    // (c) ours and (d) naive end to end, one request at a time.
+    const a: number[] = [];
+    const b: number[] = [];
+    const reader: number[] = [];
+    const readerAsServed: number[] = [];
+    const c: number[] = [];
+    const d: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let i = 0; i < 10; i++) {
+        const started = performance.now();
+        await session.run(feeds);
+        a.push(performance.now() - started);
+      }
+      b.push(...timeSync(4, 5, () => JSON.parse(bytes.toString('utf8'))));
+      reader.push(...timeSync(4, 5, () => readTensorBody(bytes)));
+      readerAsServed.push(...timeSync(4, 5, readAsServed));
+      c.push(...(await sequential.round(oursUrl)).latenciesMs);
+      d.push(...(await sequential.round(naive.url)).latenciesMs);
+    }
+    const aMs = median(a);
+    const bMs = median(b);
+    const readerMs = median(reader);
+    const readerAsServedMs = median(readerAsServed);
+    const cMs = median(c);
+    const dMs = median(d);
+
+    // Throughput: (a) alone, then (c) ours and (d) the naive server under autocannon, alternating.
+    const aRps1 = await loopRate(1, SECONDS, () => session.run(feeds));
+    const aRps4 = await loopRate(4, SECONDS, () => session.run(feeds));
     const c1 = await load(oursUrl, 1);
     const d1 = await load(naive.url, 1);
     const c4 = await load(oursUrl, 4);
     const d4 = await load(naive.url, 4);
-    for (const [label, r] of [['ours c=1', c1], ['naive c=1', d1], ['ours c=4', c4], ['naive c=4', d4], ['ours one at a time', cSeq], ['naive one at a time', dSeq]] as const) {
+    for (const [label, r] of [['ours c=1', c1], ['naive c=1', d1], ['ours c=4', c4], ['naive c=4', d4]] as const) {
       if (r.errors) throw new Error(`${label}: ${r.errors} failed requests`);
     }
-    // Per-request time: the median latency of one request at a time, as (a) and (b) are medians too.
-    const cMs = cSeq.medianMs;
-    const dMs = dSeq.medianMs;
     const figures = {
-      machine: { cpus: availableParallelism(), ortThreads: THREADS, bodyBytes: bytes.length, secondsPerLoad: SECONDS },
-      a_sessionRun: { msPerRun: aMs, rpsC1: aRps1, rpsC4: aRps4 },
-      b_jsonParse: { msPerBody: bMs, rps: 1000 / bMs },
+      machine: { cpus: availableParallelism(), ortThreads: THREADS, bodyBytes: bytes.length, secondsPerLoad: SECONDS, rounds: ROUNDS, roundSeconds: ROUND_SECONDS },
+      a_sessionRun: { msPerRun: aMs, samples: a.length, rpsC1: aRps1, rpsC4: aRps4 },
+      b_jsonParse: { msPerBody: bMs, samples: b.length, rps: 1000 / bMs },
       reader: { msPerBody: readerMs, asServedMsPerBody: readerAsServedMs, naiveParseAndFlattenMs: naiveParseMs },
-      c_ours: { msPerRequestC1: cMs, meanMsOneAtATime: cSeq.meanMs, requestsOneAtATime: cSeq.requests, autocannonP50MsC1: c1.p50ms, rpsC1: c1.rps, rpsC4: c4.rps, p99msC1: c1.p99ms, p99msC4: c4.p99ms },
-      d_naive: { msPerRequestC1: dMs, meanMsOneAtATime: dSeq.meanMs, requestsOneAtATime: dSeq.requests, autocannonP50MsC1: d1.p50ms, rpsC1: d1.rps, rpsC4: d4.rps, p99msC1: d1.p99ms, p99msC4: d4.p99ms },
-      ratios: { cOverAplusB: cMs / (aMs + bMs), cOverDThroughputC1: c1.rps / d1.rps, cOverDThroughputC4: c4.rps / d4.rps },
+      c_ours: { msPerRequestC1: cMs, meanMsOneAtATime: mean(c), requestsOneAtATime: c.length, autocannonP50MsC1: c1.p50ms, rpsC1: c1.rps, rpsC4: c4.rps, p99msC1: c1.p99ms, p99msC4: c4.p99ms },
+      d_naive: { msPerRequestC1: dMs, meanMsOneAtATime: mean(d), requestsOneAtATime: d.length, autocannonP50MsC1: d1.p50ms, rpsC1: d1.rps, rpsC4: d4.rps, p99msC1: d1.p99ms, p99msC4: d4.p99ms },
+      ratios: { cOverAplusB: cMs / (aMs + bMs), cMeanOverAplusBMeans: mean(c) / (mean(a) + mean(b)), cOverDThroughputC1: c1.rps / d1.rps, cOverDThroughputC4: c4.rps / d4.rps },
     };
     return [
       result({ name: 'scoring body → model input as the server reads it (ms per body)', unit: 'ms', ours: readerAsServedMs, baseline: 'JSON.parse alone', baselineValue: bMs, better: 'lower' }),
@@ -183,6 +212,7 @@ export async function run(): Promise<BenchResult[]> {
       result({ name: 'scoring POST /score req/s at concurrency 4', unit: 'req/s', ours: c4.rps, baseline: '(d) naive server', baselineValue: d4.rps, better: 'higher' }),
     ];
   } finally {
+    await sequential.close();
     await ours.close();
     await naive.close();
     await session.release();

@@ -1,16 +1,16 @@
 /**
- * A worker-thread client that sends one POST at a time for a few seconds and
- * reports each request's latency in milliseconds with sub-millisecond
- * resolution (autocannon's percentiles are whole milliseconds, too coarse for
- * a 10 ms request). The worker keeps writing and reading bodies off the
+ * A worker-thread client that sends one POST at a time and reports each
+ * request's latency in milliseconds with sub-millisecond resolution
+ * (autocannon's percentiles are whole milliseconds, too coarse for a 10 ms
+ * request). It stays up between rounds: each message asks for one round of
+ * `seconds` against `url`. It keeps writing and reading bodies off the
  * servers' event loop, as autocannon's worker does.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Client } from 'undici';
 
-export interface SequentialLoad {
+export interface SequentialRound {
   url: string;
-  body: Uint8Array;
   seconds: number;
 }
 
@@ -19,18 +19,30 @@ export interface SequentialResult {
   errors: number;
 }
 
-const { url, body, seconds } = workerData as SequentialLoad;
-const target = new URL(url);
-const client = new Client(target.origin);
-const latenciesMs: number[] = [];
-let errors = 0;
-const until = performance.now() + seconds * 1000;
-while (performance.now() < until) {
-  const started = performance.now();
-  const response = await client.request({ path: target.pathname, method: 'POST', body, headers: { 'content-type': 'application/json' } });
-  await response.body.arrayBuffer();
-  latenciesMs.push(performance.now() - started);
-  if (response.statusCode !== 200) errors++;
+const body = workerData as Uint8Array;
+const clients = new Map<string, Client>();
+
+async function round({ url, seconds }: SequentialRound): Promise<SequentialResult> {
+  const target = new URL(url);
+  let client = clients.get(target.origin);
+  if (!client) clients.set(target.origin, (client = new Client(target.origin)));
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  const until = performance.now() + seconds * 1000;
+  while (performance.now() < until) {
+    const started = performance.now();
+    const response = await client.request({ path: target.pathname, method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    await response.body.arrayBuffer();
+    latenciesMs.push(performance.now() - started);
+    if (response.statusCode !== 200) errors++;
+  }
+  return { latenciesMs, errors };
 }
-await client.close();
-parentPort!.postMessage({ latenciesMs, errors } satisfies SequentialResult);
+
+parentPort!.on('message', (message: SequentialRound | 'close') => {
+  if (message === 'close') {
+    void Promise.all([...clients.values()].map((c) => c.close())).then(() => process.exit(0));
+    return;
+  }
+  void round(message).then((result) => parentPort!.postMessage(result));
+});
