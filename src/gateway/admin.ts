@@ -122,6 +122,20 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   app.get('/consumers/:key/plugins', children('consumers', (id) => entities().plugins.filter((p) => p.consumer?.id === id)));
   app.get('/consumers/:key/key-auth', children('consumers', (id) => entities().keyauth_credentials.filter((c) => c.consumer.id === id)));
 
+  // Upstreams and their targets (Kong's paths). Health checks are off, which /health reports as Kong does.
+  app.get('/upstreams', async (request, reply) => page(entities().upstreams, request, reply));
+  app.get('/upstreams/:key', one('upstreams'));
+  const targetsOf = (id: string) => entities().targets.filter((t) => t.upstream.id === id);
+  app.get('/upstreams/:key/targets', children('upstreams', targetsOf));
+  app.get('/upstreams/:key/targets/all', children('upstreams', targetsOf));
+  app.get('/upstreams/:key/health', children('upstreams', (id) => targetsOf(id).map((t) => ({ ...t, health: 'HEALTHCHECKS_OFF' }))));
+  app.get('/upstreams/:key/targets/:target', async (request: FastifyRequest<{ Params: { key: string; target: string } }>, reply) => {
+    const upstream = find('upstreams', request.params.key);
+    const { target } = request.params;
+    const found = upstream && targetsOf(upstream.id).find((t) => t.id === target || t.target === target || t.target === `${target}:8000`);
+    return found ?? reply.code(404).send({ message: 'Not found' });
+  });
+
   app.get('/config', async () => ({ config: toDeclarativeYaml(entities()) }));
   app.post('/config', async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;

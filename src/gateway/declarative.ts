@@ -7,8 +7,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { DeclarativeConfigError } from './errors.ts';
-import { consumerFields, keyauthCredentialFields, NESTED, pluginFields, routeFields, serviceFields } from './entities.ts';
-import type { Consumer, Entities, KeyauthCredential, Plugin, PluginInstance, PluginSlot, Route, Service } from './model.ts';
+import { Balancer } from './balancer.ts';
+import { consumerFields, keyauthCredentialFields, NESTED, parseTarget, pluginFields, routeFields, serviceFields, targetFields, upstreamFields } from './entities.ts';
+import type { Consumer, Entities, KeyauthCredential, Plugin, PluginInstance, PluginSlot, Route, Service, Target, Upstream } from './model.ts';
 import { PLUGINS } from './plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment } from './plugins/plugin.ts';
 import { compileRoutes, type RouteCandidate } from './router.ts';
@@ -20,9 +21,11 @@ export interface LoadedConfig {
   hash: string;
   candidates: RouteCandidate[];
   directory: ConsumerDirectory;
+  /** Services whose host names an upstream, with the balancer over its targets. */
+  balancers: Map<Service, Balancer>;
 }
 
-const TOP_LEVEL_KINDS = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins'] as const;
+const TOP_LEVEL_KINDS = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins', 'upstreams', 'targets'] as const;
 type Kind = (typeof TOP_LEVEL_KINDS)[number];
 const FIELDS: Record<Kind, Record<string, Field>> = {
   services: serviceFields,
@@ -30,8 +33,10 @@ const FIELDS: Record<Kind, Record<string, Field>> = {
   consumers: consumerFields,
   keyauth_credentials: keyauthCredentialFields,
   plugins: pluginFields,
+  upstreams: upstreamFields,
+  targets: targetFields,
 };
-const KONG_ONLY_KINDS = ['upstreams', 'targets', 'certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'basicauth_credentials', 'jwt_secrets', 'acls', 'hmacauth_credentials', 'oauth2_credentials'];
+const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'basicauth_credentials', 'jwt_secrets', 'acls', 'hmacauth_credentials', 'oauth2_credentials'];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
 
 /** Parses YAML or JSON text (JSON is YAML); syntax errors name the line. */
@@ -60,6 +65,8 @@ interface Row {
   kind: Kind;
   path: string;
   value: Record<string, unknown>;
+  /** The entity as the file gave it (before defaults). */
+  raw: Record<string, unknown>;
   /** The parent this entity was nested under: the foreign key it gets. */
   parent?: { field: string; row: Row };
 }
@@ -83,7 +90,7 @@ function collectRows(doc: Record<string, unknown>, errors: FieldError[]): Row[] 
       for (const child of Object.keys((NESTED as Record<string, Record<string, string>>)[kind] ?? {})) nested[child] = child as Kind;
       const own = Object.fromEntries(Object.entries(item).filter(([key]) => !(key in nested)));
       const checked = checkRecord(FIELDS[kind], own, itemPath, errors);
-      const row: Row = { kind, path: itemPath, value: checked, parent };
+      const row: Row = { kind, path: itemPath, value: checked, raw: item, parent };
       rows.push(row);
       const foreign = (NESTED as Record<string, Record<string, string>>)[kind] ?? {};
       for (const [child, field] of Object.entries(foreign)) visit(child as Kind, item[child], join(itemPath, child), { field, row });
@@ -161,7 +168,7 @@ function scopeRank(p: Plugin): number {
 
 function validateDocument(doc: unknown, now: number): { entities: Entities; errors: FieldError[] } {
   const errors: FieldError[] = [];
-  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [] };
+  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [], upstreams: [], targets: [] };
   if (!isRecord(doc)) return { entities: empty, errors: [{ path: '', message: 'expected a record (the top level of a declarative configuration)' }] };
   if (doc._format_version === undefined) errors.push({ path: '_format_version', message: 'required field missing' });
   else if (doc._format_version !== '3.0') {
@@ -198,9 +205,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
     const v = row.value;
     const service = row.parent ? { id: String(row.parent.row.value.id) } : findService(v.service, join(row.path, 'service'), 'service', errors);
     if (!service) errors.push({ path: join(row.path, 'service'), message: 'a route must belong to a service' });
-    if (!['methods', 'hosts', 'headers', 'paths'].some((k) => v[k] !== undefined && v[k] !== null && (Array.isArray(v[k]) ? (v[k] as unknown[]).length : Object.keys(v[k] as object).length))) {
-      errors.push({ path: row.path, message: "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http' or 'https'" });
-    }
+    checkRouteCriteria(row, errors);
     return { updated_at: v.created_at, name: null, methods: null, hosts: null, paths: null, headers: null, tags: null, ...v, service } as Route;
   });
 
@@ -221,6 +226,21 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
     const consumer = row.parent ? { id: String(row.parent.row.value.id) } : findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors);
     if (!consumer) errors.push({ path: join(row.path, 'consumer'), message: 'required field missing' });
     return { ttl: null, tags: null, ...v, consumer } as KeyauthCredential;
+  });
+
+  const upstreamRows = withIds('upstreams', (r, i) => String(r.value.name ?? `#${i}`));
+  for (const row of upstreamRows) checkHealthchecksOff(row.value.healthchecks, join(row.path, 'healthchecks'), errors);
+  const upstreams = upstreamRows.map((r) => ({ ...UPSTREAM_NULLS, updated_at: r.value.created_at, ...r.value }) as Upstream);
+  const findUpstream = resolver(upstreams, (u) => [u.name]);
+  const targetRows = withIds('targets', (r, i) => `${JSON.stringify(r.parent ? r.parent.row.value.id : r.value.upstream)}|${String(r.value.target ?? `${r.path}#${i}`)}`);
+  const targets = targetRows.map((row) => {
+    const v = row.value;
+    const upstream = row.parent ? { id: String(row.parent.row.value.id) } : findUpstream(v.upstream, join(row.path, 'upstream'), 'upstream', errors);
+    if (!upstream && !row.parent && v.upstream === undefined) errors.push({ path: join(row.path, 'upstream'), message: 'required field missing' });
+    // Kong stores the target with its port, 8000 when none is given.
+    const parsed = typeof v.target === 'string' ? parseTarget(v.target) : null;
+    if (parsed && parsed.port === null) v.target = `${v.target as string}:${DEFAULT_TARGET_PORT}`;
+    return { tags: null, updated_at: v.created_at, ...v, upstream } as Target;
   });
 
   const findRoute = resolver(routes, (r) => [r.name]);
@@ -262,6 +282,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
     [consumers, consumerRows],
     [credentials, credentialRows],
     [plugins, pluginRows],
+    [upstreams, upstreamRows],
+    [targets, targetRows],
   ] as const) {
     // Generated ids repeat only when names do, which is reported below by name.
     checkUnique(listed<{ id: string }>(items, kindRows), 'id', (x) => (generatedIds.has(x.id) ? null : x.id), errors);
@@ -271,9 +293,56 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
   checkUnique(listed(consumers, consumerRows), 'username', (c) => c.username, errors);
   checkUnique(listed(consumers, consumerRows), 'custom_id', (c) => c.custom_id, errors);
   checkUnique(listed(credentials, credentialRows), 'key', (c) => c.key, errors);
+  checkUnique(listed(upstreams, upstreamRows), 'name', (u) => u.name, errors);
+  checkUnique(listed(targets, targetRows), 'target', (t) => (t.upstream ? `${t.target} in upstream ${t.upstream.id}` : null), errors);
   checkUnique(listed(plugins, pluginRows), 'name', (p) => `${p.name} on ${JSON.stringify([p.route?.id, p.service?.id, p.consumer?.id])}`, errors);
 
-  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins }, errors };
+  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins, upstreams, targets }, errors };
+}
+
+/** Kong's default target port (`host` alone means `host:8000`). */
+const DEFAULT_TARGET_PORT = 8000;
+const UPSTREAM_NULLS = Object.fromEntries(
+  ['hash_on_header', 'hash_fallback_header', 'hash_on_cookie', 'hash_on_query_arg', 'hash_fallback_query_arg', 'hash_on_uri_capture', 'hash_fallback_uri_capture', 'host_header', 'tags'].map((k) => [k, null]),
+);
+
+const isSet = (v: unknown) => v !== undefined && v !== null && (Array.isArray(v) ? v.length > 0 : typeof v !== 'object' || Object.keys(v).length > 0);
+
+/** Kong's route subschemas: what an http(s) route and a grpc(s) route must and may set. */
+function checkRouteCriteria(row: Row, errors: FieldError[]): void {
+  const v = row.value;
+  const protocols = Array.isArray(v.protocols) ? (v.protocols as string[]) : [];
+  if (!protocols.some((p) => p === 'grpc' || p === 'grpcs')) {
+    if (!['methods', 'hosts', 'headers', 'paths'].some((k) => isSet(v[k]))) {
+      errors.push({ path: row.path, message: "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http' or 'https'" });
+    }
+    return;
+  }
+  // strip_path defaults to false on a gRPC route, and may not be true.
+  if (row.raw.strip_path === true) errors.push({ path: join(row.path, 'strip_path'), message: "cannot set 'strip_path' when 'protocols' is 'grpc' or 'grpcs'" });
+  v.strip_path = false;
+  if (isSet(v.methods)) errors.push({ path: join(row.path, 'methods'), message: "cannot set 'methods' when 'protocols' is 'grpc' or 'grpcs'" });
+  if (!['hosts', 'headers', 'paths'].some((k) => isSet(v[k]))) {
+    errors.push({ path: row.path, message: `must set one of 'hosts', 'headers', 'paths' when 'protocols' is '${protocols.includes('grpcs') ? 'grpcs' : 'grpc'}'` });
+  }
+}
+
+/**
+ * Health checks are not run: the settings that would switch one on are refused by path (active probes run when an
+ * interval is above 0, the passive circuit breaker when an unhealthy counter is; the other fields do nothing then).
+ */
+function checkHealthchecksOff(healthchecks: unknown, path: string, errors: FieldError[]): void {
+  const switches = [
+    ['active.healthy.interval', 'active health checks'],
+    ['active.unhealthy.interval', 'active health checks'],
+    ['passive.unhealthy.tcp_failures', 'passive health checks (circuit breaker)'],
+    ['passive.unhealthy.timeouts', 'passive health checks (circuit breaker)'],
+    ['passive.unhealthy.http_failures', 'passive health checks (circuit breaker)'],
+  ] as const;
+  for (const [key, what] of switches) {
+    const value = key.split('.').reduce<unknown>((node, part) => (isRecord(node) ? node[part] : undefined), healthchecks);
+    if (typeof value === 'number' && value > 0) errors.push({ path: join(path, key), message: `not supported by offcloud's gateway (${what}); only 0 (off) is accepted` });
+  }
 }
 
 function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory {
@@ -325,6 +394,7 @@ export function loadDeclarative(doc: unknown, env: PluginEnvironment, now = Date
       return { entity, priority: definition.priority, handler: definition.create(entity.config, env, entity) };
     });
   const services = new Map(entities.services.map((s) => [s.id, s]));
+  const balancers = buildBalancers(entities);
   const candidates = compileRoutes(
     entities.routes
       .filter((route) => services.get(route.service!.id)!.enabled)
@@ -335,7 +405,21 @@ export function loadDeclarative(doc: unknown, env: PluginEnvironment, now = Date
     hash: documentHash(doc),
     candidates,
     directory: buildDirectory(entities, now),
+    balancers,
   };
+}
+
+/** A balancer for each service whose host is an upstream's name (Kong resolves the host against upstreams first). */
+function buildBalancers(entities: Entities): Map<Service, Balancer> {
+  const byName = new Map(entities.upstreams.map((u) => [u.name, u]));
+  const balancers = new Map<Service, Balancer>();
+  for (const service of entities.services) {
+    const upstream = byName.get(service.host);
+    if (!upstream) continue;
+    const targets = entities.targets.filter((t) => t.upstream.id === upstream.id);
+    balancers.set(service, new Balancer(service, upstream, targets));
+  }
+  return balancers;
 }
 
 /** Kong's configuration_hash: md5 of the document, so POST /config?check_hash=1 can skip an unchanged one. */

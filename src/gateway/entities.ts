@@ -3,6 +3,7 @@
  * credentials, plugins) with Kong's defaults. Fields Kong has but this
  * gateway does not act on are refused by name rather than silently ignored.
  */
+import { isIP } from 'node:net';
 import { unsupported, type ArrayField, type Field, type StringField } from './schema.ts';
 
 const MAX_TIMEOUT = 2 ** 31 - 2;
@@ -68,10 +69,18 @@ const pathField: StringField = {
   },
 };
 
+/** Kong's route protocol sets are mutually exclusive: http/https or grpc/grpcs (stream ones are not offered). */
+function protocolSets(protocols: unknown[]): string | undefined {
+  const grpc = protocols.some((p) => p === 'grpc' || p === 'grpcs');
+  const http = protocols.some((p) => p === 'http' || p === 'https');
+  if (protocols.length === 0) return 'length must be at least 1';
+  return grpc && http ? "these sets are mutually exclusive: ('http', 'https'), ('grpc', 'grpcs')" : undefined;
+}
+
 export const routeFields: Record<string, Field> = {
   ...common,
   name: nameField,
-  protocols: stringArray({ default: ['http', 'https'], elements: { type: 'string', oneOf: ['http', 'https'] } }),
+  protocols: stringArray({ default: ['http', 'https'], elements: { type: 'string', oneOf: ['http', 'https', 'grpc', 'grpcs'] }, check: protocolSets }),
   methods: stringArray({ elements: { type: 'string', check: (v) => (/^[A-Z]+$/.test(v) ? undefined : 'invalid value: ' + v) } }),
   hosts: stringArray({ elements: { type: 'string', check: (v) => (/^(\*\.)?[A-Za-z0-9.\-_]+(\.\*)?(:\d+)?$/.test(v) ? undefined : 'invalid hostname: ' + v) } }),
   paths: { type: 'array', elements: pathField },
@@ -121,8 +130,116 @@ export const pluginFields: Record<string, Field> = {
   ordering: unsupported('dynamic plugin ordering'),
 };
 
+const HASH_ON = ['none', 'consumer', 'ip', 'header', 'cookie', 'path', 'query_arg', 'uri_capture'];
+/** Hashing settings: only consistent-hashing reads them, and that algorithm is not offered, so anything but `none` is refused. */
+const hashOn: StringField = {
+  type: 'string',
+  default: 'none',
+  oneOf: HASH_ON,
+  check: (v) => (v === 'none' ? undefined : "not supported by offcloud's gateway (hashing is for the consistent-hashing algorithm; only round-robin is offered)"),
+};
+const hostname = (what: string): StringField => ({
+  type: 'string',
+  check: (v) => (HOST_NAME.test(v) && !isIP(v) ? undefined : `Invalid ${what} ('${v}'); must be a valid hostname`),
+});
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
+const between = (low: number, high: number, fallback: number, integer = true): Field => ({
+  type: integer ? 'integer' : 'number',
+  default: fallback,
+  ...(integer ? { between: [low, high] as [number, number] } : { check: (v: number) => (v >= low && v <= high ? undefined : `value should be between ${low} and ${high}`) }),
+});
+const statuses = (fallback: number[]): ArrayField => ({ type: 'array', default: fallback, elements: { type: 'integer', between: [100, 999] } });
+const record = (fields: Record<string, Field>): Field => ({ type: 'record', default: {}, fields });
+const COUNTER = 2 ** 31;
+
+/**
+ * Kong's `healthchecks` record with its defaults (every probe and counter
+ * 0, i.e. off). Settings that would switch a check on are refused in
+ * declarative.ts: this gateway does not run health checks.
+ */
+const healthchecksField = record({
+  active: record({
+    type: { type: 'string', default: 'http', oneOf: ['tcp', 'http', 'https', 'grpc', 'grpcs'] },
+    timeout: between(0, 65535, 1, false),
+    concurrency: between(1, COUNTER, 10),
+    http_path: { type: 'string', default: '/', check: (v) => (v.startsWith('/') ? undefined : 'should start with: /') },
+    https_sni: { type: 'string' },
+    https_verify_certificate: { type: 'boolean', default: true },
+    headers: { type: 'any' },
+    healthy: record({ interval: between(0, 65535, 0, false), http_statuses: statuses([200, 302]), successes: between(0, 255, 0) }),
+    unhealthy: record({
+      interval: between(0, 65535, 0, false),
+      http_statuses: statuses([429, 404, 500, 501, 502, 503, 504, 505]),
+      tcp_failures: between(0, 255, 0),
+      timeouts: between(0, 255, 0),
+      http_failures: between(0, 255, 0),
+    }),
+  }),
+  passive: record({
+    type: { type: 'string', default: 'http', oneOf: ['tcp', 'http', 'https', 'grpc', 'grpcs'] },
+    healthy: record({ http_statuses: statuses([200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]), successes: between(0, 255, 0) }),
+    unhealthy: record({ http_statuses: statuses([429, 500, 503]), tcp_failures: between(0, 255, 0), timeouts: between(0, 255, 0), http_failures: between(0, 255, 0) }),
+  }),
+  threshold: between(0, 100, 0, false),
+});
+
+export const upstreamFields: Record<string, Field> = {
+  ...common,
+  name: { ...hostname('name'), required: true },
+  algorithm: {
+    type: 'string',
+    default: 'round-robin',
+    oneOf: ['round-robin', 'consistent-hashing', 'least-connections', 'latency'],
+    check: (v) => (v === 'round-robin' ? undefined : `not supported by offcloud's gateway (algorithm '${v}'; only round-robin is offered)`),
+  },
+  hash_on: hashOn,
+  hash_fallback: hashOn,
+  hash_on_header: { type: 'string' },
+  hash_fallback_header: { type: 'string' },
+  hash_on_cookie: { type: 'string' },
+  hash_on_cookie_path: { type: 'string', default: '/', check: (v) => (v.startsWith('/') ? undefined : 'should start with: /') },
+  hash_on_query_arg: { type: 'string' },
+  hash_fallback_query_arg: { type: 'string' },
+  hash_on_uri_capture: { type: 'string' },
+  hash_fallback_uri_capture: { type: 'string' },
+  slots: { type: 'integer', default: 10000, between: [10, 65536] },
+  healthchecks: healthchecksField,
+  host_header: hostname('host_header'),
+  use_srv_name: { type: 'boolean', default: false, check: (v) => (v ? "not supported by offcloud's gateway (SRV records are not looked up)" : undefined) },
+  client_certificate: unsupported('upstream client certificates'),
+};
+
+/** `host`, `host:port`, `a.b.c.d[:port]` or `[v6][:port]`, Kong's host_with_optional_port. */
+export function parseTarget(value: string): { host: string; port: number | null } | null {
+  let host: string;
+  let portText: string | undefined;
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(value);
+  if (bracketed) {
+    host = bracketed[1]!;
+    portText = bracketed[2];
+    if (isIP(host) !== 6) return null;
+  } else if (isIP(value) === 6) host = value;
+  else {
+    const plain = /^([^:]+)(?::(\d{1,5}))?$/.exec(value);
+    if (!plain) return null;
+    host = plain[1]!;
+    portText = plain[2];
+    if (isIP(host) !== 4 && !HOST_NAME.test(host)) return null;
+  }
+  const port = portText === undefined ? null : Number(portText);
+  return port !== null && (port < 1 || port > 65535) ? null : { host, port };
+}
+
+export const targetFields: Record<string, Field> = {
+  ...common,
+  upstream: foreignKey,
+  target: { type: 'string', required: true, check: (v) => (parseTarget(v) ? undefined : `Invalid target ('${v}'); not a valid hostname or ip address`) },
+  weight: { type: 'integer', default: 100, between: [0, 65535] },
+};
+
 /** Entities that may be nested under a parent, and the foreign key they get. */
 export const NESTED = {
+  upstreams: { targets: 'upstream' },
   services: { routes: 'service', plugins: 'service' },
   routes: { plugins: 'route' },
   consumers: { keyauth_credentials: 'consumer', plugins: 'consumer' },

@@ -31,6 +31,9 @@ export const MESSAGES = {
   nameResolution: 'name resolution failed',
   timeout: 'The upstream server is timing out',
   useHttps: 'Please use HTTPS protocol',
+  noPeer: 'failure to get a peer from the ring-balancer',
+  nonGrpc: 'Non-gRPC request matched gRPC route',
+  useHttp2: 'Please use HTTP2 protocol',
 } as const;
 
 type Format = 'json' | 'html' | 'xml' | 'plain';

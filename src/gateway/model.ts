@@ -26,7 +26,8 @@ export interface Service {
 export interface Route {
   id: string;
   name: string | null;
-  protocols: ('http' | 'https')[];
+  /** `http`/`https`, or `grpc`/`grpcs` (matched, then refused: this gateway does not proxy gRPC). */
+  protocols: ('http' | 'https' | 'grpc' | 'grpcs')[];
   methods: string[] | null;
   hosts: string[] | null;
   paths: string[] | null;
@@ -93,10 +94,47 @@ export interface PluginSlot {
   candidates: PluginInstance[];
 }
 
+/** Kong's upstream: a virtual host name that services use as `host`, balanced over its targets. */
+export interface Upstream {
+  id: string;
+  name: string;
+  algorithm: 'round-robin';
+  hash_on: string;
+  hash_fallback: string;
+  hash_on_header: string | null;
+  hash_fallback_header: string | null;
+  hash_on_cookie: string | null;
+  hash_on_cookie_path: string;
+  hash_on_query_arg: string | null;
+  hash_fallback_query_arg: string | null;
+  hash_on_uri_capture: string | null;
+  hash_fallback_uri_capture: string | null;
+  slots: number;
+  healthchecks: Record<string, unknown>;
+  host_header: string | null;
+  use_srv_name: boolean;
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One `host:port` of an upstream, with its share of the traffic (0 = disabled). */
+export interface Target {
+  id: string;
+  upstream: { id: string };
+  target: string;
+  weight: number;
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Entities {
   services: Service[];
   routes: Route[];
   consumers: Consumer[];
   keyauth_credentials: KeyauthCredential[];
   plugins: Plugin[];
+  upstreams: Upstream[];
+  targets: Target[];
 }

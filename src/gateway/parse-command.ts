@@ -21,7 +21,10 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
   const counters = new CounterStores(logger);
   try {
     const { entities } = loadDeclarative(parseDeclarativeText(text), { counters, logger });
-    const counts = Object.entries(entities).map(([kind, list]) => `${(list as unknown[]).length} ${kind}`);
+    // Upstreams and targets are counted when the file has some.
+    const counts = Object.entries(entities)
+      .filter(([kind, list]) => (list as unknown[]).length > 0 || !(kind === 'upstreams' || kind === 'targets'))
+      .map(([kind, list]) => `${(list as unknown[]).length} ${kind}`);
     return { ok: true, message: `parse successful: ${counts.join(', ')}` };
   } catch (err) {
     if (!(err instanceof DeclarativeConfigError)) throw err;

@@ -10,6 +10,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { hostHeader, type Peer } from './balancer.ts';
 import type { LoadedConfig } from './declarative.ts';
 import { GatewayError, MESSAGES, renderError } from './errors.ts';
 import { ParseError } from './http-parser.ts';
@@ -73,11 +74,6 @@ function forwardableHeaders(req: ClientRequest): Record<string, string | string[
     out[name] = value;
   }
   return out;
-}
-
-function hostHeader(host: string, port: number, protocol: string): string {
-  const shown = host.includes(':') ? `[${host}]` : host;
-  return (protocol === 'http' && port === 80) || (protocol === 'https' && port === 443) ? shown : `${shown}:${port}`;
 }
 
 /**
@@ -206,6 +202,8 @@ export class Proxy {
       const trusted = isTrusted(this.options.trustedIps, req.socket.remoteAddress);
       const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
       this.enforceProtocols(match, forwardedProto, req, rawUrl);
+      const protocol = match.candidate.route.protocols[0];
+      if (protocol === 'grpc' || protocol === 'grpcs') refuseGrpcRoute(req);
 
       const ctx = new ProxyContext(req, match, config, { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, responseHeaders }, this.readBody.bind(this, req));
       for (const slot of match.candidate.plugins) {
@@ -214,7 +212,7 @@ export class Proxy {
         const pending = instance.handler.access(ctx);
         if (pending) await pending;
       }
-      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, rawPath });
+      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, rawPath, config });
     } catch (err) {
       // A client that went away gets nothing; one whose answer had begun gets a cut connection.
       if (res.destroyed) return;
@@ -241,6 +239,20 @@ export class Proxy {
     throw new GatewayError(code, '', { Location: `https://${host}${port && port !== 443 ? `:${port}` : ''}${rawUrl}` });
   }
 
+  /** The balancer of a service whose host is an upstream, for the request's tries: each sets the Host header for its target. */
+  private pickPeers(config: LoadedConfig, service: Service, headers: Record<string, string | string[]>, preserveHost: boolean): ((failed: Service | null) => Service) | undefined {
+    const balancer = config.balancers.get(service);
+    if (!balancer) return undefined;
+    const failed: Peer[] = [];
+    let current: Peer | null = null;
+    return (failedService) => {
+      if (current && failedService === current.service) failed.push(current);
+      current = balancer.pick(failed);
+      if (!preserveHost) headers.host = current.hostHeader;
+      return current.service;
+    };
+  }
+
   private async readBody(req: ClientRequest): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -258,7 +270,7 @@ export class Proxy {
     res: ClientResponse,
     ctx: RequestContext,
     match: RouteMatch,
-    info: { started: number; forwardedProto: string; trusted: boolean; rawPath: string },
+    info: { started: number; forwardedProto: string; trusted: boolean; rawPath: string; config: LoadedConfig },
   ): Promise<void> {
     const { route, service } = match.candidate;
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -289,6 +301,7 @@ export class Proxy {
     const sentAt = performance.now();
     await this.options.pools.forward({
       service,
+      peer: this.pickPeers(info.config, service, headers, route.preserve_host && req.headers.host !== undefined),
       method: ctx.method,
       path,
       headers,
@@ -314,6 +327,18 @@ export class Proxy {
     if (!req.complete) headers.Connection = 'close';
     res.writeHead(error.status, headers).end(body);
   }
+}
+
+/**
+ * A request matched a grpc/grpcs route. This gateway speaks HTTP/1.x only,
+ * so a gRPC request (Content-Type application/grpc…) gets Kong's answer for
+ * gRPC over HTTP/1.1, 426 `Please use HTTP2 protocol`; anything else gets
+ * Kong's 415 `Non-gRPC request matched gRPC route`.
+ */
+function refuseGrpcRoute(req: ClientRequest): never {
+  const contentType = first(req.headers['content-type']);
+  if (contentType?.startsWith('application/grpc')) throw new GatewayError(426, MESSAGES.useHttp2, { Connection: 'Upgrade', Upgrade: 'HTTP/2' });
+  throw new GatewayError(415, MESSAGES.nonGrpc);
 }
 
 /**

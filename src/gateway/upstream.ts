@@ -15,6 +15,12 @@ import type { Service } from './model.ts';
 
 export interface ForwardRequest {
   service: Service;
+  /**
+   * For a service balanced over an upstream's targets: the target of each
+   * try (null first, then the one that failed), as a service-like object
+   * with the target's host and port. Retries and timeouts stay `service`'s.
+   */
+  peer?: ((failed: Service | null) => Service) | undefined;
   method: string;
   /** Path and query, as the upstream gets them. */
   path: string;
@@ -379,9 +385,16 @@ export class UpstreamPools {
    * connection (the caller sees the error with the head already sent).
    */
   async forward(request: ForwardRequest): Promise<void> {
-    const { service } = request;
-    const pool = this.poolFor(service);
+    const { service, peer } = request;
+    let target = peer ? peer(null) : service;
+    let pool = this.poolFor(target);
     let lastError: unknown;
+    // A counted try that failed moves to the next target of a balanced service (Kong's next peer).
+    const nextPeer = (attempt: number) => {
+      if (!peer || attempt > service.retries) return;
+      target = peer(target);
+      pool = this.poolFor(target);
+    };
     for (let attempt = 0; attempt <= service.retries; ) {
       if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
       let connection = pool.take();
@@ -393,8 +406,9 @@ export class UpstreamPools {
           lastError = err;
           attempt++;
           // Nothing was sent on a connection that failed while opening (a reset right after the handshake too).
-          if (CONNECT_FAILURES.has(errorCode(err)) || EARLY_RESETS.has(errorCode(err))) continue;
-          break;
+          if (!CONNECT_FAILURES.has(errorCode(err)) && !EARLY_RESETS.has(errorCode(err))) break;
+          nextPeer(attempt);
+          continue;
         }
       }
       const failure = await connection.send(request);
@@ -406,7 +420,7 @@ export class UpstreamPools {
       // A streamed body that has begun cannot be sent again.
       if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) break;
       // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
-      if (!reused) attempt++;
+      if (!reused) nextPeer(++attempt);
     }
     throw upstreamFailure(lastError);
   }

@@ -3,19 +3,15 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { ConfigError, UsageError } from '../../src/common/errors.ts';
 import { gateway } from '../../src/gateway/index.ts';
 import { checkDeclarativeFile } from '../../src/gateway/parse-command.ts';
-import { loadDeclarative, parseDeclarativeText } from '../../src/gateway/declarative.ts';
-import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
-import { CounterStores } from '../../src/gateway/plugins/rate-limiting/counters.ts';
+import { parseDeclarativeText } from '../../src/gateway/declarative.ts';
 import { matchRoute, normalizePath, upstreamPath } from '../../src/gateway/router.ts';
 import { startGateway } from '../../src/gateway/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
+import { errorsOf, loadDoc } from './helpers.ts';
 
-const logger = pino({ level: 'silent' });
-const env = () => ({ counters: new CounterStores(logger), logger });
 
 /** The example of the reference (A.1), byte for byte. */
 const KONG_EXAMPLE = `_format_version: "3.0"
@@ -47,19 +43,7 @@ consumers:
   - key: alice-secret-key
 `;
 
-function load(doc: unknown) {
-  return loadDeclarative(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, env());
-}
-
-function errorsOf(doc: unknown): string[] {
-  try {
-    load(doc);
-  } catch (err) {
-    assert.ok(err instanceof DeclarativeConfigError, String(err));
-    return err.errors.map((e) => `${e.path}: ${e.message}`);
-  }
-  assert.fail('the document was accepted');
-}
+const load = loadDoc;
 
 test("the reference's Kong 3.0 example loads unchanged, with Kong's defaults filled in", () => {
   const { entities, candidates } = load(KONG_EXAMPLE);
@@ -150,8 +134,8 @@ test('invalid files fail with the path of every bad key', () => {
   ]);
   assert.deepEqual(errorsOf({ services: [] }), ['_format_version: required field missing']);
   assert.deepEqual(errorsOf({ _format_version: '2.1' }), ['_format_version: expected "3.0" (Kong 3.x); got "2.1"']);
-  assert.deepEqual(errorsOf({ _format_version: '3.0', upstreams: [{ name: 'u' }], servics: [] }), [
-    "upstreams: not supported by offcloud's gateway (Kong entity 'upstreams')",
+  assert.deepEqual(errorsOf({ _format_version: '3.0', certificates: [{ cert: 'x' }], servics: [] }), [
+    "certificates: not supported by offcloud's gateway (Kong entity 'certificates')",
     'servics: unknown field',
   ]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', routes: [{ paths: ['/'], service: 'missing' }] }), [

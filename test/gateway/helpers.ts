@@ -4,10 +4,15 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import { pino } from 'pino';
 import { stringify } from 'yaml';
 import type { RuntimeExtras } from '../../src/common/config.ts';
 import { startCalculator } from '../../src/calculator/server.ts';
+import { loadDeclarative, parseDeclarativeText } from '../../src/gateway/declarative.ts';
+import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
+import { CounterStores } from '../../src/gateway/plugins/rate-limiting/counters.ts';
 import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/gateway/users/server.ts';
 import { debianProgram, freePort, quiet, tempDataDir } from '../helpers/index.ts';
@@ -128,4 +133,22 @@ export async function startRedis(t: After): Promise<{ port: number; stop(): Prom
 export async function awayFromWindowEdge(windowMs: number, ms: number): Promise<void> {
   const left = windowMs - (Date.now() % windowMs);
   if (left < ms) await new Promise((resolve) => setTimeout(resolve, left + 5));
+}
+
+const silent = pino({ level: 'silent' });
+
+/** Loads a declarative document (YAML/JSON text or an object) the way the gateway does. */
+export function loadDoc(doc: unknown) {
+  return loadDeclarative(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, { counters: new CounterStores(silent), logger: silent });
+}
+
+/** The errors a document is refused with, as `path: message` lines; fails the test when it loads. */
+export function errorsOf(doc: unknown): string[] {
+  try {
+    loadDoc(doc);
+  } catch (err) {
+    assert.ok(err instanceof DeclarativeConfigError, String(err));
+    return err.errors.map((e) => `${e.path}: ${e.message}`);
+  }
+  assert.fail('the document was accepted');
 }
