@@ -74,6 +74,8 @@ export function readTensorBody(body: Uint8Array, shape: readonly number[] = INPU
 
 /** Largest number of bytes a stream holds back between chunks before it gives up reading early. */
 const MAX_CARRY = 4096;
+/** Bytes of the next chunk joined to a number cut off at the end of a chunk (a number token rarely needs more). */
+const JOIN_BYTES = 64;
 
 /**
  * A body read chunk by chunk. The common body, `{"data": [[[[…]]]]}` (any
@@ -108,13 +110,18 @@ export class TensorBodyStream {
     const offset = this.received;
     this.received += chunk.length;
     if (this.phase === 'whole') return;
-    let bytes = chunk;
-    if (this.carry) {
-      bytes = Buffer.concat([this.carry, chunk]);
-      this.carry = null;
-    }
     try {
-      this.read(bytes, offset + chunk.length - bytes.length);
+      const carry = this.carry;
+      this.carry = null;
+      if (!carry) this.read(chunk, offset, 0);
+      else if (this.phase === 'tensor') {
+        // Finish the cut number with the chunk's first bytes, then go on in the chunk itself:
+        // copying every chunk behind a carry would cost more than reading it.
+        const head = Buffer.concat([carry, chunk.subarray(0, JOIN_BYTES)]);
+        const p = this.tensor.feed(head, 0, head.length, false, offset - carry.length);
+        if (p >= carry.length || this.tensor.done) this.read(chunk, offset, p - carry.length);
+        else this.read(Buffer.concat([carry, chunk]), offset - carry.length, 0);
+      } else this.read(Buffer.concat([carry, chunk]), offset - carry.length, 0);
     } catch {
       // readTensorBody names the error at the end.
       this.phase = 'whole';
@@ -132,8 +139,9 @@ export class TensorBodyStream {
     return readTensorBody(Buffer.concat(this.chunks, this.received), this.shape, this.member, this.pixels);
   }
 
-  private read(bytes: Buffer, offset: number): void {
-    let p = 0;
+  /** Reads bytes[from..]; bytes[0] is at `offset` in the body. */
+  private read(bytes: Buffer, offset: number, from: number): void {
+    let p = from;
     if (this.phase === 'start') {
       p = this.readStart(bytes);
       if (p === -1 && bytes.length <= MAX_CARRY) this.carry = Buffer.from(bytes);
@@ -142,7 +150,8 @@ export class TensorBodyStream {
       this.phase = 'tensor';
     }
     if (this.phase === 'tensor') {
-      p = this.tensor.feed(bytes, p, bytes.length, false, offset);
+      // (The tensor may have ended in the bytes joined to a carry already.)
+      if (!this.tensor.done) p = this.tensor.feed(bytes, p, bytes.length, false, offset);
       if (!this.tensor.done) {
         // A long token cut off (a thousand-digit number) is read at the end instead.
         if (p + MAX_CARRY < bytes.length) this.phase = 'whole';
