@@ -36,11 +36,6 @@ const LBRACE = 123;
 const FAST_DIGITS = 15;
 /** A fast token reads at most a space + sign + 15 digits + point + terminator + a space after its comma. */
 const FAST_TOKEN_BYTES = FAST_DIGITS + 8;
-/** Each byte XOR '0': an ASCII digit becomes 0..9 (four bytes at a time). */
-const ZEROS = 0x30303030;
-/** Added to a byte of 0..0x7f, sets its high bit exactly when it is 10 or more. */
-const TEN_OR_MORE = 0x76767676;
-const HIGH_BITS = 0x80808080 | 0;
 
 /** Every power of ten that a double holds exactly. */
 const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`));
@@ -328,6 +323,15 @@ export class TensorValuesReader {
    * byte other than `,` follows one (left for feed) or the bytes run out.
    */
   private readRow(bytes: Uint8Array, p: number, end: number, final: boolean): number {
+    // Constants as locals: the optimising compiler folds these into the code, while module-level
+    // constants are loaded at every use (and 0x76767676 and 0x80808080 would be heap numbers).
+    // Each byte XOR '0': an ASCII digit becomes 0..9 (four bytes at a time).
+    const zeros = 0x30303030;
+    // Added to a byte of 0..0x7f, sets its high bit exactly when it is 10 or more.
+    const tenOrMore = 0x76767676;
+    const highBits = 0x80808080 | 0;
+    const space = SPACE, comma = COMMA, rbracket = RBRACKET, minus = MINUS, zero = ZERO, dot = DOT;
+    const lf = LF, cr = CR, tab = TAB;
     const values = this.values;
     const last = this.last;
     const dim = this.dims[last]!;
@@ -353,13 +357,13 @@ export class TensorValuesReader {
         // Fastest path, most pixels: one to three digits and ',' or ']', read as
         // one 4-byte word (digits in its low bytes, first digit lowest).
         let word = words.getInt32(p, true);
-        if ((word & 0xff) === SPACE) word = words.getInt32(++p, true); // `, ` as Python's json.dumps writes
-        const digitValues = word ^ ZEROS;
-        const notDigits = ((digitValues + TEN_OR_MORE) | digitValues) & HIGH_BITS;
+        if ((word & 0xff) === space) word = words.getInt32(++p, true); // `, ` as Python's json.dumps writes
+        const digitValues = word ^ zeros;
+        const notDigits = ((digitValues + tenOrMore) | digitValues) & highBits;
         const length = (31 - Math.clz32(notDigits & -notDigits)) >> 3; // bytes before the first non-digit
         if (length > 0 && (length === 1 || (digitValues & 0xff) !== 0)) {
           const after = (word >> (length << 3)) & 0xff;
-          if (after === COMMA || after === RBRACKET) {
+          if (after === comma || after === rbracket) {
             // Right-align the digits in three bytes: [d0,d1,d2] → d0·100 + d1·10 + d2.
             const aligned = (digitValues & ((1 << (length << 3)) - 1)) << ((3 - length) << 3);
             const value = (aligned & 0xf) * 100 + ((aligned >> 8) & 0xf) * 10 + ((aligned >> 16) & 0xf);
@@ -368,7 +372,7 @@ export class TensorValuesReader {
             if (value > max) max = value;
             count++;
             p += length;
-            if (after === COMMA) {
+            if (after === comma) {
               p++;
               expect = Expect.Entry;
               continue;
@@ -379,32 +383,32 @@ export class TensorValuesReader {
         }
         const start = p;
         c = bytes[p]!;
-        const negative = c === MINUS;
+        const negative = c === minus;
         if (negative) c = bytes[++p]!;
-        let digit = c - ZERO;
+        let digit = c - zero;
         if (digit >= 0 && digit <= 9) {
           let mantissa = digit;
           let digits = 1;
           let scale = 0;
           c = bytes[++p]!;
           if (mantissa !== 0) {
-            while ((digit = c - ZERO) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
+            while ((digit = c - zero) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
               mantissa = mantissa * 10 + digit;
               digits++;
               c = bytes[++p]!;
             }
           }
-          if (c === DOT) {
+          if (c === dot) {
             c = bytes[++p]!;
-            while ((digit = c - ZERO) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
+            while ((digit = c - zero) >= 0 && digit <= 9 && digits < FAST_DIGITS) {
               mantissa = mantissa * 10 + digit;
               digits++;
               scale++;
               c = bytes[++p]!;
             }
           }
-          const ends = c === COMMA || c === RBRACKET || c === SPACE || c === LF || c === CR || c === TAB;
-          if (ends && (scale > 0 || bytes[p - 1] !== DOT)) {
+          const ends = c === comma || c === rbracket || c === space || c === lf || c === cr || c === tab;
+          if (ends && (scale > 0 || bytes[p - 1] !== dot)) {
             let value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
             if (negative) value = -value;
             value = Math.fround(value);
@@ -420,9 +424,9 @@ export class TensorValuesReader {
             if (value < min) min = value;
             if (value > max) max = value;
             count++;
-            if (c === COMMA) {
+            if (c === comma) {
               c = bytes[++p]!;
-              if (c === SPACE) p++;
+              if (c === space) p++;
               expect = Expect.Entry;
               continue;
             }
@@ -433,9 +437,9 @@ export class TensorValuesReader {
         p = start;
       }
       // Careful path: every byte checked against the end.
-      while (p < end && ((c = bytes[p]!) === SPACE || c === LF || c === CR || c === TAB)) p++;
+      while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
       if (p === end) break;
-      if (c !== MINUS && !isDigit(c)) {
+      if (c !== minus && !isDigit(c)) {
         this.counts[last] = count;
         this.wrongKind(bytes, p, last + 1, 'a number');
       }
@@ -445,7 +449,7 @@ export class TensorValuesReader {
         this.counts[last] = count;
         this.outOfRange(bytes, p, last + 1);
       }
-      if (this.token.integer && c !== MINUS && value < FAST_INTEGER_LIMIT) values[n++] = table[value]!;
+      if (this.token.integer && c !== minus && value < FAST_INTEGER_LIMIT) values[n++] = table[value]!;
       else {
         if (this.transformed) {
           this.restoreWritten(n);
@@ -458,8 +462,8 @@ export class TensorValuesReader {
       if (value > max) max = value;
       count++;
       p = this.token.end;
-      while (p < end && ((c = bytes[p]!) === SPACE || c === LF || c === CR || c === TAB)) p++;
-      if (p < end && c === COMMA) {
+      while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
+      if (p < end && c === comma) {
         p++;
         expect = Expect.Entry;
         continue;
