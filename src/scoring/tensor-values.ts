@@ -259,6 +259,8 @@ export class TensorValuesReader {
    */
   feed(bytes: Uint8Array, start: number, end: number, final: boolean, offset: number): number {
     this.offset = offset;
+    // One view per piece, not per row: the rows' 4-byte reads go through it.
+    const words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let p = start;
     while (p < end) {
       const c = bytes[p]!;
@@ -294,7 +296,7 @@ export class TensorValuesReader {
         p++;
         continue;
       }
-      p = this.readRow(bytes, p, end, final);
+      p = this.readRow(bytes, words, p, end, final);
       // Out of bytes after a `,`, or (not final) before a number cut off at the end.
       if ((this.expect as Expect) !== Expect.Separator) break;
     }
@@ -322,7 +324,7 @@ export class TensorValuesReader {
    * Numbers of the innermost array, from an entry's first byte on, until a
    * byte other than `,` follows one (left for feed) or the bytes run out.
    */
-  private readRow(bytes: Uint8Array, p: number, end: number, final: boolean): number {
+  private readRow(bytes: Uint8Array, words: DataView, p: number, end: number, final: boolean): number {
     // Constants as locals: the optimising compiler folds these into the code, while module-level
     // constants are loaded at every use (and 0x76767676 and 0x80808080 would be heap numbers).
     // Each byte XOR '0': an ASCII digit becomes 0..9 (four bytes at a time).
@@ -336,7 +338,6 @@ export class TensorValuesReader {
     const last = this.last;
     const dim = this.dims[last]!;
     const fastEnd = end - FAST_TOKEN_BYTES;
-    const words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let count = this.counts[last]!;
     let n = this.stored;
     let table = this.tableAt(n);
