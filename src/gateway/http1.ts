@@ -34,7 +34,6 @@ export interface ConnectionCounters {
   total: number;
 }
 
-const HEADER_INJECTION = /[\r\n\0]/;
 /** Bodies up to this size go out in one write with their head (latin1 carries bytes unchanged). */
 export const SMALL_BODY = 16 * 1024;
 
@@ -64,8 +63,11 @@ function toPairs(headers: OutgoingHeaders): string[] {
 }
 
 function headerLine(name: string, value: string): string {
-  if (HEADER_INJECTION.test(value) || HEADER_INJECTION.test(name)) throw new Error(`header ${JSON.stringify(name)} holds a line break`);
-  return `${name}: ${value}\r\n`;
+  const line = `${name}: ${value}\r\n`;
+  // One scan of the finished line (its own CRLF excluded) instead of two regular expressions per header.
+  const cr = line.indexOf('\r');
+  if (cr !== line.length - 2 || line.indexOf('\n') !== line.length - 1 || line.includes('\0')) throw new Error(`header ${JSON.stringify(name)} holds a line break`);
+  return line;
 }
 
 let dateSecond = -1;

@@ -55,22 +55,38 @@ function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function isTrusted(trusted: readonly string[], address: string | undefined): boolean {
+function isTrusted(trusted: readonly string[], address: string): boolean {
   if (!address || trusted.length === 0) return false;
   if (trusted.includes('0.0.0.0/0') || trusted.includes('::/0')) return true;
-  return trusted.includes(address) || trusted.includes(address.replace(/^::ffff:/, ''));
+  return trusted.includes(address) || trusted.includes(`::ffff:${address}`);
 }
 
+/** The client's address, an IPv4 one without its IPv6-mapped prefix. */
 function clientAddress(req: ClientRequest): string {
-  return (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+  const address = req.socket.remoteAddress ?? '';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+/** A Host header without its port (`[::1]:8000` → `[::1]`). */
+function withoutPort(host: string): string {
+  const colon = host.lastIndexOf(':');
+  if (colon < 0 || colon < host.lastIndexOf(']')) return host;
+  for (let i = colon + 1; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    if (c < 48 || c > 57) return host;
+  }
+  return host.slice(0, colon);
 }
 
 /** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
 function forwardableHeaders(req: ClientRequest): Record<string, string | string[]> {
-  const named = req.headers.connection?.toLowerCase().split(',').map((s) => s.trim());
+  const connection = req.headers.connection;
+  const named = connection === undefined ? null : connection.toLowerCase().split(',').map((s) => s.trim());
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named?.includes(name)) continue;
+  const headers = req.headers;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || (named !== null && named.includes(name))) continue;
     out[name] = value;
   }
   return out;
@@ -199,7 +215,7 @@ export class Proxy {
       const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
       if (!match) throw new GatewayError(404, MESSAGES.notFound);
 
-      const trusted = isTrusted(this.options.trustedIps, req.socket.remoteAddress);
+      const trusted = isTrusted(this.options.trustedIps, clientAddress(req));
       const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
       this.enforceProtocols(match, forwardedProto, req, rawUrl);
       const protocol = match.candidate.route.protocols[0];
@@ -265,7 +281,7 @@ export class Proxy {
     return Buffer.concat(chunks);
   }
 
-  private async forward(
+  private forward(
     req: ClientRequest,
     res: ClientResponse,
     ctx: RequestContext,
@@ -283,7 +299,7 @@ export class Proxy {
     const xff = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
     headers['x-forwarded-proto'] = info.forwardedProto;
-    headers['x-forwarded-host'] = trustedHeader('x-forwarded-host') ?? (req.headers.host ?? '').replace(/:\d+$/, '');
+    headers['x-forwarded-host'] = trustedHeader('x-forwarded-host') ?? withoutPort(req.headers.host ?? '');
     headers['x-forwarded-port'] = trustedHeader('x-forwarded-port') ?? String(socket.localPort ?? '');
     headers['x-forwarded-path'] = trustedHeader('x-forwarded-path') ?? info.rawPath;
     const prefix = trustedHeader('x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
@@ -299,7 +315,7 @@ export class Proxy {
     const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
 
     const sentAt = performance.now();
-    await this.options.pools.forward({
+    return this.options.pools.forward({
       service,
       peer: this.pickPeers(info.config, service, headers, route.preserve_host && req.headers.host !== undefined),
       method: ctx.method,
