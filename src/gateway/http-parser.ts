@@ -21,8 +21,6 @@ export interface MessageHead {
   keepAlive: boolean;
   /** A body follows (Content-Length > 0 or chunked; for responses also one read to EOF). */
   hasBody: boolean;
-  /** The declared Content-Length, or null when there is none. */
-  contentLength: number | null;
 }
 
 export interface MessageEvents {
@@ -134,7 +132,6 @@ export class MessageParser {
         rawHeaders: info.headers,
         keepAlive: info.shouldKeepAlive,
         hasBody: !bodylessStatus && (chunked || (contentLength === null ? kind === 'response' : contentLength > 0)),
-        contentLength,
       });
     };
     parser[HTTPParser.kOnBody] = (chunk, start, length) => events.onBody(start === 0 && length === chunk.length ? chunk : chunk.subarray(start, start + length));

@@ -34,21 +34,43 @@ export interface ConnectionCounters {
   total: number;
 }
 
-/** Bodies up to this size go out in one write with their head (latin1 carries bytes unchanged). */
-export const SMALL_BODY = 16 * 1024;
+/** Bodies up to this size go out in one write with their head. */
+const SMALL_BODY = 16 * 1024;
 
 /** `Name: value` lines of a head; arrays give one line per value. */
 export function headerLines(headers: OutgoingHeaders): string {
+  const pairs = toPairs(headers);
   let lines = '';
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) {
-      for (const v of value) lines += headerLine(name, v);
-    } else lines += headerLine(name, String(value));
-  }
+  for (let i = 0; i < pairs.length; i += 2) lines += headerLine(pairs[i]!, pairs[i + 1]!);
   return lines;
 }
+
+/** Writes body bytes on a socket in chunked framing (one write under cork); false when the socket is full. */
+export function writeChunk(socket: Socket, data: Buffer): boolean {
+  socket.cork();
+  socket.write(`${data.length.toString(16)}\r\n`, 'latin1');
+  socket.write(data);
+  const ok = socket.write('\r\n', 'latin1');
+  socket.uncork();
+  return ok;
+}
+
+/**
+ * A head and the first body bytes: small bodies in one string write (latin1
+ * carries bytes unchanged; one system call, no writev bookkeeping), larger
+ * ones in two writes under cork.
+ */
+export function writeHeadAndBody(socket: Socket, head: string, body: Buffer): boolean {
+  if (body.length <= SMALL_BODY) return socket.write(head + body.toString('latin1'), 'latin1');
+  socket.cork();
+  socket.write(head, 'latin1');
+  const ok = socket.write(body);
+  socket.uncork();
+  return ok;
+}
+
+/** The end of a chunked body. */
+export const LAST_CHUNK = '0\r\n\r\n';
 
 /** An object's headers as name/value pairs (arrays give one pair per value). */
 function toPairs(headers: OutgoingHeaders): string[] {
@@ -209,22 +231,15 @@ export class ClientResponse {
     if (this.destroyed) return false;
     const socket = this.connection.socket;
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    // The usual small answer: head and body in one write, one system call, no writev bookkeeping.
-    if (this.pendingHead !== null && !this.chunked && !this.bodyless && data.length <= SMALL_BODY) {
+    if (this.pendingHead !== null && !this.chunked && !this.bodyless && data.length > 0) {
       const head = this.pendingHead;
       this.pendingHead = null;
-      return socket.write(head + data.toString('latin1'), 'latin1');
+      return writeHeadAndBody(socket, head, data);
     }
     socket.cork();
     this.flushHead();
     let ok = true;
-    if (!this.bodyless && data.length > 0) {
-      if (this.chunked) {
-        socket.write(`${data.length.toString(16)}\r\n`, 'latin1');
-        socket.write(data);
-        ok = socket.write('\r\n', 'latin1');
-      } else ok = socket.write(data);
-    }
+    if (!this.bodyless && data.length > 0) ok = this.chunked ? writeChunk(socket, data) : socket.write(data);
     socket.uncork();
     return ok;
   }
@@ -235,7 +250,7 @@ export class ClientResponse {
     socket.cork();
     if (chunk !== undefined) this.write(chunk);
     this.flushHead();
-    if (this.chunked && !this.bodyless) socket.write('0\r\n\r\n', 'latin1');
+    if (this.chunked && !this.bodyless) socket.write(LAST_CHUNK, 'latin1');
     socket.uncork();
     this.writableFinished = true;
     this.connection.finished(this);

@@ -128,6 +128,19 @@ function pluginFor(slot: PluginSlot, consumer: Consumer | null): PluginInstance 
   return undefined;
 }
 
+/** The whole request body, for a plugin that reads it (bounded like a streamed one). */
+async function readWholeBody(req: ClientRequest, maxBodySize: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  if (!req.body) return Buffer.alloc(0);
+  for await (const chunk of req.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (maxBodySize && total > maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
 /** What plugins see of one request (RequestContext), built once per request. */
 class ProxyContext implements RequestContext {
   readonly requestId: string;
@@ -151,8 +164,8 @@ class ProxyContext implements RequestContext {
     private readonly req: ClientRequest,
     match: RouteMatch,
     config: LoadedConfig,
-    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; responseHeaders: Record<string, string> },
-    private readonly read: () => Promise<Buffer>,
+    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; address: string; responseHeaders: Record<string, string> },
+    private readonly maxBodySize: number,
   ) {
     this.requestId = given.requestId;
     this.method = req.method;
@@ -163,7 +176,7 @@ class ProxyContext implements RequestContext {
     this.upstreamHeaders = forwardableHeaders(req);
     this.responseHeaders = given.responseHeaders;
     const realIp = given.trusted ? first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim() : undefined;
-    this.forwardedIp = realIp || clientAddress(req);
+    this.forwardedIp = realIp || given.address;
     this.route = match.candidate.route;
     this.service = match.candidate.service;
     this.directory = config.directory;
@@ -178,7 +191,7 @@ class ProxyContext implements RequestContext {
   }
 
   readBody(): Promise<Buffer> {
-    return (this.buffered ??= this.read().then((body) => (this.body = body)));
+    return (this.buffered ??= readWholeBody(this.req, this.maxBodySize).then((body) => (this.body = body)));
   }
 
   replaceBody(body: Buffer): void {
@@ -215,20 +228,22 @@ export class Proxy {
       const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
       if (!match) throw new GatewayError(404, MESSAGES.notFound);
 
-      const trusted = isTrusted(this.options.trustedIps, clientAddress(req));
+      const address = clientAddress(req);
+      const trusted = isTrusted(this.options.trustedIps, address);
       const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
       this.enforceProtocols(match, forwardedProto, req, rawUrl);
       const protocol = match.candidate.route.protocols[0];
       if (protocol === 'grpc' || protocol === 'grpcs') refuseGrpcRoute(req);
 
-      const ctx = new ProxyContext(req, match, config, { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, responseHeaders }, this.readBody.bind(this, req));
+      const given = { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, address, responseHeaders };
+      const ctx = new ProxyContext(req, match, config, given, this.options.maxBodySize);
       for (const slot of match.candidate.plugins) {
         const instance = pluginFor(slot, ctx.consumer);
         if (!instance || !instance.entity.protocols.includes(scheme)) continue;
         const pending = instance.handler.access(ctx);
         if (pending) await pending;
       }
-      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, rawPath, config });
+      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, address, rawPath, config });
     } catch (err) {
       // A client that went away gets nothing; one whose answer had begun gets a cut connection.
       if (res.destroyed) return;
@@ -269,31 +284,19 @@ export class Proxy {
     };
   }
 
-  private async readBody(req: ClientRequest): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    if (!req.body) return Buffer.alloc(0);
-    for await (const chunk of req.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      total += chunk.length;
-      if (this.options.maxBodySize && total > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks);
-  }
-
   private forward(
     req: ClientRequest,
     res: ClientResponse,
     ctx: RequestContext,
     match: RouteMatch,
-    info: { started: number; forwardedProto: string; trusted: boolean; rawPath: string; config: LoadedConfig },
+    info: { started: number; forwardedProto: string; trusted: boolean; address: string; rawPath: string; config: LoadedConfig },
   ): Promise<void> {
     const { route, service } = match.candidate;
     const declared = Number(req.headers['content-length'] ?? 0);
     if (this.options.maxBodySize && declared > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
     const headers = ctx.upstreamHeaders;
     const trustedHeader = (name: string) => (info.trusted ? first(req.headers[name]) : undefined);
-    const address = clientAddress(req);
+    const { address } = info;
     const socket = req.socket;
     headers.host = route.preserve_host && req.headers.host ? req.headers.host : hostHeader(service.host, service.port, service.protocol);
     const xff = req.headers['x-forwarded-for'];

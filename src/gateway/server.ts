@@ -137,8 +137,9 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
       : null;
   let workers: WorkerPool | null = null;
   const accept = (scheme: Scheme) => (socket: Socket) => (service ? service.accept(socket, scheme) : workers?.dispatch(socket, scheme));
-  // With workers, no byte is read here: the socket goes to a worker as it is.
-  const listenerOptions = { allowHalfOpen: true, pauseOnConnect: service === null };
+  // With workers, no byte is read here: the socket goes to a worker as it is. (Half-open
+  // sockets are allowed where connections are served, ProxyService.accept.)
+  const listenerOptions = { pauseOnConnect: service === null };
   const httpServer = createNetServer(listenerOptions, accept('http'));
   const httpsServer = createNetServer(listenerOptions, accept('https'));
 

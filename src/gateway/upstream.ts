@@ -9,7 +9,7 @@ import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { GatewayError, MESSAGES } from './errors.ts';
-import { headerLines, SMALL_BODY, type ClientResponse } from './http1.ts';
+import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody, type ClientResponse } from './http1.ts';
 import { MessageParser, ParseError, type MessageEvents, type MessageHead } from './http-parser.ts';
 import type { Service } from './model.ts';
 
@@ -100,15 +100,7 @@ class Exchange {
     const chunked = streamed && request.headers['content-length'] === undefined;
     let head = `${request.method} ${request.path} HTTP/1.1\r\n${headerLines(request.headers)}`;
     if (chunked) head += 'Transfer-Encoding: chunked\r\n';
-    let written: boolean;
-    if (!Buffer.isBuffer(body)) written = socket.write(head + '\r\n', 'latin1');
-    else if (body.length <= SMALL_BODY) written = socket.write(head + '\r\n' + body.toString('latin1'), 'latin1');
-    else {
-      socket.cork();
-      socket.write(head + '\r\n', 'latin1');
-      written = socket.write(body);
-      socket.uncork();
-    }
+    const written = Buffer.isBuffer(body) ? writeHeadAndBody(socket, head + '\r\n', body) : socket.write(head + '\r\n', 'latin1');
     if (!written) this.awaitDrain();
     if (streamed) this.pump(body, chunked);
     else this.sent();
@@ -124,21 +116,14 @@ class Exchange {
       total += chunk.length;
       if (this.request.maxBodySize && total > this.request.maxBodySize) return this.fail(new GatewayError(413, MESSAGES.payloadTooLarge));
       this.bodyStarted = true;
-      let ok: boolean;
-      if (chunked) {
-        socket.cork();
-        socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-        socket.write(chunk);
-        ok = socket.write('\r\n', 'latin1');
-        socket.uncork();
-      } else ok = socket.write(chunk);
+      const ok = chunked ? writeChunk(socket, chunk) : socket.write(chunk);
       if (!ok) {
         body.pause();
         this.awaitDrain(() => body.resume());
       }
     };
     const onEnd = () => {
-      if (chunked) socket.write('0\r\n\r\n', 'latin1');
+      if (chunked) socket.write(LAST_CHUNK, 'latin1');
       this.sent();
     };
     const onError = (err: Error) => this.fail(err);

@@ -11,7 +11,30 @@
  * receiving them and no whole-body buffer is parsed afterwards.
  */
 import { invalidBody } from './errors.ts';
-import { formatShape, isDigit, jsonSyntaxError, NumberToken, TensorValuesReader, type PixelTransform } from './tensor-values.ts';
+import {
+  BACKSLASH,
+  COLON,
+  COMMA,
+  CR,
+  formatShape,
+  isDigit,
+  jsonSyntaxError,
+  LBRACE,
+  LBRACKET,
+  LF,
+  MINUS,
+  NINE,
+  NumberToken,
+  QUOTE,
+  RBRACE,
+  RBRACKET,
+  SLASH,
+  SPACE,
+  TAB,
+  TensorValuesReader,
+  ZERO,
+  type PixelTransform,
+} from './tensor-values.ts';
 
 export { formatShape, pixelTransform, type PixelTransform } from './tensor-values.ts';
 
@@ -31,22 +54,6 @@ export interface TensorBody {
   pixelsApplied: boolean;
 }
 
-const TAB = 9;
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const QUOTE = 34;
-const COMMA = 44;
-const MINUS = 45;
-const SLASH = 47;
-const ZERO = 48;
-const NINE = 57;
-const COLON = 58;
-const LBRACKET = 91;
-const BACKSLASH = 92;
-const RBRACKET = 93;
-const LBRACE = 123;
-const RBRACE = 125;
 
 const ESCAPABLE = new Set([QUOTE, BACKSLASH, SLASH, 98, 102, 110, 114, 116]); // " \ / b f n r t
 const LITERALS: Record<number, string> = { 116: 'true', 102: 'false', 110: 'null' };

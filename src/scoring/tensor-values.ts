@@ -15,22 +15,29 @@
  */
 import { invalidBody } from './errors.ts';
 
-const TAB = 9;
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const QUOTE = 34;
-const PLUS = 43;
-const COMMA = 44;
-const MINUS = 45;
-const DOT = 46;
-const ZERO = 48;
-const NINE = 57;
-const UPPER_E = 69;
-const LBRACKET = 91;
-const RBRACKET = 93;
-const LOWER_E = 101;
-const LBRACE = 123;
+// JSON's bytes, as both readers compare them (tensor-body.ts imports them from here). Defined in the
+// module that reads the numbers: bindings imported from another module cost a check at every use.
+export const TAB = 9;
+export const LF = 10;
+export const CR = 13;
+export const SPACE = 32;
+export const QUOTE = 34;
+export const PLUS = 43;
+export const COMMA = 44;
+export const MINUS = 45;
+export const DOT = 46;
+export const SLASH = 47;
+export const ZERO = 48;
+export const NINE = 57;
+export const COLON = 58;
+export const UPPER_E = 69;
+export const LBRACKET = 91;
+export const BACKSLASH = 92;
+export const RBRACKET = 93;
+export const LOWER_E = 101;
+export const LBRACE = 123;
+export const RBRACE = 125;
+
 
 /** Significant digits the fast path takes: below 2^53, so the mantissa is an exact integer. */
 const FAST_DIGITS = 15;

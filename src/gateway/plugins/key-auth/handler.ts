@@ -107,13 +107,17 @@ function setConsumer(ctx: RequestContext, consumer: Consumer, credential: Keyaut
   ctx.credential = credential;
 }
 
+/** Kong's 401 with its challenge. */
+function refusal(conf: KeyAuthConfig, message: string): GatewayError {
+  return new GatewayError(401, message, { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' });
+}
+
 function authenticate(ctx: RequestContext, conf: KeyAuthConfig, found: Found): GatewayError | undefined {
-  const refuse = (message: string) => new GatewayError(401, message, { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' });
-  if (found && 'duplicate' in found) return refuse(DUPLICATE_KEY);
-  if (!found || found.key === '') return refuse(NO_KEY);
+  if (found && 'duplicate' in found) return refusal(conf, DUPLICATE_KEY);
+  if (!found || found.key === '') return refusal(conf, NO_KEY);
   const credential = ctx.directory.findCredentialByKey(found.key);
   const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
-  if (!credential || !consumer) return refuse(BAD_KEY);
+  if (!credential || !consumer) return refusal(conf, BAD_KEY);
   setConsumer(ctx, consumer, credential, false);
   return undefined;
 }

@@ -59,11 +59,21 @@ function identifierOf(ctx: RequestContext, conf: RateLimitingConfig): string {
  * Kong's client headers: every configured window's limit and remaining,
  * and the IETF-draft RateLimit-* trio for the most restrictive one.
  */
-function rateLimitHeaders(periods: Period[], counters: Counter[], result: CounterResult, now: number): Record<string, string> {
+/** A window's two header names, made once per plugin instance. */
+interface WindowHeaders {
+  limit: string;
+  remaining: string;
+}
+
+function windowHeaders(period: Period): WindowHeaders {
+  return { limit: `X-RateLimit-Limit-${HEADER_PERIOD[period]}`, remaining: `X-RateLimit-Remaining-${HEADER_PERIOD[period]}` };
+}
+
+function rateLimitHeaders(names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): Record<string, string> {
   const headers: Record<string, string> = {};
   let chosen = -1;
   let chosenRemaining = Infinity;
-  for (let i = 0; i < periods.length; i++) {
+  for (let i = 0; i < names.length; i++) {
     const limit = counters[i]!.limit;
     // A request that passed used one from every window; one that was refused counted nowhere.
     const used = result.usage[i]! + (result.allowed ? 1 : 0);
@@ -72,9 +82,8 @@ function rateLimitHeaders(periods: Period[], counters: Counter[], result: Counte
       chosen = i;
       chosenRemaining = remaining;
     }
-    const period = HEADER_PERIOD[periods[i]!];
-    headers[`X-RateLimit-Limit-${period}`] = String(limit);
-    headers[`X-RateLimit-Remaining-${period}`] = String(remaining);
+    headers[names[i]!.limit] = String(limit);
+    headers[names[i]!.remaining] = String(remaining);
   }
   headers['RateLimit-Limit'] = String(counters[chosen]!.limit);
   headers['RateLimit-Remaining'] = String(chosenRemaining);
@@ -83,8 +92,8 @@ function rateLimitHeaders(periods: Period[], counters: Counter[], result: Counte
 }
 
 /** Puts the headers on the answer, and refuses the request when a window is full. */
-function apply(ctx: RequestContext, conf: RateLimitingConfig, periods: Period[], counters: Counter[], result: CounterResult, now: number): void {
-  const headers = conf.hide_client_headers ? {} : rateLimitHeaders(periods, counters, result, now);
+function apply(ctx: RequestContext, conf: RateLimitingConfig, names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): void {
+  const headers = conf.hide_client_headers ? {} : rateLimitHeaders(names, counters, result, now);
   Object.assign(ctx.responseHeaders, headers);
   if (!result.allowed) {
     // Like Kong, Retry-After goes with the other client headers and is hidden with them.
@@ -103,6 +112,7 @@ export const rateLimiting: PluginDefinition = {
     // The schema checked every field and filled Kong's defaults.
     const conf = config as unknown as RateLimitingConfig;
     const periods = PERIODS.filter((p) => typeof conf[p] === 'number');
+    const names = periods.map(windowHeaders);
     const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
     const storeFailed = (err: unknown) => {
       if (store instanceof RedisCounters) store.noteFailure(err);
@@ -124,8 +134,8 @@ export const rateLimiting: PluginDefinition = {
           return storeFailed(err);
         }
         // The local store answers at once; only Redis makes the request wait.
-        if (pending instanceof Promise) return pending.then((result) => apply(ctx, conf, periods, counters, result, now), storeFailed);
-        apply(ctx, conf, periods, counters, pending, now);
+        if (pending instanceof Promise) return pending.then((result) => apply(ctx, conf, names, counters, result, now), storeFailed);
+        apply(ctx, conf, names, counters, pending, now);
       },
     };
   },
