@@ -3,6 +3,8 @@
  * logging, optional TLS, body limits, GET /health and GET /ready, and a
  * listen() that turns a taken port into a message naming the option.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { StartupError } from './errors.ts';
@@ -42,8 +44,18 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Responses finished while closing carry `Connection: close`, so keep-alive
   // clients let go and close() completes as soon as in-flight work is done.
   let closing = false;
+  // node:http counts a connection that has not sent a request yet (a
+  // browser's preconnect) as neither idle nor busy, so close() would wait
+  // for the client to drop it, maybe forever: those end on close too.
+  const unused = new Set<Socket>();
+  app.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  app.server.on('request', (request: IncomingMessage) => unused.delete(request.socket));
   app.addHook('preClose', async () => {
     closing = true;
+    for (const socket of unused) socket.destroy();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

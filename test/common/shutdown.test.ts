@@ -2,8 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { request } from 'undici';
-import { LineWatcher } from '../helpers/index.ts';
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { Agent, request } from 'undici';
+import { createHttpServer, listen } from '../../src/common/http.ts';
+import { createLogger } from '../../src/common/log.ts';
+import { resolveTls } from '../../src/common/tls.ts';
+import { LineWatcher, tempDataDir } from '../helpers/index.ts';
 
 test('shutdown: after SIGTERM the in-flight request completes, new connections are refused, exit code 0', async (t) => {
   const child = spawn(process.execPath, ['--import', 'tsx', new URL('./fixtures/slow-server.ts', import.meta.url).pathname], {
@@ -21,4 +26,28 @@ test('shutdown: after SIGTERM the in-flight request completes, new connections a
   assert.deepEqual(await inFlight, { status: 200, body: 'finished' });
   const [code] = await once(child, 'exit');
   assert.equal(code, 0);
+});
+
+test('shutdown: close() ends connections that never sent a request (a browser preconnect), plain and TLS, and lets a busy one finish', { timeout: 20_000 }, async (t) => {
+  const logger = createLogger('silent', 'test');
+  for (const tls of [null, await resolveTls({ tlsCert: '', tlsKey: '', dataDir: await tempDataDir(t) })]) {
+    const app = createHttpServer({ logger, tls });
+    app.get('/slow', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return 'finished';
+    });
+    const url = new URL(await listen(app, { host: '127.0.0.1', port: 0, component: 'test' }));
+    const connect = () => (tls ? tlsConnect({ host: '127.0.0.1', port: Number(url.port), rejectUnauthorized: false }) : netConnect(Number(url.port), '127.0.0.1'));
+    const silent = connect();
+    await once(silent, tls ? 'secureConnect' : 'connect');
+    const agent = new Agent({ connect: { rejectUnauthorized: false } });
+    t.after(() => agent.close());
+    const busy = request(`${url.origin}/slow`, { dispatcher: agent });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const silentClosed = once(silent, 'close');
+    await app.close();
+    await silentClosed;
+    const answer = await busy;
+    assert.equal(await answer.body.text(), 'finished', url.protocol);
+  }
 });
