@@ -7,11 +7,14 @@
  * for bit.
  *
  * Where the time goes: 150,528 numbers per request, mostly pixel integers
- * 0..255. The innermost rows are read by a loop with no function call, no
- * string and no bounds bookkeeping per number: while a token starts at least
- * FAST_TOKEN_BYTES before the end of the bytes at hand, its few bytes cannot
- * run past them. Everything unusual (whitespace runs, exponents, long
- * mantissas, errors) goes through the careful path, which checks every byte.
+ * 0..255. Runs of those are read by readPixelRun, a loop that takes a token
+ * and its comma in one 4-byte read and checks only what such a token needs.
+ * The other numbers of a row (its last one, before `]`) go through a fast path
+ * with no function call, no string and no bounds bookkeeping per number: while
+ * a token starts at least FAST_TOKEN_BYTES before the end of the bytes at
+ * hand, its few bytes cannot run past them. Everything unusual (whitespace
+ * runs, exponents, long mantissas, errors) goes through the careful path,
+ * which checks every byte.
  */
 import { invalidBody } from './errors.ts';
 
@@ -41,7 +44,7 @@ export const RBRACE = 125;
 
 /** Significant digits the fast path takes: below 2^53, so the mantissa is an exact integer. */
 const FAST_DIGITS = 15;
-/** A fast token reads at most a space + sign + 15 digits + point + terminator + a space after its comma. */
+/** A fast token reads at most a sign + 15 digits + point + terminator + a space after its comma. */
 const FAST_TOKEN_BYTES = FAST_DIGITS + 8;
 
 /** Every power of ten that a double holds exactly. */
@@ -176,30 +179,101 @@ export class NumberToken {
 }
 
 /**
- * Pixel integers → the model's input, per channel: tables[c][v] = v·scale[c] + offset[c]
- * as a float32 (for v = 0..999, the integers the 4-byte fast path reads).
+ * Pixel integers → the model's input, per channel: v·scale[c] + offset[c],
+ * rounded to float32 as it is stored (for v = 0..999 written without sign,
+ * fraction or exponent).
  */
 export interface PixelTransform {
   readonly scale: readonly number[];
   readonly offset: readonly number[];
-  readonly tables: readonly Float32Array[];
 }
 
-/** The largest integer + 1 that the 4-byte fast path reads (three digits). */
+/** The largest pixel integer + 1: what three digits hold, as a pixel run reads them. */
 const FAST_INTEGER_LIMIT = 1000;
 
 export function pixelTransform(scale: readonly number[], offset: readonly number[]): PixelTransform {
-  const tables = scale.map((factor, c) => Float32Array.from({ length: FAST_INTEGER_LIMIT }, (_, v) => v * factor + offset[c]!));
-  return { scale, offset, tables };
+  return { scale, offset };
+}
+
+/** Where readPixelRun stopped, and the least and the greatest value it read (1000 and -1 when none). */
+class PixelRun {
+  end = 0;
+  low = 0;
+  high = 0;
+}
+
+/**
+ * The fastest path, most pixels: a run of pixel tokens, each one to three
+ * digits (no leading zero) and `,`, from bytes[p..] while the 4 bytes at a
+ * token's start are before `end` and values[n..stop) has room. Each is stored
+ * as v·scale + offset; a space before a token (`, ` as Python's json.dumps
+ * writes) is skipped; anything else ends the run (most often the row's last
+ * number, before `]`). Returns the new `n`; `run` gets the rest.
+ *
+ * A token is read as one big-endian 4-byte word, its first byte the word's
+ * highest, so that Math.clz32 of the non-digit bytes' high bits is 8 × its
+ * digits, and the loop checks only what a pixel token needs. A function of its
+ * own with literal constants: inlined into readRow, it compiles to a tighter
+ * loop than the same code written there (module constants, even copied to
+ * locals, are loads that take registers). `p` must be an int32 (`p | 0`), or
+ * the loop carries it as a tagged value.
+ */
+function readPixelRun(
+  run: PixelRun,
+  words: DataView,
+  p: number,
+  end: number,
+  values: Float32Array,
+  n: number,
+  stop: number,
+  scale: number,
+  offset: number,
+): number {
+  const last = end - 3;
+  let low = FAST_INTEGER_LIMIT;
+  let high = -1;
+  while (p < last && n < stop) {
+    const word = words.getInt32(p);
+    // Each byte XOR '0': an ASCII digit becomes 0..9; adding 0x76 to a byte of 0..0x7f then sets
+    // its high bit exactly when it is 10 or more. (The carry out of a byte of 0x80 or more can
+    // only mark the digit before it as a non-digit, which then fails the ',' test.)
+    const digitValues = word ^ 0x30303030;
+    const notDigits = ((digitValues + 0x76767676) | digitValues) & (0x80808080 | 0);
+    const digitBits = Math.clz32(notDigits);
+    let value = 0;
+    // ',' right after the digits, and a first digit of 1..9. (With four digits, digitBits is 32,
+    // which a shift takes as 0: the first digit then fails the ',' test.)
+    if ((word << digitBits) >>> 24 === 0x2c && (word - 0x31000000) >>> 0 < 0x09000000) {
+      // The digits right-aligned, bytes [0,d0,d1,d2]; × (256 + 10) then >>> 8 leaves 10·d1 + d2 in
+      // the low half and d0 in the high half; × (65536 + 100) then >>> 16 leaves d0·100 + d1·10 + d2.
+      // No product carries into its neighbour (bytes stay below 100, halves below 10000).
+      const digits = digitValues >>> -digitBits;
+      value = Math.imul((Math.imul(digits, 256 + 10) >>> 8) & 0x00ff00ff, 65536 + 100) >>> 16;
+    } else if (word >>> 16 !== 0x302c) {
+      // Not `0,` either.
+      if (word >>> 24 !== 0x20) break;
+      p++;
+      continue;
+    }
+    values[n++] = value * scale + offset;
+    low = Math.min(low, value);
+    high = Math.max(high, value);
+    p += (digitBits >> 3) + 1;
+  }
+  run.end = p;
+  run.low = low;
+  run.high = high;
+  return n;
 }
 
 export class TensorValuesReader {
   readonly values: Float32Array;
   /**
    * The values hold the model's input (the pixel transform applied), not the
-   * numbers as written: true while every number is a pixel integer read by
-   * the 4-byte fast path. The first other number turns the values written so
-   * far back into those numbers, and the rest are stored as written.
+   * numbers as written: true while every number is a pixel integer (0..999
+   * without sign, fraction or exponent). The first other number turns the
+   * values written so far back into those numbers, and the rest are stored as
+   * written.
    */
   transformed: boolean;
   /** Every number was written without a fraction or an exponent (`255`, not `255.0`). */
@@ -219,14 +293,13 @@ export class TensorValuesReader {
   /** Values stored so far. */
   private stored = 0;
   private readonly token = new NumberToken();
+  private readonly run = new PixelRun();
   /** The body offset of the bytes being read, for messages. */
   private offset = 0;
-  /** Values per channel ([1,C,H,W]: H·W), to find a row's table. */
+  /** Values per channel ([1,C,H,W]: H·W), to find a row's channel. */
   private readonly plane: number;
-  /** v → v: the table of the fast path when nothing is transformed. */
-  private readonly identity = new Float32Array(FAST_INTEGER_LIMIT);
 
-  /** `pixels` applies to shapes [1,C,H,W] with one table per channel; else the numbers are stored as written. */
+  /** `pixels` applies to shapes [1,C,H,W] with a scale and offset per channel; else the numbers are stored as written. */
   constructor(
     private readonly shape: readonly number[],
     private readonly member: string,
@@ -237,14 +310,7 @@ export class TensorValuesReader {
     this.counts = shape.map(() => 0);
     this.values = new Float32Array(shape.reduce((a, d) => a * d, 1));
     this.plane = shape.slice(2).reduce((a, d) => a * d, 1);
-    this.transformed = pixels !== undefined && shape.length === 4 && shape[0] === 1 && shape[1] === pixels.tables.length;
-    // (A loop: Float32Array.from with a map function takes 0.1 ms here, once per request.)
-    for (let v = 0; v < FAST_INTEGER_LIMIT; v++) this.identity[v] = v;
-  }
-
-  /** The fast path's table for the row that starts at value `n`. */
-  private tableAt(n: number): Float32Array {
-    return this.transformed ? this.pixels!.tables[Math.floor(n / this.plane)]! : this.identity;
+    this.transformed = pixels !== undefined && shape.length === 4 && shape[0] === 1 && shape[1] === pixels.scale.length;
   }
 
   /** Back to the numbers as written: the values so far were all pixel integers, so each is exact again. */
@@ -334,28 +400,40 @@ export class TensorValuesReader {
    * byte other than `,` follows one (left for feed) or the bytes run out.
    */
   private readRow(bytes: Uint8Array, words: DataView, p: number, end: number, final: boolean): number {
-    // Constants as locals: the optimising compiler folds these into the code, while module-level
-    // constants are loaded at every use (and 0x76767676 and 0x80808080 would be heap numbers).
-    // Each byte XOR '0': an ASCII digit becomes 0..9 (four bytes at a time).
-    const zeros = 0x30303030;
-    // Added to a byte of 0..0x7f, sets its high bit exactly when it is 10 or more.
-    const tenOrMore = 0x76767676;
-    const highBits = 0x80808080 | 0;
+    // Constants as locals: module-level constants would be loaded at every use.
     const space = SPACE, comma = COMMA, rbracket = RBRACKET, minus = MINUS, zero = ZERO, dot = DOT;
     const lf = LF, cr = CR, tab = TAB;
     const values = this.values;
     const last = this.last;
     const dim = this.dims[last]!;
     const fastEnd = end - FAST_TOKEN_BYTES;
+    const run = this.run;
     let count = this.counts[last]!;
     let n = this.stored;
-    let table = this.tableAt(n);
+    // Pixel integers v are stored as v·pixelScale + pixelOffset: the row's channel's transform, or v.
+    let pixelScale = 1;
+    let pixelOffset = 0;
+    if (this.transformed) {
+      const channel = Math.floor(n / this.plane);
+      pixelScale = this.pixels!.scale[channel]!;
+      pixelOffset = this.pixels!.offset[channel]!;
+    }
     let min = this.min;
     let max = this.max;
     let fraction = 0;
     let expect = this.expect;
     let c = 0;
     for (;;) {
+      // The run stops when the row is full, so `count` needs no check in it: one more entry fails below.
+      const first = n;
+      n = readPixelRun(run, words, p | 0, end, values, n, n + dim - count, pixelScale, pixelOffset);
+      p = run.end;
+      if (n !== first) {
+        count += n - first;
+        if (run.low < min) min = run.low;
+        if (run.high > max) max = run.high;
+        expect = Expect.Entry;
+      }
       if (count === dim) {
         this.counts[last] = count;
         this.tooMany(last);
@@ -364,33 +442,6 @@ export class TensorValuesReader {
       // exponent, then ',' or ']' or whitespace: an exact integer divided by an
       // exact power of ten, rounded once, as JSON.parse rounds it.
       if (p < fastEnd) {
-        // Fastest path, most pixels: one to three digits and ',' or ']', read as
-        // one 4-byte word (digits in its low bytes, first digit lowest).
-        let word = words.getInt32(p, true);
-        if ((word & 0xff) === space) word = words.getInt32(++p, true); // `, ` as Python's json.dumps writes
-        const digitValues = word ^ zeros;
-        const notDigits = ((digitValues + tenOrMore) | digitValues) & highBits;
-        const length = (31 - Math.clz32(notDigits & -notDigits)) >> 3; // bytes before the first non-digit
-        if (length > 0 && (length === 1 || (digitValues & 0xff) !== 0)) {
-          const after = (word >> (length << 3)) & 0xff;
-          if (after === comma || after === rbracket) {
-            // Right-align the digits in three bytes: [d0,d1,d2] → d0·100 + d1·10 + d2.
-            const aligned = (digitValues & ((1 << (length << 3)) - 1)) << ((3 - length) << 3);
-            const value = (aligned & 0xf) * 100 + ((aligned >> 8) & 0xf) * 10 + ((aligned >> 16) & 0xf);
-            values[n++] = table[value]!;
-            if (value < min) min = value;
-            if (value > max) max = value;
-            count++;
-            p += length;
-            if (after === comma) {
-              p++;
-              expect = Expect.Entry;
-              continue;
-            }
-            expect = Expect.Separator;
-            break;
-          }
-        }
         const start = p;
         c = bytes[p]!;
         const negative = c === minus;
@@ -422,11 +473,12 @@ export class TensorValuesReader {
             let value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
             if (negative) value = -value;
             value = Math.fround(value);
-            if (scale === 0 && !negative && mantissa < FAST_INTEGER_LIMIT) values[n++] = table[mantissa]!;
+            if (scale === 0 && !negative && mantissa < FAST_INTEGER_LIMIT) values[n++] = mantissa * pixelScale + pixelOffset;
             else {
               if (this.transformed) {
                 this.restoreWritten(n);
-                table = this.identity;
+                pixelScale = 1;
+                pixelOffset = 0;
               }
               values[n++] = value;
             }
@@ -459,11 +511,12 @@ export class TensorValuesReader {
         this.counts[last] = count;
         this.outOfRange(bytes, p, last + 1);
       }
-      if (this.token.integer && c !== minus && value < FAST_INTEGER_LIMIT) values[n++] = table[value]!;
+      if (this.token.integer && c !== minus && value < FAST_INTEGER_LIMIT) values[n++] = value * pixelScale + pixelOffset;
       else {
         if (this.transformed) {
           this.restoreWritten(n);
-          table = this.identity;
+          pixelScale = 1;
+          pixelOffset = 0;
         }
         values[n++] = value;
       }

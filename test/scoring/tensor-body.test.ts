@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
+import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, type PixelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
 import { normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
@@ -250,4 +250,149 @@ test('R-SCORE-5 a body of pixel integers read with the pixel transform holds exa
   assert.equal(readTensorBody(Buffer.from(small), shape, 'data', pixels).pixelsApplied, true);
   assert.equal(readTensorBody(Buffer.from(small), shape).pixelsApplied, false);
   assert.equal(readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), [1, 1, 1, 1], 'data', pixels).pixelsApplied, false, 'one channel, three tables');
+});
+
+const PIXEL_MEAN = [0.485, 0.456, 0.406];
+const PIXEL_STD = [0.229, 0.224, 0.225];
+
+/** A body read whole and in the given pieces (with the pixel transform when given): the tensor, or the 400's message. */
+function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly number[], pixels?: PixelTransform): [TensorBody | string, TensorBody | string] {
+  const outcome = (read: () => TensorBody): TensorBody | string => {
+    try {
+      return read();
+    } catch (err) {
+      assert.ok(err instanceof ScoringError && err.status === 400, `not a 400 ScoringError: ${String(err)}`);
+      return err.message;
+    }
+  };
+  const whole = outcome(() => readTensorBody(body, shape, 'data', pixels));
+  const stream = new TensorBodyStream(shape, 'data', pixels);
+  const pieces = outcome(() => {
+    for (const piece of splitAt(body, ...cuts)) stream.push(piece);
+    return stream.end();
+  });
+  return [whole, pieces];
+}
+
+/** What a reader must give for a body JSON.parse reads as `expected` from these tokens: values, range, integers, transform. */
+function assertReadLike(got: TensorBody | string, expected: Float32Array, tokens: string[], shape: readonly number[], pixels: PixelTransform | undefined, label: string): void {
+  assert.ok(typeof got !== 'string', `${label}: refused (${String(got)})`);
+  const applied = pixels !== undefined && shape[1] === pixels.scale.length && tokens.every((token) => /^(0|[1-9][0-9]{0,2})$/.test(token));
+  const values = Float32Array.from(expected);
+  if (applied) normalizeInput(values, 'pixels', PIXEL_MEAN, PIXEL_STD);
+  assert.equal(got.pixelsApplied, applied, `${label}: pixelsApplied`);
+  assert.ok(sameBits(got.values, values), `${label}: values`);
+  // (=== as the reader compares: 0 and -0 are the same least value.)
+  assert.ok(got.min === Math.min(...expected) && got.max === Math.max(...expected), `${label}: range ${got.min}..${got.max}`);
+  assert.equal(got.allIntegers, tokens.every((token) => /^-?[0-9]+$/.test(token)), `${label}: allIntegers`);
+}
+
+test('R-SCORE-1 rows of pixel-like tokens of every length, spacing and spelling, whole and in random pieces, with and without the pixel transform, read like JSON.parse with the same range', () => {
+  const random = seededRandom(9);
+  const pixels = readerPixelTransform('auto', PIXEL_MEAN, PIXEL_STD)!;
+  const odd = ['0', '1000', '12345', '-0', '-7', '7.0', '2.5', '1e2', '00', '01', '007', '-', '1.', '.5', '+1', '', '9\u00ff', 'null', '"7"'];
+  const separators = [',', ', ', ' ,', ',\n', ',  ', '\t,\t', ' , '];
+  let accepted = 0;
+  for (let i = 0; i < 600; i++) {
+    const shape = [[1, 3, 2, 7], [1, 3, 1, 40], [1, 1, 3, 5]][i % 3]!;
+    const style = separators[Math.floor(random() * separators.length)]!;
+    const tokens: string[] = [];
+    const array = (level: number): string => {
+      const entries = Array.from({ length: shape[level]! }, () => {
+        if (level < shape.length - 1) return array(level + 1);
+        // One to three digits most of the time, as a pixel run reads them; now and then anything else.
+        const token = random() < 0.98 ? String(Math.floor(random() * [10, 100, 1000][Math.floor(random() * 3)]!)) : odd[Math.floor(random() * odd.length)]!;
+        tokens.push(token);
+        return token;
+      });
+      const separator = level < shape.length - 1 ? ',' : random() < 0.9 ? style : separators[Math.floor(random() * separators.length)]!;
+      return `[${entries.join(separator)}]`;
+    };
+    const text = `{"data":${array(0)}}`;
+    const body = Buffer.from(text);
+    const expected = jsonParseTensor(text, shape);
+    const cuts = Array.from({ length: 1 + Math.floor(random() * 12) }, () => Math.floor(random() * (body.length + 1))).sort((a, b) => a - b);
+    for (const transform of [undefined, pixels]) {
+      const [whole, pieces] = readWholeAndStreamed(body, cuts, shape, transform);
+      const label = `${text} cut at ${cuts.join(',')}${transform ? ' with the pixel transform' : ''}`;
+      if (expected === 'error') {
+        assert.ok(typeof whole === 'string', `${label}: accepted a bad body`);
+        assert.equal(pieces, whole, `${label}: another error in pieces`);
+      } else {
+        assertReadLike(whole, expected, tokens, shape, transform, `${label}, whole`);
+        assertReadLike(pieces, expected, tokens, shape, transform, `${label}, in pieces`);
+      }
+    }
+    if (expected !== 'error') accepted++;
+  }
+  assert.ok(accepted > 200 && accepted < 500, `${accepted} of the bodies were valid`);
+});
+
+test('R-SCORE-5 every pixel integer 0..999, in rows cut at every byte, reads exactly with its range, the pixel transform applied', () => {
+  const random = seededRandom(10);
+  const pixels = readerPixelTransform('auto', PIXEL_MEAN, PIXEL_STD)!;
+  const shape = [1, 3, 1, 1000];
+  const rows = [0, 1, 2].map(() => {
+    const row = Array.from({ length: 1000 }, (_, v) => v);
+    for (let i = row.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [row[i], row[j]] = [row[j]!, row[i]!];
+    }
+    return row;
+  });
+  const text = JSON.stringify({ data: [rows.map((row) => [row])] });
+  const body = Buffer.from(text);
+  const expected = jsonParseTensor(text, shape);
+  if (expected === 'error') return assert.fail('JSON.parse refused the body');
+  assertReadLike(readTensorBody(body, shape, 'data', pixels), expected, rows.flat().map(String), shape, pixels, 'whole');
+  const values = Float32Array.from(expected);
+  normalizeInput(values, 'pixels', PIXEL_MEAN, PIXEL_STD);
+  for (let cut = 1; cut < body.length; cut++) {
+    const stream = new TensorBodyStream(shape, 'data', pixels);
+    for (const piece of splitAt(body, cut)) stream.push(piece);
+    const got = stream.end();
+    assert.ok(got.pixelsApplied && sameBits(got.values, values), `cut at ${cut}: values`);
+    assert.deepEqual([got.min, got.max, got.allIntegers], [0, 999, true], `cut at ${cut}: range`);
+  }
+});
+
+test('R-SCORE-2 near-pixel tokens inside a run of pixels are refused or read exactly as JSON.parse does them, with the same error wherever the body is cut', () => {
+  const shape = [1, 1, 1, 12];
+  // The token is the eighth entry, at byte 33: well inside a run, which goes on after it.
+  const cases: [string, string | null][] = [
+    ['0', null],
+    ['999', null],
+    ['1000', null],
+    ['-0', null],
+    ['7.0', null],
+    [' 5', null],
+    ['5 ', null],
+    ['\t5\n', null],
+    ['00', "invalid JSON at byte 34: expected ',' or ']', found '0'"],
+    ['01', "invalid JSON at byte 34: expected ',' or ']', found '1'"],
+    ['', "invalid JSON at byte 33: expected a number, found ','"],
+    [' ', "invalid JSON at byte 34: expected a number, found ','"],
+    ['-', "invalid JSON at byte 34: expected a digit, found ','"],
+    ['1.', "invalid JSON at byte 35: expected a digit after the decimal point, found ','"],
+    ['9\u00ff', "invalid JSON at byte 34: expected ',' or ']', found byte 0xc3"],
+    ['5,6', 'data[0][0][0] has more than 12 entries; expected 12 (shape [1,1,1,12])'],
+    ['5,6,7', 'data[0][0][0] has more than 12 entries; expected 12 (shape [1,1,1,12])'],
+  ];
+  for (const [token, error] of cases) {
+    const text = `{"data":[[[[17,255,0,9,10,99,100,${token},1,2,30,45]]]]}`;
+    const body = Buffer.from(text);
+    const expected = jsonParseTensor(text, shape);
+    assert.equal(expected === 'error', error !== null, `${JSON.stringify(token)}: JSON.parse disagrees with the case`);
+    for (let cut = 0; cut <= body.length; cut++) {
+      const [whole, pieces] = readWholeAndStreamed(body, [cut], shape);
+      const label = `${JSON.stringify(token)} cut at ${cut}`;
+      if (expected === 'error') {
+        assert.equal(whole, error, label);
+        assert.equal(pieces, whole, label);
+      } else {
+        assert.ok(typeof whole !== 'string' && typeof pieces !== 'string', `${label}: refused`);
+        assert.ok(sameBits(whole.values, expected) && sameBits(pieces.values, expected), label);
+      }
+    }
+  }
 });
