@@ -140,9 +140,11 @@ export async function run(): Promise<BenchResult[]> {
   const pixels = readerPixelTransform('auto', MEAN, STD);
   const chunks: Buffer[] = [];
   for (let at = 0; at < bytes.length; at += 65536) chunks.push(bytes.subarray(at, at + 65536));
+  const input = new Float32Array(prepared.length);
   const readAsServed = () => {
-    // As the server reads it: socket-sized chunks, pixel transform applied (bytes → the model's input).
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
+    // As the server reads it: socket-sized chunks, pixel transform applied (bytes → the model's input),
+    // into an input array used before.
+    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels, input);
     for (const chunk of chunks) stream.push(chunk);
     if (!stream.end().pixelsApplied) throw new Error('the bench body was not read as pixels');
   };

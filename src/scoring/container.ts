@@ -68,18 +68,49 @@ export function bodyTooLarge(limit: number): ScoringError {
 }
 
 /**
+ * Input arrays for the bodies being read, reused from one request to the
+ * next: a new 0.6 MB Float32Array per request costs about 0.4 ms of fresh
+ * zeroed pages. An array goes back only once its request is over (its run
+ * done or its body refused); one that is never given back is simply collected.
+ */
+class InputArrays {
+  private readonly free: Float32Array[] = [];
+
+  constructor(
+    private readonly size: number,
+    private readonly kept: number,
+  ) {}
+
+  take(): Float32Array {
+    return this.free.pop() ?? new Float32Array(this.size);
+  }
+
+  giveBack(values: Float32Array): void {
+    if (this.free.length < this.kept) this.free.push(values);
+  }
+}
+
+/** The input array a request's body was read into, given back when the request is over. */
+const inputOf = new WeakMap<FastifyRequest, Float32Array>();
+
+/**
  * POST /score bodies go into the tensor as their chunks arrive, so reading the
  * numbers overlaps receiving them, and no whole-body buffer is concatenated
  * and parsed afterwards. The checks are those of fastify's own body reading:
  * Content-Length over the limit, more bytes than the limit, fewer or more
  * bytes than Content-Length.
  */
-function readTensorBodyStream(limit: number, pixels: () => PixelTransform | undefined) {
+function readTensorBodyStream(limit: number, pixels: () => PixelTransform | undefined, inputs: InputArrays) {
   return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: TensorBody) => void): void => {
     const declared = Number(request.headers['content-length']);
     if (declared > limit) return done(bodyTooLarge(limit));
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels());
+    const into = inputs.take();
+    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels(), into);
     let received = 0;
+    const refuse = (err: Error): void => {
+      inputs.giveBack(into);
+      done(err);
+    };
     const stop = (): void => {
       payload.removeListener('data', onData);
       payload.removeListener('end', onEnd);
@@ -89,21 +120,22 @@ function readTensorBodyStream(limit: number, pixels: () => PixelTransform | unde
       received += chunk.length;
       if (received > limit) {
         stop();
-        done(bodyTooLarge(limit));
+        refuse(bodyTooLarge(limit));
         return;
       }
       stream.push(chunk);
     }
     function onEnd(err?: Error): void {
       stop();
-      if (err) return done(Object.assign(err, { statusCode: 400 }));
-      if (!Number.isNaN(declared) && received !== declared) return done(new ScoringError(400, 'BadRequest', `the body has ${received} bytes; Content-Length said ${declared}`));
+      if (err) return refuse(Object.assign(err, { statusCode: 400 }));
+      if (!Number.isNaN(declared) && received !== declared) return refuse(new ScoringError(400, 'BadRequest', `the body has ${received} bytes; Content-Length said ${declared}`));
       let body: TensorBody;
       try {
         body = stream.end();
       } catch (error) {
-        return done(error as Error);
+        return refuse(error as Error);
       }
+      inputOf.set(request, into);
       done(null, body);
     }
     payload.on('data', onData);
@@ -132,12 +164,18 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   // Its own scope, so that only POST /score gets the streaming body reader.
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels));
+    const inputs = new InputArrays(INPUT_SHAPE.reduce((a, d) => a * d, 1), 4);
+    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels, inputs));
     scope.post<{ Body: TensorBody | undefined }>('/score', async (request, reply) => {
-      const model = loaded();
-      // No body at all (Content-Length: 0) reaches here without the reader.
-      const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
-      return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+      try {
+        const model = loaded();
+        // No body at all (Content-Length: 0) reaches here without the reader.
+        const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
+        return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+      } finally {
+        const into = inputOf.get(request);
+        if (into) inputs.giveBack(into);
+      }
     });
   });
   app.route({

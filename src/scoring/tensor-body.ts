@@ -103,12 +103,14 @@ export class TensorBodyStream {
   /** `"data"` as bytes, to recognise the member name without decoding it. */
   private readonly name: Buffer;
 
+  /** `into`: where the values go when the body is read as it arrives (see TensorValuesReader). */
   constructor(
     private readonly shape: readonly number[] = INPUT_SHAPE,
     private readonly member = 'data',
     private readonly pixels?: PixelTransform,
+    into?: Float32Array,
   ) {
-    this.tensor = new TensorValuesReader(shape, member, pixels);
+    this.tensor = new TensorValuesReader(shape, member, pixels, into);
     this.name = Buffer.from(JSON.stringify(member));
   }
 

@@ -299,16 +299,22 @@ export class TensorValuesReader {
   /** Values per channel ([1,C,H,W]: H·W), to find a row's channel. */
   private readonly plane: number;
 
-  /** `pixels` applies to shapes [1,C,H,W] with a scale and offset per channel; else the numbers are stored as written. */
+  /**
+   * `pixels` applies to shapes [1,C,H,W] with a scale and offset per channel; else the numbers are stored as written.
+   * `into`, when it has the shape's size, receives the values instead of a new array (a server reuses its inputs:
+   * a fresh 0.6 MB array costs the kernel's zeroed pages on every request).
+   */
   constructor(
     private readonly shape: readonly number[],
     private readonly member: string,
     private readonly pixels?: PixelTransform,
+    into?: Float32Array,
   ) {
     this.dims = [...shape];
     this.last = shape.length - 1;
     this.counts = shape.map(() => 0);
-    this.values = new Float32Array(shape.reduce((a, d) => a * d, 1));
+    const size = shape.reduce((a, d) => a * d, 1);
+    this.values = into?.length === size ? into : new Float32Array(size);
     this.plane = shape.slice(2).reduce((a, d) => a * d, 1);
     this.transformed = pixels !== undefined && shape.length === 4 && shape[0] === 1 && shape[1] === pixels.scale.length;
   }

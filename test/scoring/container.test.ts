@@ -257,3 +257,19 @@ test('R-SCORE-3 concurrent requests of different pictures each get their own ans
     bodies.map((body) => (body === crossword ? CROSSWORD : HONEYCOMB)),
   );
 });
+
+test('R-SCORE-3 good and refused requests in flight together: each good one gets exactly the answer it gets alone (input arrays are reused)', async () => {
+  const crossword = await pictureBody(crosswordSvg());
+  const alone = { honeycomb: (await score(honeycomb)).result, crossword: (await score(crossword)).result };
+  const random = seededRandom(11);
+  const broken = Array.from({ length: 6 }, () => breakBody(Buffer.from(crossword), random));
+  for (let round = 0; round < 3; round++) {
+    const sent = Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? { kind: 'broken' as const, body: broken[(i / 3 + round) % broken.length]! } : { kind: i % 3 === 1 ? ('honeycomb' as const) : ('crossword' as const), body: i % 3 === 1 ? honeycomb : crossword }));
+    const answers = await Promise.all(sent.map(({ body }) => post('/score', body)));
+    answers.forEach((answer, i) => {
+      const { kind } = sent[i]!;
+      if (kind === 'broken') assertErrorShape(answer, 400);
+      else assert.deepEqual((answer.json() as unknown as ScoreBody).result, alone[kind], `request ${i} (${kind}) in round ${round}`);
+    });
+  }
+});
