@@ -447,6 +447,11 @@ export class TensorValuesReader {
       // Fast path: a sign, up to 15 significant digits, an optional fraction, no
       // exponent, then ',' or ']' or whitespace: an exact integer divided by an
       // exact power of ten, rounded once, as JSON.parse rounds it.
+      let value = 0;
+      let integer = false;
+      /** An integer 0..999 without sign, fraction or exponent: stored with the pixel transform. */
+      let pixel = false;
+      let read = false;
       if (p < fastEnd) {
         const start = p;
         c = bytes[p]!;
@@ -476,48 +481,35 @@ export class TensorValuesReader {
           }
           const ends = c === comma || c === rbracket || c === space || c === lf || c === cr || c === tab;
           if (ends && (scale > 0 || bytes[p - 1] !== dot)) {
-            let value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
+            value = scale === 0 ? mantissa : mantissa / EXACT_POWERS_OF_TEN[scale]!;
             if (negative) value = -value;
             value = Math.fround(value);
-            if (scale === 0 && !negative && mantissa < FAST_INTEGER_LIMIT) values[n++] = mantissa * pixelScale + pixelOffset;
-            else {
-              if (this.transformed) {
-                this.restoreWritten(n);
-                pixelScale = 1;
-                pixelOffset = 0;
-              }
-              values[n++] = value;
-            }
-            fraction |= scale;
-            if (value < min) min = value;
-            if (value > max) max = value;
-            count++;
-            if (c === comma) {
-              c = bytes[++p]!;
-              if (c === space) p++;
-              expect = Expect.Entry;
-              continue;
-            }
-            expect = Expect.Separator;
-            break;
+            integer = scale === 0;
+            pixel = integer && !negative && mantissa < FAST_INTEGER_LIMIT;
+            read = true;
           }
         }
-        p = start;
+        if (!read) p = start;
       }
-      // Careful path: every byte checked against the end.
-      while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
-      if (p === end) break;
-      if (c !== minus && !isDigit(c)) {
-        this.counts[last] = count;
-        this.wrongKind(bytes, p, last + 1, 'a number');
+      if (!read) {
+        // Careful path: every byte checked against the end.
+        while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
+        if (p === end) break;
+        if (c !== minus && !isDigit(c)) {
+          this.counts[last] = count;
+          this.wrongKind(bytes, p, last + 1, 'a number');
+        }
+        value = Math.fround(this.token.read(bytes, p, end, final, this.offset));
+        if (this.token.end < 0) break;
+        if (value - value !== 0) {
+          this.counts[last] = count;
+          this.outOfRange(bytes, p, last + 1);
+        }
+        integer = this.token.integer;
+        pixel = integer && c !== minus && value < FAST_INTEGER_LIMIT;
+        p = this.token.end;
       }
-      const value = Math.fround(this.token.read(bytes, p, end, final, this.offset));
-      if (this.token.end < 0) break;
-      if (value - value !== 0) {
-        this.counts[last] = count;
-        this.outOfRange(bytes, p, last + 1);
-      }
-      if (this.token.integer && c !== minus && value < FAST_INTEGER_LIMIT) values[n++] = value * pixelScale + pixelOffset;
+      if (pixel) values[n++] = value * pixelScale + pixelOffset;
       else {
         if (this.transformed) {
           this.restoreWritten(n);
@@ -526,11 +518,10 @@ export class TensorValuesReader {
         }
         values[n++] = value;
       }
-      if (!this.token.integer) fraction = 1;
+      if (!integer) fraction = 1;
       if (value < min) min = value;
       if (value > max) max = value;
       count++;
-      p = this.token.end;
       while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
       if (p < end && c === comma) {
         p++;
