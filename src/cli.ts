@@ -165,7 +165,8 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
 }
 
 async function runCommandGroup(group: CommandGroup, args: string[]): Promise<number> {
-  const command = args[0] ? group.subcommands[args[0]] : undefined;
+  // Own keys only: `offcloud score constructor` names a file, not Object.prototype.constructor.
+  const command = args[0] && Object.hasOwn(group.subcommands, args[0]) ? group.subcommands[args[0]] : undefined;
   if (!command && group.command) {
     if (args[0] !== '--help' && args[0] !== '-h') return group.command.run(args);
     process.stdout.write([`usage: ${group.command.usage}`, group.summary].join('\n') + '\n');

@@ -9,11 +9,10 @@
  * balancer moves to the next peer, skipping the targets that already
  * failed this request while others remain.
  */
-import { parseTarget } from './entities.ts';
+import { DEFAULT_TARGET_PORT, parseTarget } from './entities.ts';
 import { GatewayError, MESSAGES } from './errors.ts';
 import type { Service, Target, Upstream } from './model.ts';
 
-const DEFAULT_PORT = 8000;
 
 /** One usable target: the service as it reaches that target (its own pool), and its Host header. */
 export interface Peer {
@@ -38,7 +37,7 @@ export class Balancer {
       .filter((t) => t.weight > 0)
       .map((t) => {
         const { host, port } = parseTarget(t.target)!;
-        const at = port ?? DEFAULT_PORT;
+        const at = port ?? DEFAULT_TARGET_PORT;
         // One object per target for the whole life of the configuration, so the upstream pools find it in their cache.
         const peerService: Service = { ...service, host, port: at };
         // Kong sends the upstream's host_header, else the target's host (with its port unless the scheme's default).

@@ -4,11 +4,11 @@
  * flattened into entities with resolved references, and the compiled form
  * the proxy runs on.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { DeclarativeConfigError } from './errors.ts';
 import { Balancer } from './balancer.ts';
-import { consumerFields, keyauthCredentialFields, NESTED, parseTarget, pluginFields, routeFields, serviceFields, targetFields, upstreamFields } from './entities.ts';
+import { consumerFields, DEFAULT_TARGET_PORT, keyauthCredentialFields, NESTED, parseTarget, pluginFields, routeFields, serviceFields, targetFields, upstreamFields } from './entities.ts';
 import type { Consumer, Entities, KeyauthCredential, Plugin, PluginInstance, PluginSlot, Route, Service, Target, Upstream } from './model.ts';
 import { PLUGINS } from './plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment } from './plugins/plugin.ts';
@@ -301,7 +301,6 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
 }
 
 /** Kong's default target port (`host` alone means `host:8000`). */
-const DEFAULT_TARGET_PORT = 8000;
 const UPSTREAM_NULLS = Object.fromEntries(
   ['hash_on_header', 'hash_fallback_header', 'hash_on_cookie', 'hash_on_query_arg', 'hash_fallback_query_arg', 'hash_on_uri_capture', 'hash_fallback_uri_capture', 'host_header', 'tags'].map((k) => [k, null]),
 );
@@ -346,8 +345,8 @@ function checkHealthchecksOff(healthchecks: unknown, path: string, errors: Field
 }
 
 function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory {
-  // A Map finds a key by its string hash, which reads the whole key whatever it holds; the match is then
-  // confirmed in constant time. (A sha256 per request did the same job at 5 % of the gateway's CPU.)
+  // Keys are looked up by value in a Map, as Kong's own cache finds them. (A sha256 of each key per
+  // request, compared in constant time, cost 5 % of the gateway's CPU.)
   const credentials = new Map(entities.keyauth_credentials.map((c) => [c.key, c]));
   const consumers = new Map<string, Consumer>();
   for (const c of entities.consumers) {
@@ -358,9 +357,6 @@ function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory
     findCredentialByKey(key) {
       const found = credentials.get(key);
       if (!found) return undefined;
-      const a = Buffer.from(found.key);
-      const b = Buffer.from(key);
-      if (a.length !== b.length || !timingSafeEqual(a, b)) return undefined;
       if (found.ttl && Date.now() >= loadedAt + found.ttl * 1000) return undefined;
       return found;
     },

@@ -210,6 +210,9 @@ export const upstreamFields: Record<string, Field> = {
 };
 
 /** `host`, `host:port`, `a.b.c.d[:port]` or `[v6][:port]`, Kong's host_with_optional_port. */
+/** Kong's port for a target written without one. */
+export const DEFAULT_TARGET_PORT = 8000;
+
 export function parseTarget(value: string): { host: string; port: number | null } | null {
   let host: string;
   let portText: string | undefined;

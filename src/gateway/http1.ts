@@ -39,9 +39,13 @@ const SMALL_BODY = 16 * 1024;
 
 /** `Name: value` lines of a head; arrays give one line per value. */
 export function headerLines(headers: OutgoingHeaders): string {
-  const pairs = toPairs(headers);
   let lines = '';
-  for (let i = 0; i < pairs.length; i += 2) lines += headerLine(pairs[i]!, pairs[i + 1]!);
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) lines += headerLine(name, v);
+    else lines += headerLine(name, String(value));
+  }
   return lines;
 }
 

@@ -32,7 +32,7 @@ export interface ProxyServiceOptions {
 export type Scheme = 'http' | 'https';
 
 export class ProxyService {
-  readonly pools = new UpstreamPools();
+  private readonly pools = new UpstreamPools();
   private readonly plain: Http1Server;
   private readonly secure: Http1Server;
   private readonly tls: TlsServer;

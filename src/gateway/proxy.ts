@@ -17,7 +17,7 @@ import { ParseError } from './http-parser.ts';
 import type { ClientRequest, ClientResponse } from './http1.ts';
 import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
 import type { ConsumerDirectory, RequestContext } from './plugins/plugin.ts';
-import { matchRoute, normalizePath, upstreamPath, type RouteMatch } from './router.ts';
+import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
 import type { UpstreamPools } from './upstream.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
@@ -65,17 +65,6 @@ function isTrusted(trusted: readonly string[], address: string): boolean {
 function clientAddress(req: ClientRequest): string {
   const address = req.socket.remoteAddress ?? '';
   return address.startsWith('::ffff:') ? address.slice(7) : address;
-}
-
-/** A Host header without its port (`[::1]:8000` → `[::1]`). */
-function withoutPort(host: string): string {
-  const colon = host.lastIndexOf(':');
-  if (colon < 0 || colon < host.lastIndexOf(']')) return host;
-  for (let i = colon + 1; i < host.length; i++) {
-    const c = host.charCodeAt(i);
-    if (c < 48 || c > 57) return host;
-  }
-  return host.slice(0, colon);
 }
 
 /** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
@@ -265,7 +254,7 @@ export class Proxy {
     const code = route.https_redirect_status_code;
     if (code === 426) throw new GatewayError(426, MESSAGES.useHttps, { Connection: 'Upgrade', Upgrade: 'TLS/1.2, HTTP/1.1' });
     // Kong sends the bare host; the HTTPS port is added when it is not 443 so the redirect works here.
-    const host = (req.headers.host ?? 'localhost').replace(/:\d+$/, '');
+    const host = withoutPort(req.headers.host ?? 'localhost');
     const port = this.options.httpsPort();
     throw new GatewayError(code, '', { Location: `https://${host}${port && port !== 443 ? `:${port}` : ''}${rawUrl}` });
   }

@@ -56,10 +56,21 @@ function hostMatcher(hosts: string[]): RouteCandidate['hosts'] {
   return { exact, wildcards };
 }
 
+/** A Host header without its port (`[::1]:8000` → `[::1]`). */
+export function withoutPort(host: string): string {
+  const colon = host.lastIndexOf(':');
+  if (colon < 0 || colon < host.lastIndexOf(']')) return host;
+  for (let i = colon + 1; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    if (c < 48 || c > 57) return host;
+  }
+  return host.slice(0, colon);
+}
+
 function hostMatches(matcher: NonNullable<RouteCandidate['hosts']>, host: string | undefined): boolean {
   if (!host) return false;
   const full = host.toLowerCase();
-  const bare = full.replace(/:\d+$/, '');
+  const bare = withoutPort(full);
   return matcher.exact.has(bare) || matcher.exact.has(full) || matcher.wildcards.some((w) => w.test(full));
 }
 

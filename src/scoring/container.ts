@@ -63,7 +63,7 @@ export function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
 }
 
-export function bodyTooLarge(limit: number): ScoringError {
+function bodyTooLarge(limit: number): ScoringError {
   return new ScoringError(413, 'PayloadTooLarge', `the body is larger than ${limit} bytes (--max-body-bytes)`);
 }
 
@@ -89,9 +89,6 @@ class InputArrays {
     if (this.free.length < this.kept) this.free.push(values);
   }
 }
-
-/** The input array a request's body was read into, given back when the request is over. */
-const inputOf = new WeakMap<FastifyRequest, Float32Array>();
 
 /**
  * POST /score bodies go into the tensor as their chunks arrive, so reading the
@@ -135,7 +132,6 @@ function readTensorBodyStream(limit: number, pixels: () => PixelTransform | unde
       } catch (error) {
         return refuse(error as Error);
       }
-      inputOf.set(request, into);
       done(null, body);
     }
     payload.on('data', onData);
@@ -173,8 +169,8 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
         const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
         return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
       } finally {
-        const into = inputOf.get(request);
-        if (into) inputs.giveBack(into);
+        // The body's input array: the one it was read into as it arrived, or the whole-body reader's own.
+        if (request.body) inputs.giveBack(request.body.values);
       }
     });
   });

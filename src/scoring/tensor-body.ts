@@ -353,7 +353,7 @@ class TensorBodyReader {
     const bytes = this.bytes;
     let p = this.pos;
     let c = bytes[p];
-    while (c === SPACE || c === LF || c === CR || c === TAB) c = bytes[++p];
+    while (c !== undefined && isWhitespace(c)) c = bytes[++p];
     this.pos = p;
   }
 

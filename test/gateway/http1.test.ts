@@ -72,11 +72,19 @@ class RawClient {
     );
   }
 
-  static async open(t: After, url: string, options: { allowHalfOpen?: boolean } = {}): Promise<RawClient> {
-    const socket = connect({ port: portOf(url), host: '127.0.0.1', allowHalfOpen: options.allowHalfOpen ?? false });
+  static async open(t: After, url: string, allowHalfOpen = false): Promise<RawClient> {
+    const socket = connect({ port: portOf(url), host: '127.0.0.1', allowHalfOpen });
     await once(socket, 'connect');
     const client = new RawClient(socket);
     t.after(() => socket.destroy());
+    return client;
+  }
+
+  /** A client that sends `bytes`, then half-closes (FIN) and keeps reading. */
+  static async halfClosed(t: After, url: string, bytes: string): Promise<RawClient> {
+    const client = await RawClient.open(t, url, true);
+    client.write(bytes);
+    client.socket.end();
     return client;
   }
 
@@ -751,9 +759,7 @@ test('a client that sends its request and half-closes still gets its full answer
   const payload = randomBytes(1024 * 1024);
   const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(payload), 20));
   const gw = await gatewayWith(t, doc({ url: backend.url }));
-  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
-  client.write('POST /half HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc');
-  client.socket.end();
+  const client = await RawClient.halfClosed(t, gw.proxy, 'POST /half HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc');
   const res = await client.response();
   assert.equal(res.status, 200);
   assert.equal(res.truncated, false);
@@ -875,9 +881,7 @@ test('a bad chunk size (zz) in a request body → 400 Bad request, not 502 (warm
 test('a client that half-closes in the middle of a pipelined request body does not crash the gateway', async (t) => {
   const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 100));
   const gw = await gatewayWith(t, doc({ url: backend.url }));
-  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
-  client.write('GET /slow HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
-  client.socket.end();
+  const client = await RawClient.halfClosed(t, gw.proxy, 'GET /slow HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
   const first = await client.response();
   assert.equal(first.status, 200);
   await client.serverClosed();
@@ -887,9 +891,7 @@ test('a client that half-closes in the middle of a pipelined request body does n
 test('a client that half-closes in the middle of a body while the upstream connection is being opened does not crash the gateway', async (t) => {
   const backend = await echoBackend(t);
   const gw = await gatewayWith(t, doc({ url: backend.url }));
-  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
-  client.write('POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
-  client.socket.end();
+  const client = await RawClient.halfClosed(t, gw.proxy, 'POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
   await client.serverClosed();
   await stillServes(gw.proxy);
 });
@@ -897,9 +899,7 @@ test('a client that half-closes in the middle of a body while the upstream conne
 test('a client that pipelines two requests and half-closes gets both answers, then the close', async (t) => {
   const backend = await echoBackend(t);
   const gw = await gatewayWith(t, doc({ url: backend.url }));
-  const client = await RawClient.open(t, gw.proxy, { allowHalfOpen: true });
-  client.write('GET /one HTTP/1.1\r\nHost: a\r\n\r\nGET /two HTTP/1.1\r\nHost: a\r\n\r\n');
-  client.socket.end();
+  const client = await RawClient.halfClosed(t, gw.proxy, 'GET /one HTTP/1.1\r\nHost: a\r\n\r\nGET /two HTTP/1.1\r\nHost: a\r\n\r\n');
   assert.equal(JSON.parse((await client.response()).body.toString()).url, '/one');
   assert.equal(JSON.parse((await client.response()).body.toString()).url, '/two');
   await client.serverClosed();

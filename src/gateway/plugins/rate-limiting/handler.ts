@@ -55,10 +55,6 @@ function identifierOf(ctx: RequestContext, conf: RateLimitingConfig): string {
   return id ?? ctx.forwardedIp;
 }
 
-/**
- * Kong's client headers: every configured window's limit and remaining,
- * and the IETF-draft RateLimit-* trio for the most restrictive one.
- */
 /** A window's two header names, made once per plugin instance. */
 interface WindowHeaders {
   limit: string;
@@ -69,6 +65,10 @@ function windowHeaders(period: Period): WindowHeaders {
   return { limit: `X-RateLimit-Limit-${HEADER_PERIOD[period]}`, remaining: `X-RateLimit-Remaining-${HEADER_PERIOD[period]}` };
 }
 
+/**
+ * Kong's client headers: every configured window's limit and remaining,
+ * and the IETF-draft RateLimit-* trio for the most restrictive one.
+ */
 function rateLimitHeaders(names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): Record<string, string> {
   const headers: Record<string, string> = {};
   let chosen = -1;
