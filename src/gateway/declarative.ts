@@ -229,7 +229,6 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
   });
 
   const upstreamRows = withIds('upstreams', (r, i) => String(r.value.name ?? `#${i}`));
-  for (const row of upstreamRows) checkHealthchecksOff(row.value.healthchecks, join(row.path, 'healthchecks'), errors);
   const upstreams = upstreamRows.map((r) => ({ ...UPSTREAM_NULLS, updated_at: r.value.created_at, ...r.value }) as Upstream);
   const findUpstream = resolver(upstreams, (u) => [u.name]);
   const targetRows = withIds('targets', (r, i) => `${JSON.stringify(r.parent ? r.parent.row.value.id : r.value.upstream)}|${String(r.value.target ?? `${r.path}#${i}`)}`);
@@ -323,24 +322,6 @@ function checkRouteCriteria(row: Row, errors: FieldError[]): void {
   if (isSet(v.methods)) errors.push({ path: join(row.path, 'methods'), message: "cannot set 'methods' when 'protocols' is 'grpc' or 'grpcs'" });
   if (!['hosts', 'headers', 'paths'].some((k) => isSet(v[k]))) {
     errors.push({ path: row.path, message: `must set one of 'hosts', 'headers', 'paths' when 'protocols' is '${protocols.includes('grpcs') ? 'grpcs' : 'grpc'}'` });
-  }
-}
-
-/**
- * Health checks are not run: the settings that would switch one on are refused by path (active probes run when an
- * interval is above 0, the passive circuit breaker when an unhealthy counter is; the other fields do nothing then).
- */
-function checkHealthchecksOff(healthchecks: unknown, path: string, errors: FieldError[]): void {
-  const switches = [
-    ['active.healthy.interval', 'active health checks'],
-    ['active.unhealthy.interval', 'active health checks'],
-    ['passive.unhealthy.tcp_failures', 'passive health checks (circuit breaker)'],
-    ['passive.unhealthy.timeouts', 'passive health checks (circuit breaker)'],
-    ['passive.unhealthy.http_failures', 'passive health checks (circuit breaker)'],
-  ] as const;
-  for (const [key, what] of switches) {
-    const value = key.split('.').reduce<unknown>((node, part) => (isRecord(node) ? node[part] : undefined), healthchecks);
-    if (typeof value === 'number' && value > 0) errors.push({ path: join(path, key), message: `not supported by offcloud's gateway (${what}); only 0 (off) is accepted` });
   }
 }
 

@@ -4,7 +4,7 @@
  * gateway does not act on are refused by name rather than silently ignored.
  */
 import { isIP } from 'node:net';
-import { unsupported, type ArrayField, type Field, type StringField } from './schema.ts';
+import { unsupported, type ArrayField, type Field, type IntegerField, type NumberField, type StringField } from './schema.ts';
 
 const MAX_TIMEOUT = 2 ** 31 - 2;
 
@@ -143,19 +143,28 @@ const hostname = (what: string): StringField => ({
   check: (v) => (HOST_NAME.test(v) && !isIP(v) ? undefined : `Invalid ${what} ('${v}'); must be a valid hostname`),
 });
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
-const between = (low: number, high: number, fallback: number, integer = true): Field => ({
+const between = (low: number, high: number, fallback: number, integer = true): IntegerField | NumberField => ({
   type: integer ? 'integer' : 'number',
   default: fallback,
-  ...(integer ? { between: [low, high] as [number, number] } : { check: (v: number) => (v >= low && v <= high ? undefined : `value should be between ${low} and ${high}`) }),
+  between: [low, high],
 });
+/** A health-check setting that switches a check on when above 0: this gateway runs no health checks, so only 0 is accepted. */
+const offOnly = (field: IntegerField | NumberField, what: string): Field => ({
+  ...field,
+  check: (v: number) => (v > 0 ? `not supported by offcloud's gateway (${what}); only 0 (off) is accepted` : undefined),
+});
+const ACTIVE = 'active health checks';
+const PASSIVE = 'passive health checks (circuit breaker)';
 const statuses = (fallback: number[]): ArrayField => ({ type: 'array', default: fallback, elements: { type: 'integer', between: [100, 999] } });
 const record = (fields: Record<string, Field>): Field => ({ type: 'record', default: {}, fields });
 const COUNTER = 2 ** 31;
 
 /**
  * Kong's `healthchecks` record with its defaults (every probe and counter
- * 0, i.e. off). Settings that would switch a check on are refused in
- * declarative.ts: this gateway does not run health checks.
+ * 0, i.e. off). This gateway does not run health checks, so the settings
+ * that would switch one on are refused: active probes run when an interval
+ * is above 0, the passive circuit breaker when an unhealthy counter is (the
+ * other fields do nothing then).
  */
 const healthchecksField = record({
   active: record({
@@ -166,9 +175,9 @@ const healthchecksField = record({
     https_sni: { type: 'string' },
     https_verify_certificate: { type: 'boolean', default: true },
     headers: { type: 'any' },
-    healthy: record({ interval: between(0, 65535, 0, false), http_statuses: statuses([200, 302]), successes: between(0, 255, 0) }),
+    healthy: record({ interval: offOnly(between(0, 65535, 0, false), ACTIVE), http_statuses: statuses([200, 302]), successes: between(0, 255, 0) }),
     unhealthy: record({
-      interval: between(0, 65535, 0, false),
+      interval: offOnly(between(0, 65535, 0, false), ACTIVE),
       http_statuses: statuses([429, 404, 500, 501, 502, 503, 504, 505]),
       tcp_failures: between(0, 255, 0),
       timeouts: between(0, 255, 0),
@@ -178,7 +187,12 @@ const healthchecksField = record({
   passive: record({
     type: { type: 'string', default: 'http', oneOf: ['tcp', 'http', 'https', 'grpc', 'grpcs'] },
     healthy: record({ http_statuses: statuses([200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]), successes: between(0, 255, 0) }),
-    unhealthy: record({ http_statuses: statuses([429, 500, 503]), tcp_failures: between(0, 255, 0), timeouts: between(0, 255, 0), http_failures: between(0, 255, 0) }),
+    unhealthy: record({
+      http_statuses: statuses([429, 500, 503]),
+      tcp_failures: offOnly(between(0, 255, 0), PASSIVE),
+      timeouts: offOnly(between(0, 255, 0), PASSIVE),
+      http_failures: offOnly(between(0, 255, 0), PASSIVE),
+    }),
   }),
   threshold: between(0, 100, 0, false),
 });

@@ -6,6 +6,7 @@
  * request id.
  */
 import { XMLBuilder } from 'fast-xml-parser';
+import { ParseError } from './http-parser.ts';
 
 export class GatewayError extends Error {
   constructor(
@@ -35,6 +36,15 @@ export const MESSAGES = {
   nonGrpc: 'Non-gRPC request matched gRPC route',
   useHttp2: 'Please use HTTP2 protocol',
 } as const;
+
+/**
+ * What reading the client's request body failed with, as the proxy answers
+ * it: a body that breaks its framing (a bad chunk size) is the client's
+ * error, nginx's 400; anything else (the client left) is passed on as it is.
+ */
+export function clientBodyError(err: unknown): unknown {
+  return err instanceof ParseError ? new GatewayError(400, MESSAGES.badRequest) : err;
+}
 
 type Format = 'json' | 'html' | 'xml' | 'plain';
 const CONTENT_TYPES: Record<Format, string> = {

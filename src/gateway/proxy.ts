@@ -10,10 +10,9 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { hostHeader, type Peer } from './balancer.ts';
+import { hostHeader, type Balancer, type Peer } from './balancer.ts';
 import type { LoadedConfig } from './declarative.ts';
-import { GatewayError, MESSAGES, renderError } from './errors.ts';
-import { ParseError } from './http-parser.ts';
+import { clientBodyError, GatewayError, MESSAGES, renderError } from './errors.ts';
 import type { ClientRequest, ClientResponse } from './http1.ts';
 import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
 import type { ConsumerDirectory, RequestContext } from './plugins/plugin.ts';
@@ -122,10 +121,14 @@ async function readWholeBody(req: ClientRequest, maxBodySize: number): Promise<B
   const chunks: Buffer[] = [];
   let total = 0;
   if (!req.body) return Buffer.alloc(0);
-  for await (const chunk of req.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (maxBodySize && total > maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req.body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (maxBodySize && total > maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw clientBodyError(err);
   }
   return Buffer.concat(chunks);
 }
@@ -240,9 +243,8 @@ export class Proxy {
         res.destroy();
         return;
       }
-      // A request body that breaks the framing (a bad chunk size) is the client's error, as nginx's 400.
-      const error = err instanceof GatewayError ? err : err instanceof ParseError ? new GatewayError(400, MESSAGES.badRequest) : new GatewayError(500, MESSAGES.unexpected);
-      if (!(err instanceof GatewayError) && !(err instanceof ParseError)) this.options.logger.error({ err }, 'unexpected proxy error');
+      const error = err instanceof GatewayError ? err : new GatewayError(500, MESSAGES.unexpected);
+      if (!(err instanceof GatewayError)) this.options.logger.error({ err }, 'unexpected proxy error');
       this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(performance.now() - started)) });
     }
   }
@@ -259,14 +261,16 @@ export class Proxy {
     throw new GatewayError(code, '', { Location: `https://${host}${port && port !== 443 ? `:${port}` : ''}${rawUrl}` });
   }
 
-  /** The balancer of a service whose host is an upstream, for the request's tries: each sets the Host header for its target. */
-  private pickPeers(config: LoadedConfig, service: Service, headers: Record<string, string | string[]>, preserveHost: boolean): ((failed: Service | null) => Service) | undefined {
-    const balancer = config.balancers.get(service);
-    if (!balancer) return undefined;
+  /**
+   * The targets of a balanced service, one per try: each call after the
+   * first means the previous target failed, and each sets the Host header
+   * for its target unless the client's is preserved.
+   */
+  private peers(balancer: Balancer, headers: Record<string, string | string[]>, preserveHost: boolean): () => Service {
     const failed: Peer[] = [];
     let current: Peer | null = null;
-    return (failedService) => {
-      if (current && failedService === current.service) failed.push(current);
+    return () => {
+      if (current) failed.push(current);
       current = balancer.pick(failed);
       if (!preserveHost) headers.host = current.hostHeader;
       return current.service;
@@ -287,7 +291,10 @@ export class Proxy {
     const trustedHeader = (name: string) => (info.trusted ? first(req.headers[name]) : undefined);
     const { address } = info;
     const socket = req.socket;
-    headers.host = route.preserve_host && req.headers.host ? req.headers.host : hostHeader(service.host, service.port, service.protocol);
+    const balancer = info.config.balancers.get(service);
+    const preserveHost = route.preserve_host && req.headers.host !== undefined;
+    if (preserveHost) headers.host = req.headers.host!;
+    else if (!balancer) headers.host = hostHeader(service.host, service.port, service.protocol);
     const xff = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
     headers['x-forwarded-proto'] = info.forwardedProto;
@@ -309,7 +316,7 @@ export class Proxy {
     const sentAt = performance.now();
     return this.options.pools.forward({
       service,
-      peer: this.pickPeers(info.config, service, headers, route.preserve_host && req.headers.host !== undefined),
+      peer: balancer && this.peers(balancer, headers, preserveHost),
       method: ctx.method,
       path,
       headers,

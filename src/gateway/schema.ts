@@ -27,6 +27,7 @@ export interface IntegerField extends Base<number> {
 }
 export interface NumberField extends Base<number> {
   type: 'number';
+  between?: [number, number];
   greaterThan?: number;
 }
 export interface BooleanField extends Base<boolean> {
@@ -78,14 +79,14 @@ function checkField(field: Field, value: unknown, path: string, errors: FieldErr
       if (field.oneOf && !field.oneOf.includes(value)) return fail(`expected one of: ${field.oneOf.join(', ')}`);
       break;
     case 'integer':
-      if (typeof value !== 'number' || !Number.isInteger(value)) return fail('expected an integer');
-      if (field.between && (value < field.between[0] || value > field.between[1])) {
+    case 'number':
+      if (field.type === 'integer' ? !Number.isInteger(value) : typeof value !== 'number' || !Number.isFinite(value)) {
+        return fail(field.type === 'integer' ? 'expected an integer' : 'expected a number');
+      }
+      if (field.between && ((value as number) < field.between[0] || (value as number) > field.between[1])) {
         return fail(`value should be between ${field.between[0]} and ${field.between[1]}`);
       }
-      break;
-    case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) return fail('expected a number');
-      if (field.greaterThan !== undefined && value <= field.greaterThan) return fail(`value must be greater than ${field.greaterThan}`);
+      if (field.type === 'number' && field.greaterThan !== undefined && (value as number) <= field.greaterThan) return fail(`value must be greater than ${field.greaterThan}`);
       break;
     case 'boolean':
       if (typeof value !== 'boolean') return fail('expected a boolean');

@@ -8,19 +8,20 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { GatewayError, MESSAGES } from './errors.ts';
+import { clientBodyError, GatewayError, MESSAGES } from './errors.ts';
 import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody, type ClientResponse } from './http1.ts';
-import { MessageParser, ParseError, type MessageEvents, type MessageHead } from './http-parser.ts';
+import { MessageParser, type MessageEvents, type MessageHead } from './http-parser.ts';
 import type { Service } from './model.ts';
 
 export interface ForwardRequest {
   service: Service;
   /**
-   * For a service balanced over an upstream's targets: the target of each
-   * try (null first, then the one that failed), as a service-like object
-   * with the target's host and port. Retries and timeouts stay `service`'s.
+   * For a service balanced over an upstream's targets: the target of the
+   * first try, and of each try after a counted one failed, as a
+   * service-like object with the target's host and port. Retries and
+   * timeouts stay `service`'s.
    */
-  peer?: ((failed: Service | null) => Service) | undefined;
+  peer?: (() => Service) | undefined;
   method: string;
   /** Path and query, as the upstream gets them. */
   path: string;
@@ -110,7 +111,7 @@ class Exchange {
   private pump(body: Readable, chunked: boolean): void {
     const { socket } = this.connection;
     // The client's body already failed (bad chunking, the client left) before the upstream was reached.
-    if (body.errored) return this.fail(body.errored);
+    if (body.errored) return this.fail(clientBodyError(body.errored));
     let total = 0;
     const onData = (chunk: Buffer) => {
       total += chunk.length;
@@ -126,7 +127,7 @@ class Exchange {
       if (chunked) socket.write(LAST_CHUNK, 'latin1');
       this.sent();
     };
-    const onError = (err: Error) => this.fail(err);
+    const onError = (err: Error) => this.fail(clientBodyError(err));
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('error', onError);
@@ -371,13 +372,13 @@ export class UpstreamPools {
    */
   async forward(request: ForwardRequest): Promise<void> {
     const { service, peer } = request;
-    let target = peer ? peer(null) : service;
+    let target = peer ? peer() : service;
     let pool = this.poolFor(target);
     let lastError: unknown;
     // A counted try that failed moves to the next target of a balanced service (Kong's next peer).
     const nextPeer = (attempt: number) => {
       if (!peer || attempt > service.retries) return;
-      target = peer(target);
+      target = peer();
       pool = this.poolFor(target);
     };
     for (let attempt = 0; attempt <= service.retries; ) {
@@ -399,7 +400,7 @@ export class UpstreamPools {
       const failure = await connection.send(request);
       if (!failure) return;
       const { error } = failure;
-      if (failure.responded || error instanceof GatewayError || error instanceof ParseError || request.client.destroyed) throw error;
+      if (failure.responded || error instanceof GatewayError || request.client.destroyed) throw error;
       lastError = error;
       const code = errorCode(error);
       // A streamed body that has begun cannot be sent again.

@@ -878,6 +878,23 @@ test('a bad chunk size (zz) in a request body → 400 Bad request, not 502 (warm
   assert.deepEqual(backend.seen.map((s) => s.url), ['/still/alive', '/still/alive']);
 });
 
+test('a bad chunk size (zz) in a body that key-auth reads (key_in_body) → 400 Bad request, not 500; nothing reaches the upstream', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [{ name: 'svc', url: backend.url, routes: [{ paths: ['/'], plugins: [{ name: 'key-auth', config: { key_in_body: true } }] }] }],
+    consumers: [{ username: 'alice', keyauth_credentials: [{ key: 'alice-key' }] }],
+  });
+  const { res, client } = await exchange(t, gw.proxy, 'POST /x HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\napikey=alice-key\r\n0\r\n\r\n');
+  assert.equal(res.status, 400);
+  assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
+  await client.serverClosed();
+  const form = await request(`${gw.proxy}/form`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'apikey=alice-key' });
+  assert.equal(form.statusCode, 200);
+  await form.body.dump();
+  assert.deepEqual(backend.seen.map((s) => s.url), ['/form']);
+});
+
 test('a client that half-closes in the middle of a pipelined request body does not crash the gateway', async (t) => {
   const backend = await echoBackend(t, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 100));
   const gw = await gatewayWith(t, doc({ url: backend.url }));
