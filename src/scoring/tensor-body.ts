@@ -8,7 +8,7 @@
  *
  * Two ways in: readTensorBody(bytes) for a whole body, and TensorBodyStream,
  * fed the body's chunks as they arrive, so that reading the numbers overlaps
- * receiving them and no whole-body buffer is parsed afterwards.
+ * receiving them. Either way each byte of a body is read once.
  */
 import { invalidBody } from './errors.ts';
 import {
@@ -31,15 +31,19 @@ import {
   SLASH,
   SPACE,
   TAB,
+  TensorLayout,
   TensorValuesReader,
   ZERO,
   type PixelTransform,
 } from './tensor-values.ts';
 
-export { formatShape, pixelTransform, type PixelTransform } from './tensor-values.ts';
+export { formatShape, pixelTransform, TensorLayout, type PixelTransform } from './tensor-values.ts';
 
 /** [batch, channels, height, width] (§2.1, §8). */
 export const INPUT_SHAPE: readonly number[] = [1, 3, 224, 224];
+
+/** A request's tensor, `"data"` of INPUT_SHAPE, laid out once for every request. */
+export const INPUT_LAYOUT = new TensorLayout(INPUT_SHAPE, 'data');
 
 /** Nesting allowed inside members other than "data" (their values are checked, then ignored). */
 export const MAX_NESTING = 64;
@@ -70,55 +74,79 @@ function tensorBodyOf(tensor: TensorValuesReader): TensorBody {
   return { values: tensor.values, allIntegers: tensor.allIntegers, min: tensor.min, max: tensor.max, pixelsApplied: tensor.transformed };
 }
 
+/** A server's layout as it is; a shape and a member name (tests, tools) make one. */
+function layoutOf(shape: TensorLayout | readonly number[], member: string): TensorLayout {
+  return shape instanceof TensorLayout ? shape : new TensorLayout(shape, member);
+}
+
 /**
  * Parses a whole body; throws ScoringError 400 naming what is wrong and where.
  * With `pixels`, a body of pixel integers comes back with the transform
- * applied (`pixelsApplied`), saving a pass over the values.
+ * applied (`pixelsApplied`), saving a pass over the values. `member` names
+ * the tensor when `shape` is a shape; a TensorLayout has its own.
  */
-export function readTensorBody(body: Uint8Array, shape: readonly number[] = INPUT_SHAPE, member = 'data', pixels?: PixelTransform): TensorBody {
-  return new TensorBodyReader(body, shape, member, pixels).readDocument();
+export function readTensorBody(body: Uint8Array, shape: TensorLayout | readonly number[] = INPUT_LAYOUT, member = 'data', pixels?: PixelTransform): TensorBody {
+  return new TensorBodyReader(body, 0, layoutOf(shape, member), pixels).readDocument();
 }
 
-/** Largest number of bytes a stream holds back between chunks before it gives up reading early. */
+/** Largest number of bytes a stream holds back between chunks before it stops reading as the body arrives. */
 const MAX_CARRY = 4096;
 /** Bytes of the next chunk joined to a number cut off at the end of a chunk (a number token rarely needs more). */
 const JOIN_BYTES = 64;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A body read chunk by chunk. The common body, `{"data": [[[[…]]]]}` (any
  * whitespace), is read as it arrives: the tensor's numbers go into the
  * Float32Array chunk by chunk, and a number cut in two by a chunk boundary is
- * carried over to the next chunk. Anything else (other members, escapes in
- * the name, an error) is left to readTensorBody on the whole body at the end,
- * so results and error messages are exactly those of readTensorBody.
+ * carried over to the next chunk. An error is kept and thrown by end(): it is
+ * the one readTensorBody gives, wherever the chunks were cut. Where the
+ * stream stops reading as the body arrives (members before the tensor or
+ * after it, an escaped name, a token longer than MAX_CARRY), it keeps the
+ * bytes from there on, and end() reads only those, with the tensor reader as
+ * the stream left it: no byte is read twice.
  */
 export class TensorBodyStream {
-  private readonly chunks: Buffer[] = [];
   private received = 0;
-  private phase: 'start' | 'tensor' | 'end' | 'whole' = 'start';
+  /** `rest`: the stream has stopped reading as the body arrives; `failed`: the body was refused. */
+  private phase: 'start' | 'tensor' | 'after' | 'rest' | 'failed' = 'start';
   /** Bytes of the last chunk not read yet: the start of the body, or a number cut off. */
   private carry: Buffer | null = null;
+  /** The `}` after the tensor has been read. */
   private closed = false;
+  /** The tensor's last `]` was read as the body arrived. */
+  private tensorRead = false;
+  /** In phase `rest`: the body from `restOffset` on, read by end() from the body's start or where the tensor reader stopped. */
+  private readonly rest: Buffer[] = [];
+  private restOffset = 0;
+  private restFrom: 'document' | 'tensor' = 'document';
+  /** In phase `failed`: what end() throws. */
+  private failure: unknown;
+  private readonly layout: TensorLayout;
   private readonly tensor: TensorValuesReader;
-  /** `"data"` as bytes, to recognise the member name without decoding it. */
-  private readonly name: Buffer;
 
-  /** `into`: where the values go when the body is read as it arrives (see TensorValuesReader). */
+  /**
+   * `shape`: a server passes the layout it made once (INPUT_LAYOUT); a shape and `member` (tests, tools) make one here.
+   * `into`: where the values go (see TensorValuesReader).
+   */
   constructor(
-    private readonly shape: readonly number[] = INPUT_SHAPE,
-    private readonly member = 'data',
+    shape: TensorLayout | readonly number[] = INPUT_LAYOUT,
+    member = 'data',
     private readonly pixels?: PixelTransform,
-    into?: Float32Array,
+    private readonly into?: Float32Array,
   ) {
-    this.tensor = new TensorValuesReader(shape, member, pixels, into);
-    this.name = Buffer.from(JSON.stringify(member));
+    this.layout = layoutOf(shape, member);
+    this.tensor = new TensorValuesReader(this.layout, pixels, into);
   }
 
   push(chunk: Buffer): void {
-    this.chunks.push(chunk);
     const offset = this.received;
     this.received += chunk.length;
-    if (this.phase === 'whole') return;
+    if (this.phase === 'rest') {
+      this.rest.push(chunk);
+      return;
+    }
+    if (this.phase === 'failed') return;
     try {
       const carry = this.carry;
       this.carry = null;
@@ -131,21 +159,29 @@ export class TensorBodyStream {
         if (p >= carry.length || this.tensor.done) this.read(chunk, offset, p - carry.length);
         else this.read(Buffer.concat([carry, chunk]), offset - carry.length, 0);
       } else this.read(Buffer.concat([carry, chunk]), offset - carry.length, 0);
-    } catch {
-      // readTensorBody names the error at the end.
-      this.phase = 'whole';
+    } catch (error) {
+      this.phase = 'failed';
+      this.failure = error;
     }
   }
 
-  /** Whether the body was read as it arrived (else end() reads the whole body). */
+  /** Whether the tensor was read as the body arrived (end() then reads at most the members after it). */
   get readAsItArrived(): boolean {
-    return this.phase === 'end' && this.closed && !this.carry;
+    return this.tensorRead;
   }
 
   /** The tensor, once the whole body has been pushed; throws ScoringError 400 like readTensorBody. */
   end(): TensorBody {
-    if (this.readAsItArrived) return tensorBodyOf(this.tensor);
-    return readTensorBody(Buffer.concat(this.chunks, this.received), this.shape, this.member, this.pixels);
+    if (this.phase === 'failed') throw this.failure;
+    if (this.phase === 'after' && this.closed) return tensorBodyOf(this.tensor);
+    if (this.phase !== 'rest') {
+      // The body ended before the stream had read it all: what is left is a carry, or nothing.
+      const carry = this.carry ?? EMPTY;
+      this.stop(carry, 0, this.received - carry.length, this.phase === 'start' ? 'document' : 'tensor');
+    }
+    const bytes = this.rest.length === 1 ? this.rest[0]! : Buffer.concat(this.rest);
+    const reader = new TensorBodyReader(bytes, this.restOffset, this.layout, this.pixels, this.into);
+    return this.restFrom === 'document' ? reader.readDocument() : reader.readAfter(this.tensor);
   }
 
   /** Reads bytes[from..]; bytes[0] is at `offset` in the body. */
@@ -154,7 +190,7 @@ export class TensorBodyStream {
     if (this.phase === 'start') {
       p = this.readStart(bytes);
       if (p === -1 && bytes.length <= MAX_CARRY) this.carry = Buffer.from(bytes);
-      else if (p < 0) this.phase = 'whole';
+      else if (p < 0) this.stop(bytes, 0, offset, 'document');
       if (p < 0) return;
       this.phase = 'tensor';
     }
@@ -163,22 +199,29 @@ export class TensorBodyStream {
       if (!this.tensor.done) p = this.tensor.feed(bytes, p, bytes.length, false, offset);
       if (!this.tensor.done) {
         // A long token cut off (a thousand-digit number) is read at the end instead.
-        if (p + MAX_CARRY < bytes.length) this.phase = 'whole';
+        if (p + MAX_CARRY < bytes.length) this.stop(bytes, p, offset, 'tensor');
         else if (p < bytes.length) this.carry = Buffer.from(bytes.subarray(p));
         return;
       }
-      this.phase = 'end';
+      this.phase = 'after';
+      this.tensorRead = true;
     }
-    // After the tensor: only `}` and whitespace; other members go to readTensorBody.
+    // After the tensor: `}` and whitespace; other members are read at the end.
     for (; p < bytes.length; p++) {
       const c = bytes[p]!;
       if (isWhitespace(c)) continue;
-      if (c !== RBRACE || this.closed) {
-        this.phase = 'whole';
-        return;
-      }
+      if (this.closed) jsonSyntaxError(bytes, p, offset, 'the end of the body');
+      if (c !== RBRACE) return this.stop(bytes, p, offset, 'tensor');
       this.closed = true;
     }
+  }
+
+  /** Stops reading as the body arrives: end() reads the body from bytes[p] (at `offset + p`) on, from its start or after the tensor reader. */
+  private stop(bytes: Buffer, p: number, offset: number, from: 'document' | 'tensor'): void {
+    this.phase = 'rest';
+    this.rest.push(bytes.subarray(p));
+    this.restOffset = offset + p;
+    this.restFrom = from;
   }
 
   /** `{ "data" :` at the start: the position after the colon; -1 when more bytes are needed, -2 for any other start. */
@@ -191,7 +234,7 @@ export class TensorBodyStream {
     if (p === bytes.length) return -1;
     if (bytes[p++] !== LBRACE) return -2;
     skip();
-    const name = this.name;
+    const name = this.layout.quotedMember;
     for (let k = 0; k < name.length; k++, p++) {
       if (p === bytes.length) return -1;
       if (bytes[p] !== name[k]) return -2;
@@ -210,51 +253,70 @@ class TensorBodyReader {
 
   constructor(
     private readonly bytes: Uint8Array,
-    private readonly shape: readonly number[],
-    private readonly member: string,
+    /** Where bytes[0] is in the body: past 0 for the rest of a body that a stream stopped reading. */
+    private readonly offset: number,
+    private readonly layout: TensorLayout,
     private readonly pixels: PixelTransform | undefined,
+    private readonly into?: Float32Array,
   ) {
     this.text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   readDocument(): TensorBody {
-    const wanted = `{"${this.member}": …} of shape ${formatShape(this.shape)}`;
     this.skipWhitespace();
-    if (this.pos >= this.bytes.length) throw invalidBody(`the body is empty; expected a JSON object ${wanted}`);
+    if (this.pos >= this.bytes.length) throw invalidBody(`the body is empty; expected a JSON object ${this.wanted()}`);
     if (this.bytes[this.pos] !== LBRACE) {
       this.skipValue();
-      throw invalidBody(`the body must be a JSON object ${wanted}`);
+      throw invalidBody(`the body must be a JSON object ${this.wanted()}`);
     }
     this.pos++;
     this.skipWhitespace();
     if (this.bytes[this.pos] === RBRACE) this.pos++;
-    else this.readMembers();
+    else {
+      do this.readMember();
+      while (this.nextMember());
+    }
+    return this.finish();
+  }
+
+  /** The rest of a body after a stream's tensor reader: inside the tensor (at a long token) or after it. */
+  readAfter(tensor: TensorValuesReader): TensorBody {
+    this.tensor = tensor;
+    if (!tensor.done) this.pos = tensor.feed(this.bytes, 0, this.bytes.length, true, this.offset);
+    while (this.nextMember()) this.readMember();
+    return this.finish();
+  }
+
+  private finish(): TensorBody {
     this.skipWhitespace();
     if (this.pos < this.bytes.length) this.syntaxError('the end of the body');
-    if (!this.tensor) throw invalidBody(`the body has no "${this.member}" member; expected ${wanted}`);
+    if (!this.tensor) throw invalidBody(`the body has no "${this.layout.member}" member; expected ${this.wanted()}`);
     return tensorBodyOf(this.tensor);
   }
 
-  private readMembers(): void {
-    for (;;) {
-      this.skipWhitespace();
-      const isTensor = this.readMemberName();
-      if (isTensor) {
-        // JSON.parse would keep the last of two; two tensors in one request is a client bug worth naming.
-        if (this.tensor) throw invalidBody(`"${this.member}" appears twice`, this.member);
-        this.tensor = new TensorValuesReader(this.shape, this.member, this.pixels);
-        this.pos = this.tensor.feed(this.bytes, this.pos, this.bytes.length, true, 0);
-      } else {
-        this.skipValue();
-      }
-      this.skipWhitespace();
-      const c = this.bytes[this.pos];
-      if (c === COMMA) this.pos++;
-      else if (c === RBRACE) {
-        this.pos++;
-        return;
-      } else this.syntaxError("',' or '}'");
+  private wanted(): string {
+    return `{"${this.layout.member}": …} of shape ${formatShape(this.layout.shape)}`;
+  }
+
+  private readMember(): void {
+    this.skipWhitespace();
+    if (this.readMemberName()) {
+      // JSON.parse would keep the last of two; two tensors in one request is a client bug worth naming.
+      if (this.tensor) throw invalidBody(`"${this.layout.member}" appears twice`, this.layout.member);
+      this.tensor = new TensorValuesReader(this.layout, this.pixels, this.into);
+      this.pos = this.tensor.feed(this.bytes, this.pos, this.bytes.length, true, this.offset);
+    } else this.skipValue();
+  }
+
+  /** After a member's value: true at `,` (another member follows), false at the object's `}`. */
+  private nextMember(): boolean {
+    this.skipWhitespace();
+    const c = this.bytes[this.pos];
+    if (c === COMMA || c === RBRACE) {
+      this.pos++;
+      return c === COMMA;
     }
+    this.syntaxError("',' or '}'");
   }
 
   /** Reads `"name"` and the colon after it; true when the name is the tensor member. */
@@ -268,12 +330,12 @@ class TensorBodyReader {
     this.pos++;
     this.skipWhitespace();
     const name = escaped ? (JSON.parse(this.text.toString('utf8', start, end)) as string) : this.text.toString('utf8', start + 1, end - 1);
-    return name === this.member;
+    return name === this.layout.member;
   }
 
   /** Checks a number token of a member we do not use; returns where it ends. */
   private skipNumber(): number {
-    this.token.read(this.bytes, this.pos, this.bytes.length, true, 0);
+    this.token.read(this.bytes, this.pos, this.bytes.length, true, this.offset);
     return this.token.end;
   }
 
@@ -308,7 +370,7 @@ class TensorBodyReader {
       this.skipWhitespace();
       const c = this.bytes[this.pos];
       if (c === LBRACE || c === LBRACKET) {
-        if (closers.length >= MAX_NESTING) throw invalidBody(`the body nests deeper than ${MAX_NESTING} levels at byte ${this.pos}`);
+        if (closers.length >= MAX_NESTING) throw invalidBody(`the body nests deeper than ${MAX_NESTING} levels at byte ${this.offset + this.pos}`);
         const closer = c === LBRACE ? RBRACE : RBRACKET;
         this.pos++;
         this.skipWhitespace();
@@ -358,6 +420,6 @@ class TensorBodyReader {
   }
 
   private syntaxError(expected: string, at = this.pos): never {
-    jsonSyntaxError(this.bytes, at, 0, expected);
+    jsonSyntaxError(this.bytes, at, this.offset, expected);
   }
 }

@@ -75,6 +75,11 @@ export function isDigit(c: number | undefined): c is number {
   return c !== undefined && c >= ZERO && c <= NINE;
 }
 
+/** bytes[start..end) as text, one character per byte (number tokens, words in messages). */
+function latin1(bytes: Uint8Array, start: number, end?: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', start, end);
+}
+
 /** The first byte of what is at `at`, in words (for messages). */
 function describeByte(bytes: Uint8Array, at: number): string {
   const c = bytes[at];
@@ -83,6 +88,18 @@ function describeByte(bytes: Uint8Array, at: number): string {
 
 export function jsonSyntaxError(bytes: Uint8Array, at: number, offset: number, expected: string): never {
   throw invalidBody(`invalid JSON at byte ${offset + at}: expected ${expected}, found ${describeByte(bytes, at)}`);
+}
+
+/**
+ * Whether the bytes from `at` to the end of a piece could be the start of
+ * NaN or Infinity, which wrongKind names: cut off there, the word is decided
+ * with the next piece, as a number cut off is, so that the message does not
+ * depend on where the body was cut.
+ */
+function mayBeCutWord(bytes: Uint8Array, at: number): boolean {
+  if (bytes.length - at > 'Infinity'.length) return false;
+  const word = latin1(bytes, at);
+  return 'NaN'.startsWith(word) || 'Infinity'.startsWith(word);
 }
 
 /** Reads one JSON number token anywhere (the tensor's careful path, members that are skipped). */
@@ -174,7 +191,7 @@ export class NumberToken {
         return negative ? -rounded : rounded;
       }
     }
-    return Number(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', start, p));
+    return Number(latin1(bytes, start, p));
   }
 }
 
@@ -266,6 +283,38 @@ function readPixelRun(
   return n;
 }
 
+/**
+ * A tensor member's name and shape, and what reading it needs from them,
+ * worked out once: a server makes one and reads every request with it.
+ */
+export class TensorLayout {
+  /** The shape in an array of its own: a packed array of small integers, as the readers index it per row. */
+  readonly dims: readonly number[];
+  readonly last: number;
+  /** Values in the whole tensor. */
+  readonly size: number;
+  /** Values per channel ([1,C,H,W]: H·W), to find a row's channel. */
+  readonly plane: number;
+  /** The member's name as JSON writes it (`"data"`), to find it at the start of a body without decoding it. */
+  readonly quotedMember: Buffer;
+
+  constructor(
+    readonly shape: readonly number[],
+    readonly member: string,
+  ) {
+    this.dims = [...shape];
+    this.last = shape.length - 1;
+    this.size = shape.reduce((a, d) => a * d, 1);
+    this.plane = shape.slice(2).reduce((a, d) => a * d, 1);
+    this.quotedMember = Buffer.from(JSON.stringify(member));
+  }
+
+  /** Whether a pixel transform applies: shape [1,C,H,W], with a scale and an offset per channel. */
+  takes(pixels: PixelTransform): boolean {
+    return this.shape.length === 4 && this.shape[0] === 1 && this.shape[1] === pixels.scale.length;
+  }
+}
+
 export class TensorValuesReader {
   readonly values: Float32Array;
   /**
@@ -283,7 +332,7 @@ export class TensorValuesReader {
   /** The last `]` of the tensor has been read. */
   done = false;
 
-  private readonly dims: number[];
+  private readonly dims: readonly number[];
   private readonly last: number;
   /** Deepest open array; -1 before the tensor's first `[`. */
   private level = -1;
@@ -305,18 +354,16 @@ export class TensorValuesReader {
    * a fresh 0.6 MB array costs the kernel's zeroed pages on every request).
    */
   constructor(
-    private readonly shape: readonly number[],
-    private readonly member: string,
+    private readonly layout: TensorLayout,
     private readonly pixels?: PixelTransform,
     into?: Float32Array,
   ) {
-    this.dims = [...shape];
-    this.last = shape.length - 1;
-    this.counts = shape.map(() => 0);
-    const size = shape.reduce((a, d) => a * d, 1);
-    this.values = into?.length === size ? into : new Float32Array(size);
-    this.plane = shape.slice(2).reduce((a, d) => a * d, 1);
-    this.transformed = pixels !== undefined && shape.length === 4 && shape[0] === 1 && shape[1] === pixels.scale.length;
+    this.dims = layout.dims;
+    this.last = layout.last;
+    this.plane = layout.plane;
+    this.counts = layout.dims.map(() => 0);
+    this.values = into?.length === layout.size ? into : new Float32Array(layout.size);
+    this.transformed = pixels !== undefined && layout.takes(pixels);
   }
 
   /** Back to the numbers as written: the values so far were all pixel integers, so each is exact again. */
@@ -334,7 +381,8 @@ export class TensorValuesReader {
   /**
    * Reads bytes[start..end) and returns where it stopped: just after the
    * tensor's last `]`, or `end`, or (when `final` is false) the start of a
-   * number token that runs to `end` and may go on in the next piece. With
+   * number token, or of what may be NaN or Infinity, that runs to `end` and
+   * may go on in the next piece. With
    * `final`, the bytes are all there are, so running out is an error.
    * `offset` is the body position of bytes[0], for messages.
    */
@@ -370,7 +418,10 @@ export class TensorValuesReader {
       }
       if (level >= 0 && this.counts[level] === this.dims[level]) this.tooMany(level);
       if (level < this.last) {
-        if (c !== LBRACKET) this.wrongKind(bytes, p, level + 1, this.arrayOf(level + 1));
+        if (c !== LBRACKET) {
+          if (!final && mayBeCutWord(bytes, p)) return p;
+          this.wrongKind(bytes, p, level + 1, this.arrayOf(level + 1));
+        }
         this.level = level + 1;
         this.counts[level + 1] = 0;
         this.expect = Expect.FirstEntry;
@@ -496,6 +547,7 @@ export class TensorValuesReader {
         while (p < end && ((c = bytes[p]!) === space || c === lf || c === cr || c === tab)) p++;
         if (p === end) break;
         if (c !== minus && !isDigit(c)) {
+          if (!final && mayBeCutWord(bytes, p)) break;
           this.counts[last] = count;
           this.wrongKind(bytes, p, last + 1, 'a number');
         }
@@ -541,13 +593,13 @@ export class TensorValuesReader {
   }
 
   private path(depth: number): string {
-    let out = this.member;
+    let out = this.layout.member;
     for (let level = 0; level < depth; level++) out += `[${this.counts[level]}]`;
     return out;
   }
 
   private shapeNote(): string {
-    return `(shape ${formatShape(this.shape)})`;
+    return `(shape ${formatShape(this.layout.shape)})`;
   }
 
   private tooMany(level: number): never {
@@ -561,7 +613,7 @@ export class TensorValuesReader {
   }
 
   private outOfRange(bytes: Uint8Array, start: number, depth: number): never {
-    const token = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', start, Math.min(this.token.end, start + 40));
+    const token = latin1(bytes, start, Math.min(this.token.end, start + 40));
     throw invalidBody(`${this.path(depth)} is ${token}, outside the range of a 32-bit float`, this.path(depth));
   }
 
@@ -572,7 +624,7 @@ export class TensorValuesReader {
     let found = c === undefined ? undefined : kinds[c];
     if (found === undefined && (c === MINUS || isDigit(c))) found = 'a number';
     if (found === undefined) {
-      const word = /^[A-Za-z]+/.exec(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', at, at + 16))?.[0];
+      const word = /^[A-Za-z]+/.exec(latin1(bytes, at, at + 16))?.[0];
       if (word === 'NaN' || word === 'Infinity') found = `${word}, which JSON does not have (values must be finite numbers)`;
     }
     if (found === undefined) jsonSyntaxError(bytes, at, this.offset, expected);

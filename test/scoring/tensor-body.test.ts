@@ -396,3 +396,85 @@ test('R-SCORE-2 near-pixel tokens inside a run of pixels are refused or read exa
     }
   }
 });
+
+
+test('R-SCORE-1 a body is read once: members after the tensor are read from where it ends, and an error is found as the body arrives, each as the whole body reads it', () => {
+  const random = seededRandom(12);
+  const pixels = readerPixelTransform('auto', PIXEL_MEAN, PIXEL_STD)!;
+  const tensor = JSON.stringify(nestedTensor(INPUT_SHAPE, () => Math.floor(random() * 256)));
+  const start = '{"data": ';
+  const end = start.length + tensor.length;
+  const at = (offset: number) => `invalid JSON at byte ${offset}`;
+  // [the body, the error readTensorBody gives (null: read), where the piece kept as it is starts]
+  const cases: [string, string | null, number][] = [
+    [`${start}${tensor}, "id": "r\\u00e9q-1", "meta": {"a": [1, true, false, null, -0.5e-3, []], "b": {}}}`, null, end],
+    [`${start}${tensor} , "id" : 7 } \n`, null, end],
+    [`${start}${tensor}, "data": []}`, '"data" appears twice', end],
+    [`${start}${tensor}, "id": "x",}`, `${at(end + 12)}: expected a member name in double quotes, found '}'`, end],
+    [`${start}${tensor}, "id": NaN}`, `${at(end + 8)}: expected a JSON value, found 'N'`, end],
+    [`${start}${tensor}} "id"`, `${at(end + 2)}: expected the end of the body, found '"'`, end],
+    [`${start}${tensor.replace(/,(\d+)\]\],\[\[/, ',"$1"]],[[')}}`, 'data[0][0][223][223] is a string; expected a number (shape [1,3,224,224])', end + 2],
+  ];
+  for (const [text, error, keptFrom] of cases) {
+    const body = Buffer.from(text);
+    const label = text.slice(end - 20, end + 40);
+    const whole = readWholeAndStreamed(body, [], INPUT_SHAPE, pixels)[0];
+    if (error !== null) assert.equal(whole, error, `${label}: whole`);
+    else {
+      const parsed = jsonParseTensor(text, INPUT_SHAPE);
+      assert.ok(parsed !== 'error' && typeof whole !== 'string', `${label}: refused whole`);
+      normalizeInput(parsed, 'pixels', PIXEL_MEAN, PIXEL_STD);
+      assert.ok(whole.pixelsApplied && sameBits(whole.values, parsed), `${label}: whole differs from JSON.parse`);
+    }
+    // 64 KB pieces, each overwritten with '!' as soon as it is pushed, up to the piece kept as it is:
+    // a reader that went back to them would find no JSON there.
+    const pieces: Buffer[] = [];
+    for (let from = 0; from < keptFrom; from += 65536) pieces.push(Buffer.from(body.subarray(from, Math.min(from + 65536, keptFrom))));
+    pieces.push(Buffer.from(body.subarray(keptFrom)));
+    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
+    let got: TensorBody | string;
+    try {
+      pieces.forEach((piece, i) => {
+        stream.push(piece);
+        if (i < pieces.length - 1) piece.fill(0x21);
+      });
+      got = stream.end();
+    } catch (err) {
+      assert.ok(err instanceof ScoringError && err.status === 400, `not a 400 ScoringError: ${String(err)}`);
+      got = err.message;
+    }
+    if (typeof whole === 'string') assert.equal(got, whole, `${label}: another error in pieces`);
+    else {
+      assert.ok(stream.readAsItArrived, `${label}: the tensor was not read as it arrived`);
+      assert.ok(typeof got !== 'string', `${label}: refused in pieces (${String(got)})`);
+      assert.deepEqual([got.pixelsApplied, got.min, got.max, got.allIntegers], [true, whole.min, whole.max, true], label);
+      assert.ok(sameBits(got.values, whole.values), `${label}: values differ from the whole body's`);
+    }
+  }
+});
+
+test('R-SCORE-2 a body refused in pieces gets the whole body\'s error, wherever it is cut (NaN and Infinity cut in two included)', () => {
+  const random = seededRandom(13);
+  const words = ['NaN', 'Infinity', '-Infinity', 'Inf', 'Na', 'Infinityx', 'NaNa', 'N', '"7"', 'nul', 'tru'];
+  let refused = 0;
+  for (let i = 0; i < 1500; i++) {
+    const tensor = JSON.stringify(nestedTensor(SMALL, () => (random() < 0.7 ? String(Math.floor(random() * 256)) : randomNumberText(random)))).replace(/"(-?[0-9][^"]*)"/g, '$1');
+    let text = `{"data": ${tensor}${[' ', ', "id": "x"', ', "note": [1, {"a": null}], "z": -0.5e-3'][i % 3]}}`;
+    if (i % 2) text = mutate(text, random);
+    else {
+      const at = 9 + Math.floor(random() * tensor.length);
+      text = text.slice(0, at) + words[Math.floor(random() * words.length)] + text.slice(at + Math.floor(random() * 3));
+    }
+    const body = Buffer.from(text);
+    const whole = readWholeAndStreamed(body, [], SMALL)[0];
+    if (typeof whole === 'string') refused++;
+    const cutSets = i % 30 === 0 ? Array.from({ length: body.length + 1 }, (_, cut) => [cut]) : [Array.from({ length: 1 + Math.floor(random() * 10) }, () => Math.floor(random() * (body.length + 1))).sort((a, b) => a - b)];
+    for (const cuts of cutSets) {
+      const got = readWholeAndStreamed(body, cuts, SMALL)[1];
+      const label = `${text} cut at ${cuts.join(',')}`;
+      if (typeof whole === 'string') assert.equal(got, whole, label);
+      else assert.ok(typeof got !== 'string' && sameBits(got.values, whole.values), label);
+    }
+  }
+  assert.ok(refused > 900, `only ${refused} of the bodies were refused`);
+});
