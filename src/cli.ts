@@ -1,11 +1,13 @@
 /**
  * The offcloud binary: `offcloud up` starts every component, `offcloud
  * <component>` starts one, and a few helper commands (`offcloud ca`).
+ * Help and usage errors load no server: components load their servers, and
+ * this file its logger, only when something starts.
  */
 import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
 import type { CommandGroup, ComponentDefinition, RunningComponent } from './common/component.ts';
 import { OffcloudError, UsageError } from './common/errors.ts';
-import { createLogger, type Logger } from './common/log.ts';
+import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
 import { commandGroups, components } from './components.ts';
@@ -106,6 +108,7 @@ async function closeAll(started: Map<string, RunningComponent>, logger: Logger):
 
 async function runUp(args: string[]): Promise<number> {
   const known = flagNames(GLOBAL_OPTIONS);
+  known.set('help', 'help');
   for (const c of components) for (const [flag, key] of flagNames(c.options, `${c.name}-`)) known.set(flag, `${c.name}.${key}`);
   const { flags, positionals } = parseArgs(args, known);
   if (flags.help) {
@@ -114,6 +117,7 @@ async function runUp(args: string[]): Promise<number> {
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const global = resolveConfig('', GLOBAL_OPTIONS, { flags, env: {} });
+  const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(global.logLevel, 'offcloud');
   await ensureLocalCa(global.dataDir);
   const started = new Map<string, RunningComponent>();
@@ -158,6 +162,7 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
   const options = resolveConfig(component.name, component.options, { flags, env: process.env, file: fileSection(configPath, component.name) });
   const running = await component.start(options);
   const started = new Map([[component.name, running]]);
+  const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(String(options.logLevel ?? 'info'), 'offcloud');
   closeOnSignals(() => closeAll(started, logger), logger);
   printStarted(started);

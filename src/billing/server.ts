@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { writeFileAtomic } from '../common/files.ts';
 import { createHttpServer, listen } from '../common/http.ts';
@@ -13,17 +13,9 @@ import { createLogger } from '../common/log.ts';
 import { API_KEY_HEADER, API_STATUS_MESSAGES, BILLING_PATHS, CONTAINER_KIND_NAMES, type ContainerKind } from '../cognitive/protocol.ts';
 import { toWireError } from './errors.ts';
 import { acceptUsageReport, authorizeContainer, parseIdentity } from './metering.ts';
+import { billingOptions } from './options.ts';
 import { BillingStore } from './store.ts';
 
-export const billingOptions = {
-  ...commonOptions,
-  port: portOption(5100),
-  demoResources: {
-    type: 'boolean',
-    default: false,
-    description: 'make (once) a demo resource of each kind and publish its key, as `offcloud up` does',
-  },
-} as const;
 export type BillingOptions = OptionValues<typeof billingOptions>;
 
 /** Keys of the demo resources, kept in the data dir so restarts reuse them. */

@@ -1,9 +1,9 @@
 import { defineComponent } from '../common/component.ts';
-import { calculatorOptions, startCalculator } from './server.ts';
+import { calculatorOptions } from './options.ts';
 
 export const calculator = defineComponent({
   name: 'calculator',
   summary: 'Calculator API: GET /add/<a>/<b> returns the sum (§4.6)',
   options: calculatorOptions,
-  start: startCalculator,
+  start: async (options) => (await import('./server.ts')).startCalculator(options),
 });

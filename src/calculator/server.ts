@@ -1,14 +1,11 @@
 import type { FastifyReply } from 'fastify';
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { add, InvalidOperandError } from './add.ts';
+import { calculatorOptions } from './options.ts';
 
-export const calculatorOptions = {
-  ...commonOptions,
-  port: portOption(8082),
-};
 export type CalculatorOptions = OptionValues<typeof calculatorOptions>;
 
 const TEXT = 'text/plain; charset=utf-8';

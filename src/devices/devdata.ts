@@ -4,29 +4,23 @@
  * plain-text lines. It never returns device data, and a failed or missing
  * lookup reads as `false`, never as an error to the caller.
  */
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { StartupError } from '../common/errors.ts';
 import type { Logger } from 'pino';
 import type { FastifyReply } from 'fastify';
-import { checkServiceName, serviceNameOption } from './devsvc.ts';
+import { checkServiceName } from './devsvc.ts';
 import { InvalidDeviceNameError, TEXT, toHttpError } from './errors.ts';
 import { deviceNameFromPath } from './names.ts';
+import { devdataOptions } from './options.ts';
 import { DevSvcPool } from './pool.ts';
-import { openRegistry, registryOptions } from './registry/index.ts';
+import { openRegistry } from './registry/index.ts';
 
 /** Line 2 of every answer (§2.5): this service has no device data to give. */
 export const NO_DATA_SENTENCE = 'No device data is returned by this service.';
 
-export const devdataOptions = {
-  ...commonOptions,
-  port: portOption(8081),
-  ...serviceNameOption,
-  ...registryOptions,
-  deadlineMs: { type: 'integer', default: 2000, min: 1, max: 60_000, description: 'deadline of each DevSvc.Get call, in ms' },
-} as const;
 export type DevDataOptions = OptionValues<typeof devdataOptions>;
 
 /** The body of GET /data/<device>, byte for byte (§2.5). */

@@ -9,13 +9,14 @@ import { networkInterfaces } from 'node:os';
 import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { ReflectionService } from '@grpc/reflection';
-import { commonOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError, StartupError } from '../common/errors.ts';
 import { translateListenError } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
+import { devsvcOptions } from './options.ts';
 import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
-import { openRegistry, registryOptions } from './registry/index.ts';
+import { openRegistry } from './registry/index.ts';
 import { staticRegistry } from './registry/static.ts';
 import { serviceRecord, type Registry } from './registry/types.ts';
 import { DeviceStore, deviceFilePath, type Device } from './store.ts';
@@ -23,31 +24,6 @@ import { DeviceStore, deviceFilePath, type Device } from './store.ts';
 /** go-micro-style service names: one key segment, one DNS label. */
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
-export const serviceNameOption = {
-  serviceName: {
-    type: 'string',
-    default: 'devsvc',
-    description: 'name DevSvc registers under and the data service looks up',
-  },
-} as const satisfies OptionSchema;
-
-export const devsvcOptions = {
-  ...commonOptions,
-  address: {
-    type: 'string',
-    default: '',
-    description: 'host:port for gRPC (default: --host on any free port)',
-  },
-  advertiseAddress: {
-    type: 'string',
-    default: '',
-    description: 'host:port written to the registry (default: the bound address; a wildcard host becomes this machine\'s first IPv4)',
-  },
-  ...serviceNameOption,
-  ...registryOptions,
-  registerTtl: { type: 'integer', default: 90, min: 1, max: 86_400, description: 'seconds a registration lives without a heartbeat' },
-  registerInterval: { type: 'integer', default: 30, min: 1, max: 86_400, description: 'seconds between heartbeats (re-registrations)' },
-} as const satisfies OptionSchema;
 export type DevSvcOptions = OptionValues<typeof devsvcOptions>;
 
 export function checkServiceName(name: string): string {

@@ -4,8 +4,7 @@
  * GET /data/<device>, port 8081) and `offcloud devices …`.
  */
 import { defineComponent } from '../common/component.ts';
-import { devdataOptions, startDevData } from './devdata.ts';
-import { devsvcOptions, startDevSvc } from './devsvc.ts';
+import { devdataOptions, devsvcOptions } from './options.ts';
 
 export { devicesCommands } from './commands.ts';
 
@@ -13,7 +12,7 @@ export const devsvc = defineComponent({
   name: 'devsvc',
   summary: 'Device lookup service: gRPC DevSvc.Get on any free port, registered in etcd|mdns|kubernetes (§4.5.1)',
   options: devsvcOptions,
-  start: startDevSvc,
+  start: async (options) => (await import('./devsvc.ts')).startDevSvc(options),
   // `offcloud up` needs nothing installed: multicast DNS (or static wiring where multicast is off),
   // unless OFFCLOUD_REGISTRY names another registry.
   upDefaults: { registry: process.env.OFFCLOUD_REGISTRY ?? 'mdns' },
@@ -23,7 +22,7 @@ export const devdata = defineComponent({
   name: 'devdata',
   summary: 'Device data service: GET /data/<device> on :8081, asks DevSvc through the registry (§4.4.1)',
   options: devdataOptions,
-  start: startDevData,
+  start: async (options) => (await import('./devdata.ts')).startDevData(options),
   // Under `offcloud up`, find DevSvc the way it registered (mdns, or its address if it fell back to static).
   wireUp(started) {
     const exports = started.get('devsvc')?.exports;

@@ -3,9 +3,8 @@
  * 5000, with raw image bytes or a JSON `{"url"}`, answered from real models
  * running in worker threads.
  */
-import { availableParallelism } from 'node:os';
 import type { FastifyRequest } from 'fastify';
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
@@ -13,7 +12,6 @@ import { resolveModelFile } from '../common/models.ts';
 import {
   billingGate,
   CONTAINER_KINDS,
-  containerOptions,
   openBillingConnection,
   registerContainerSurface,
   type BillingConnection,
@@ -23,39 +21,11 @@ import { DETECTION_MODELS, parseDetectOptions, RECOGNITION_MODELS } from './dete
 import { detectFaces, MAX_IMAGE_BYTES } from './detect.ts';
 import { createDownloader, downloadImage } from './download.ts';
 import { badArgument, FaceApiError, invalidUrl, toFaceApiError } from './errors.ts';
+import { faceOptions } from './options.ts';
 import { ModelPool } from './pool.ts';
 import type { ModelPaths } from './models/index.ts';
 import { SUPPORTED_ATTRIBUTES, type UnsupportedAttributes } from './attributes.ts';
 
-export const faceOptions = {
-  ...commonOptions,
-  port: portOption(5000),
-  ...containerOptions,
-  workers: {
-    type: 'integer',
-    default: Math.min(availableParallelism(), 2),
-    min: 1,
-    max: 64,
-    description: 'model worker threads, each with its own copy of the models (default: one per core, at most 2, the container\'s 2 CPU cores)',
-  },
-  unsupportedAttributes: {
-    type: 'string',
-    default: 'refuse',
-    choices: ['refuse', 'omit'],
-    description: 'an attribute no model here can estimate (facialHair, hair, makeup, occlusion, qualityForRecognition): refuse the request with BadArgument, or omit the attribute',
-  },
-  urlTimeoutMs: {
-    type: 'integer',
-    default: 10000,
-    min: 100,
-    max: 120000,
-    description: 'time limit for fetching the image of a {"url"} request, in ms',
-  },
-  detectorModel: { type: 'string', default: '', description: 'face detector ONNX file (default: face-ultralight-rfb/version-RFB-640.onnx)' },
-  eyeglassesModel: { type: 'string', default: '', description: 'eyeglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_eyeglasses.onnx)' },
-  sunglassesModel: { type: 'string', default: '', description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)' },
-  maskModel: { type: 'string', default: '', description: 'face-mask detector TF.js model.json (default: face-attributes-mask-aizoo/model.json)' },
-} as const;
 export type FaceOptions = OptionValues<typeof faceOptions>;
 
 /** A `{"url"}` body is a few hundred bytes; a generous limit still stops abuse early. */

@@ -5,27 +5,25 @@
  * started before it.
  */
 import { defineComponent } from '../common/component.ts';
-import { parseDeclarativeFile } from './parse-command.ts';
-import { gatewayOptions, startGateway } from './server.ts';
-import { startUsers, usersOptions } from './users/server.ts';
+import { gatewayOptions, usersOptions } from './options.ts';
 
 export const users = defineComponent({
   name: 'users',
   summary: 'User API backend: GET /api/getusers returns the stored users (§4.7)',
   options: usersOptions,
-  start: startUsers,
+  start: async (options) => (await import('./users/server.ts')).startUsers(options),
 });
 
 export const gateway = defineComponent({
   name: 'gateway',
   summary: 'Kong-compatible API gateway: declarative routes, key-auth, rate-limiting (§4.7, §5, §7, §8)',
   options: gatewayOptions,
-  start: startGateway,
+  start: async (options) => (await import('./server.ts')).startGateway(options),
   subcommands: {
     parse: {
       summary: "check a Kong 3.0 declarative file without starting anything (like `kong config parse`)",
       usage: 'offcloud gateway parse <kong.yml|kong.json>',
-      run: parseDeclarativeFile,
+      run: async (args) => (await import('./parse-command.ts')).parseDeclarativeFile(args),
     },
   },
   wireUp(started) {

@@ -8,11 +8,10 @@ import { parseArgs } from 'node:util';
 import type { Subcommand } from '../common/component.ts';
 import { resolveConfig } from '../common/config.ts';
 import { UsageError } from '../common/errors.ts';
-import { createLogger } from '../common/log.ts';
 import { HubError } from './errors.ts';
 import { DeviceHub } from './hub.ts';
 import { connectionString, identityKey, parseIdentityKey } from './registry.ts';
-import { hubOptions, openState } from './server.ts';
+import { hubOptions } from './options.ts';
 import { DEFAULT_TWIN_LIMITS } from './twin.ts';
 
 const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';
@@ -40,6 +39,8 @@ async function runDeviceCommand(args: string[]): Promise<number> {
   if (!command || !['create', 'show', 'list', 'delete', 'regenerate'].includes(command) || (needsId && !identity)) {
     throw new UsageError(`usage: ${USAGE}`);
   }
+  // The store, bus and logger load only once the command is known to be valid.
+  const [{ openState }, { createLogger }] = await Promise.all([import('./server.ts'), import('../common/log.ts')]);
   const { store, bus } = await openState(options);
   const logger = createLogger(options.logLevel, 'hub');
   const hub = new DeviceHub(store, bus, { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() }, logger);

@@ -1,33 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { commonOptions, portOption, tlsOptions, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { LocalBus, type HubBus } from './bus.ts';
 import { DeviceHub } from './hub.ts';
 import { startMqttEndpoint } from './mqtt.ts';
+import { hubOptions } from './options.ts';
 import { openRedis } from './redis.ts';
 import { connectionString, createIdentityRecord, identityKey, type IdentityRecord } from './registry.ts';
 import { startRestApi } from './rest.ts';
 import { FileStore, type HubStore } from './store.ts';
 import { DEFAULT_TWIN_LIMITS } from './twin.ts';
 
-export const hubOptions = {
-  ...commonOptions,
-  ...tlsOptions,
-  port: portOption(8883, 'MQTT over TLS port for devices (0 = any free port)'),
-  restPort: portOption(8884, 'HTTPS port of the cloud-side REST API (0 = any free port)'),
-  hostName: {
-    type: 'string',
-    default: 'localhost',
-    description: 'hub host name devices put in their username and SAS resource (connection string HostName)',
-  },
-  redisUrl: { type: 'string', default: '', description: 'redis://host:port: keep registry, twins and C2D queues in Redis and talk to other replicas through it' },
-  demoDevice: { type: 'string', default: 'demo-device', description: 'device made on start if missing, printed with its connection string ("" = none)' },
-  twinMaxDepth: { type: 'integer', default: DEFAULT_TWIN_LIMITS.maxDepth, min: 1, max: 32, description: 'deepest nesting allowed in a twin section' },
-  c2dTtlSeconds: { type: 'integer', default: 3600, min: 1, max: 172800, description: 'default time a cloud-to-device message waits for its device' },
-  telemetryLogSize: { type: 'integer', default: 10000, min: 1, max: 1000000, description: 'telemetry messages kept for GET /messages/events' },
-} as const;
 export type HubOptions = OptionValues<typeof hubOptions>;
 
 /** The store and bus for these options: files and an in-process bus, or Redis for both. */

@@ -6,55 +6,20 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { commonOptions, portOption, tlsOptions, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { openDirectory, type SeedResult } from './directory.ts';
 import { createFileExclusive } from './followed-file.ts';
-import { ISSUER_STYLES, issuerFor, type IssuerStyle } from './issuer.ts';
+import { issuerFor, type IssuerStyle } from './issuer.ts';
 import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
 import { registerIssuerRoutes, TOKEN_BODY_LIMIT } from './issuer-server.ts';
-import { MAX_TOKEN_LIFETIME_SECONDS, openSigningKeys } from './keys.ts';
+import { openSigningKeys } from './keys.ts';
+import { identityOptions } from './options.ts';
 import type { IssuerContext } from './tokens.ts';
 
-export const identityOptions = {
-  ...commonOptions,
-  ...tlsOptions,
-  port: portOption(9440, 'HTTPS port of the token issuer (0 = any free port)'),
-  imdsPort: portOption(9441, 'plain HTTP port of the managed identity endpoint (0 = any free port)'),
-  directory: {
-    type: 'string',
-    default: '',
-    description: 'directory file, JSON or YAML (default: <data-dir>/identity/directory.json, made on first start)',
-  },
-  issuerStyle: {
-    type: 'string',
-    default: 'cloud',
-    choices: ISSUER_STYLES,
-    description: 'token `iss`: the real cloud strings (sts.windows.net / login.microsoftonline.com) or this server\'s origin',
-  },
-  tokenLifetime: {
-    type: 'integer',
-    default: 3599,
-    min: 60,
-    max: MAX_TOKEN_LIFETIME_SECONDS,
-    description: 'lifetime of client credentials tokens, seconds',
-  },
-  managedIdentityTokenLifetime: {
-    type: 'integer',
-    default: 86399,
-    min: 60,
-    max: MAX_TOKEN_LIFETIME_SECONDS,
-    description: 'lifetime of managed identity tokens, seconds (the real IMDS gives 24 h)',
-  },
-  identityHeader: {
-    type: 'string',
-    default: '',
-    description: 'App Service IDENTITY_HEADER secret (default: made on first start, kept in the data dir)',
-  },
-} as const;
 export type IdentityOptions = OptionValues<typeof identityOptions>;
 
 /** The App Service header secret: the option, or one made once per data dir. */

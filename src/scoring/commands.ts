@@ -1,21 +1,20 @@
 /**
  * Command-line commands of the scoring component: `offcloud score` (the
  * image client; also `offcloud scoring score`), `offcloud scoring keys
- * show|regenerate` and `offcloud models pull`.
+ * show|regenerate` and `offcloud models pull`. The image client (sharp,
+ * undici) and the downloader load only when their command runs, so listing
+ * the commands loads neither.
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Agent } from 'undici';
 import type { CommandGroup, Subcommand } from '../common/component.ts';
 import { commonOptions } from '../common/config.ts';
 import { UsageError } from '../common/errors.ts';
 import { resolveModelFile } from '../common/models.ts';
-import { imageToPixels, loadLabels, readImage, scoreRequestBody, sendScoreRequest, topClasses } from './client.ts';
-import { DEFAULT_SERVICE } from './frontend.ts';
+import { DEFAULT_SERVICE } from './options.ts';
 import { KeyStore, keysFilePath, UnknownServiceError } from './keys.ts';
 import { IMAGENET_LABELS, MODEL_FILES } from './model-files.ts';
-import { pullModelFiles } from './pull.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -62,6 +61,7 @@ export async function scoreImage(args: string[], print: Print = toStdout): Promi
   const top = Number(values.top);
   if (!Number.isInteger(top) || top < 1 || top > 1000) throw new UsageError('--top must be an integer from 1 to 1000');
   if (values.frontend && !values.key) throw new UsageError('--frontend needs --key <primary or secondary key>');
+  const [{ imageToPixels, loadLabels, readImage, scoreRequestBody, sendScoreRequest, topClasses }, { Agent }] = await Promise.all([import('./client.ts'), import('undici')]);
   const labels = await loadLabels(resolveModelFile({ relativePath: IMAGENET_LABELS.relativePath, explicit: values.labels, dataDir: dataDirOf(values['data-dir']) }));
   const dispatcher = values.ca ? new Agent({ connect: { ca: await readFile(values.ca, 'utf8') } }) : undefined;
   try {
@@ -153,6 +153,7 @@ export async function pullModels(args: string[], print: Print = toStdout): Promi
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\nusage: ${PULL_USAGE}`);
   // The first folder of the lookup that a user controls: $OFFCLOUD_MODELS_DIR, else <data-dir>/models.
   const targetDir = resolve(values['models-dir'] ?? process.env.OFFCLOUD_MODELS_DIR ?? resolve(dataDirOf(values['data-dir']), 'models'));
+  const { pullModelFiles } = await import('./pull.ts');
   await pullModelFiles(MODEL_FILES, { targetDir, mirror: values.mirror ?? process.env.OFFCLOUD_MODELS_MIRROR, force: values.force, progress: print });
   return 0;
 }

@@ -1,7 +1,6 @@
 import { defineComponent } from '../common/component.ts';
 import { keysCommand, scoreCommand } from './commands.ts';
-import { scoringOptions, startScoring } from './container.ts';
-import { DEFAULT_SERVICE, frontendOptions, startScoringFrontend } from './frontend.ts';
+import { DEFAULT_SERVICE, frontendOptions, scoringOptions } from './options.ts';
 
 export { modelsCommands, scoreCommands } from './commands.ts';
 
@@ -9,7 +8,7 @@ export const scoring = defineComponent({
   name: 'scoring',
   summary: 'ImageNet scoring container: POST /score with {"data": [1,3,224,224]} → 1000 probabilities and the time (§4.1)',
   options: scoringOptions,
-  start: startScoring,
+  start: async (options) => (await import('./container.ts')).startScoring(options),
   subcommands: { score: scoreCommand, keys: keysCommand },
 });
 
@@ -17,7 +16,7 @@ export const scoringFrontend = defineComponent({
   name: 'scoring-frontend',
   summary: 'scoring front-end: POST /api/v1/service/<name>/score with bearer primary/secondary key, forwarded to scoring replicas (§4.2)',
   options: frontendOptions,
-  start: startScoringFrontend,
+  start: async (options) => (await import('./frontend.ts')).startScoringFrontend(options),
   // Under `offcloud up` the one service forwards to the scoring container started just before.
   wireUp: (started) => {
     const url = started.get('scoring')?.exports?.scoringUrl;

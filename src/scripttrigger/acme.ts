@@ -13,7 +13,6 @@ import type { Logger } from 'pino';
 import { ConfigError, StartupError } from '../common/errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
 
-export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
 const DAY_MS = 86_400_000;
 /** How often the stored certificate's age is checked. */
 const RENEWAL_CHECK_MS = 12 * 3_600_000;

@@ -6,15 +6,16 @@
  */
 import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
-import { billingGate, CONTAINER_KINDS, containerOptions, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
+import { billingGate, CONTAINER_KINDS, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
 import { analyzeSentiment, type LanguageScorer } from './analyze.ts';
 import { badRequest, MESSAGES, refusalBody, toWireError } from './errors.ts';
 import { sentimentPaths, sentimentSchemas } from './openapi.ts';
+import { sentimentOptions } from './options.ts';
 import { ScorerPool } from './scorer.ts';
 import { V2_LANGUAGES } from './lexicons.ts';
 
@@ -26,16 +27,6 @@ export const SENTIMENT_METERS = {
   transactions: CONTAINER_KINDS.sentiment.billedMeter,
 } as const;
 
-export const sentimentOptions = {
-  ...commonOptions,
-  port: portOption(5000),
-  ...containerOptions,
-  model: { type: 'string', default: '', description: 'folder of the English model (default: models/sentiment-en in the package)' },
-  workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'scoring threads' },
-  maxDocuments: { type: 'integer', default: 1000, min: 1, max: 100_000, description: 'most documents in one request' },
-  maxDocumentGraphemes: { type: 'integer', default: 5120, min: 1, max: 1_000_000, description: 'longest document, in text elements (grapheme clusters)' },
-  maxRequestBytes: { type: 'integer', default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024, description: 'largest request body, in bytes' },
-} as const;
 export type SentimentOptions = OptionValues<typeof sentimentOptions>;
 
 const JSON_TYPES = ['application/json', 'application/json-patch+json', 'text/json'];

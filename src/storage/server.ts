@@ -7,15 +7,15 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { commonOptions, portOption, tlsOptions, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { ISSUER_STYLES, type IssuerStyle } from '../identity/issuer.ts';
-import { DEFAULT_STORAGE_ACCOUNT } from '../identity/directory.ts';
+import type { IssuerStyle } from '../identity/issuer.ts';
 import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authentication/index.ts';
 import { errors, StorageError } from './errors.ts';
+import { storageOptions } from './options.ts';
 import { errorXml } from './xml.ts';
 import { AccountStore } from './persistence/store.ts';
 import { loadAccounts, type StorageAccount } from './persistence/accounts.ts';
@@ -24,29 +24,6 @@ import { containerOperation } from './handlers/container.ts';
 import { blobOperation } from './handlers/blob.ts';
 import type { Operation, StorageLimits } from './handlers/context.ts';
 
-export const storageOptions = {
-  ...commonOptions,
-  ...tlsOptions,
-  port: portOption(10000, 'HTTPS port (0 = any free port)'),
-  httpPort: {
-    type: 'integer',
-    default: -1,
-    min: -1,
-    max: 65535,
-    description: 'also serve plain HTTP on this port (Shared Key only: bearer tokens need HTTPS); -1 = off',
-  },
-  account: { type: 'string', default: DEFAULT_STORAGE_ACCOUNT, description: 'the default storage account, made on first start' },
-  authorityHost: {
-    type: 'string',
-    default: 'https://127.0.0.1:9440',
-    description: 'origin of the identity token issuer (for local-style issuers and the 401 challenge)',
-  },
-  issuerStyle: { type: 'string', default: 'cloud', choices: ISSUER_STYLES, description: 'issuer strings the tokens carry, as identity --issuer-style' },
-  jwksUri: { type: 'string', default: '', description: "verify tokens with this JWKS URL (default: the data dir's identity signing keys)" },
-  directory: { type: 'string', default: '', description: "identity directory file, when identity runs with --directory (default: the data dir's)" },
-  maxBlobSize: { type: 'integer', default: 2 * 1024 ** 3, min: 1, description: 'largest blob, bytes' },
-  maxBlockSize: { type: 'integer', default: 256 * 1024 ** 2, min: 1, description: 'largest block of Put Block, bytes' },
-} as const;
 export type StorageOptions = OptionValues<typeof storageOptions>;
 
 interface Target {

@@ -44,6 +44,35 @@ test('CLI: --help lists every component and each component its options', async (
   assert.match(calculatorHelp.stdout, /--port .*\[default: 8082\]/);
 });
 
+/** Packages only a running server needs (HTTP, MQTT, gRPC, inference, images, registries, ACME, tokens, logging). */
+const SERVER_PACKAGES = ['fastify', 'aedes', '@grpc/grpc-js', 'onnxruntime-node', 'sharp', 'ioredis', 'etcd3', 'multicast-dns', 'acme-client', '@peculiar/x509', 'jose', 'undici', 'pino'];
+const RECORDER = new URL('./record-modules.mjs', import.meta.url).href;
+
+test('CLI: help, usage errors and subcommand lookup load no server module', async (t) => {
+  const dir = await tempDataDir(t);
+  const cases = [
+    { args: ['--help'], code: 0 },
+    { args: ['hub', '--help'], code: 0 },
+    { args: ['up', '--help'], code: 0 },
+    { args: ['calculator', '--prot', '1'], code: 2 },
+    { args: ['hub', 'device'], code: 2 },
+    { args: ['scoring', 'keys'], code: 2 },
+    { args: ['score', '--help'], code: 0 },
+  ];
+  for (const [i, { args, code }] of cases.entries()) {
+    const file = join(dir, `modules-${i}.txt`);
+    const run = await exitOf(args, { NODE_OPTIONS: `--import ${RECORDER}`, RECORD_MODULES_FILE: file });
+    const what = `offcloud ${args.join(' ')}`;
+    assert.equal(run.code, code, `${what}: ${run.stderr}`);
+    const loaded = await readFile(file, 'utf8');
+    // The recorder sees both kinds of module: the CLI's own (ESM) and yaml's files (CommonJS, from require.cache).
+    assert.match(loaded, /\/src\/common\/config\.ts$/m, what);
+    assert.match(loaded, /^\/.*\/node_modules\/yaml\/dist\/.*\.js$/m, what);
+    const packages = new Set([...loaded.matchAll(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((m) => m[1]));
+    assert.deepEqual(SERVER_PACKAGES.filter((name) => packages.has(name)), [], `${what} loads no server package`);
+  }
+});
+
 test('CLI: a bad option value names the key; a taken port names the port and the flag', async (t) => {
   const bad = await exitOf(['calculator', '--port', 'eighty']);
   assert.equal(bad.code, 1);

@@ -5,8 +5,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { debianProgram } from '../helpers/index.ts';
-import { sentimentOptions } from '../../src/sentiment/server.ts';
-import { billingOptions } from '../../src/billing/server.ts';
+import { sentimentOptions } from '../../src/sentiment/options.ts';
+import { billingOptions } from '../../src/billing/options.ts';
 import { SENTIMENT_V20, startSetup } from './helpers.ts';
 
 const run = promisify(execFile);

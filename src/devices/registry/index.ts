@@ -1,9 +1,9 @@
-/** The registry chosen at start-up (§4.5.1): etcd (default), mdns, kubernetes or static. */
+/**
+ * The registry chosen at start-up (§4.5.1): etcd (default), mdns, kubernetes or static.
+ * Each kind's client loads only when chosen, so listing the options loads none of them.
+ */
 import type { OptionSchema } from '../../common/config.ts';
 import { ConfigError } from '../../common/errors.ts';
-import { connectEtcdRegistry } from './etcd.ts';
-import { connectKubernetesRegistry, inClusterOptions } from './kubernetes.ts';
-import { openMdnsRegistry } from './mdns.ts';
 import { staticRegistry } from './static.ts';
 import { REGISTRY_KINDS, type Registry, type RegistryKind } from './types.ts';
 
@@ -47,12 +47,18 @@ export interface RegistryChoice {
 export async function openRegistry(choice: RegistryChoice): Promise<Registry> {
   const kind = choice.registry as RegistryKind;
   switch (kind) {
-    case 'etcd':
+    case 'etcd': {
+      const { connectEtcdRegistry } = await import('./etcd.ts');
       return connectEtcdRegistry(choice.registryAddress.length ? choice.registryAddress : [DEFAULT_ETCD_ADDRESS]);
-    case 'mdns':
+    }
+    case 'mdns': {
+      const { openMdnsRegistry } = await import('./mdns.ts');
       return openMdnsRegistry({ queryIntervalMs: choice.registryRefreshMs, interfaceAddress: choice.mdnsInterface });
-    case 'kubernetes':
+    }
+    case 'kubernetes': {
+      const { connectKubernetesRegistry, inClusterOptions } = await import('./kubernetes.ts');
       return connectKubernetesRegistry({ ...inClusterOptions(choice.registryAddress[0] ?? ''), pollIntervalMs: choice.registryRefreshMs });
+    }
     case 'static':
       return staticRegistry(choice.registryAddress);
     default:

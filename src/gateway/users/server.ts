@@ -2,16 +2,13 @@
  * The user API backend behind the gateway (§4.7): GET /api/getusers returns
  * the stored users as JSON; GET /api/getusers/<id> one of them.
  */
-import { commonOptions, portOption, withDefaults, type OptionValues, type RuntimeExtras } from '../../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../../common/config.ts';
 import type { RunningComponent } from '../../common/component.ts';
 import { createHttpServer, listen } from '../../common/http.ts';
 import { createLogger } from '../../common/log.ts';
+import { usersOptions } from '../options.ts';
 import { findUser, loadUsers, usersFile } from './store.ts';
 
-export const usersOptions = {
-  ...commonOptions,
-  port: portOption(8083),
-};
 export type UsersOptions = OptionValues<typeof usersOptions>;
 
 export async function startUsers(given: Partial<UsersOptions> & RuntimeExtras = {}): Promise<RunningComponent> {

@@ -1,0 +1,14 @@
+/** The sentiment container's options, apart from its server so the CLI can list them without loading it. */
+import { commonOptions, portOption } from '../common/config.ts';
+import { containerOptions } from '../cognitive/startup.ts';
+
+export const sentimentOptions = {
+  ...commonOptions,
+  port: portOption(5000),
+  ...containerOptions,
+  model: { type: 'string', default: '', description: 'folder of the English model (default: models/sentiment-en in the package)' },
+  workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'scoring threads' },
+  maxDocuments: { type: 'integer', default: 1000, min: 1, max: 100_000, description: 'most documents in one request' },
+  maxDocumentGraphemes: { type: 'integer', default: 5120, min: 1, max: 1_000_000, description: 'longest document, in text elements (grapheme clusters)' },
+  maxRequestBytes: { type: 'integer', default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024, description: 'largest request body, in bytes' },
+} as const;
