@@ -8,10 +8,21 @@ import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { StartupError } from '../common/errors.ts';
 import { invalidBody } from './errors.ts';
-import type { InputScale, ModelOutput } from './options.ts';
-import { INPUT_SHAPE, pixelTransform, type PixelTransform, type TensorBody } from './tensor-body.ts';
+import { INPUT_SHAPE, type ChannelTransform, type TensorBody } from './tensor-body.ts';
 
 export const CLASS_COUNT = 1000;
+
+/**
+ * How request numbers map to the model's input. `auto`: any negative value →
+ * already normalised; else integers, or any value above 1 → 0..255 pixels;
+ * else 0..1 floats. Pixels and unit floats then get (x − mean) / std.
+ */
+export const INPUT_SCALES = ['auto', 'pixels', 'unit', 'normalized'] as const;
+export type InputScale = (typeof INPUT_SCALES)[number];
+
+/** Whether the model's outputs are logits (softmax applied) or probabilities already; `auto` looks once at load. */
+export const MODEL_OUTPUTS = ['auto', 'logits', 'probabilities'] as const;
+export type ModelOutput = (typeof MODEL_OUTPUTS)[number];
 
 export interface ClassifierOptions {
   modelPath: string;
@@ -45,23 +56,32 @@ export function resolveInputScale(body: Pick<TensorBody, 'allIntegers' | 'min' |
   return scale;
 }
 
-/** Per channel, the model's input is v·factor + offset: factor = k/std, offset = −mean/std, k = 1/255 for pixels. */
-function channelTransform(scale: 'pixels' | 'unit', mean: readonly number[], std: readonly number[]): { factor: number[]; offset: number[] } {
-  const unit = scale === 'pixels' ? 1 / 255 : 1;
-  return { factor: std.map((s) => unit / s), offset: mean.map((m, c) => -m / std[c]!) };
+/**
+ * The model's input per channel: v·scale + offset, with scale = k/std and
+ * offset = −mean/std (k = 1/255 for pixels, 1 for 0..1 floats). The one place
+ * these numbers are worked out: normalizeInput applies them to values read,
+ * and the body reader applies the pixel ones as it reads (readerPixelTransform).
+ */
+export function channelTransform(scale: 'pixels' | 'unit', mean: readonly number[], std: readonly number[]): ChannelTransform {
+  const k = scale === 'pixels' ? 1 / 255 : 1;
+  return { scale: std.map((s) => k / s), offset: mean.map((m, c) => -m / std[c]!) };
+}
+
+/** Writes v·scale + offset in place, per channel (the values' equal thirds for three channels). */
+function applyChannelTransform(values: Float32Array, transform: ChannelTransform): void {
+  const channels = transform.scale.length;
+  const plane = values.length / channels;
+  for (let channel = 0; channel < channels; channel++) {
+    const scale = transform.scale[channel]!;
+    const offset = transform.offset[channel]!;
+    const end = (channel + 1) * plane;
+    for (let i = channel * plane; i < end; i++) values[i] = values[i]! * scale + offset;
+  }
 }
 
 /** Writes the model's input in place: v·(k/std) − mean/std per channel, k = 1/255 for pixels. */
 export function normalizeInput(values: Float32Array, scale: Exclude<InputScale, 'auto'>, mean: readonly number[], std: readonly number[]): void {
-  if (scale === 'normalized') return;
-  const transform = channelTransform(scale, mean, std);
-  const plane = values.length / mean.length;
-  for (let channel = 0; channel < mean.length; channel++) {
-    const factor = transform.factor[channel]!;
-    const offset = transform.offset[channel]!;
-    const end = (channel + 1) * plane;
-    for (let i = channel * plane; i < end; i++) values[i] = values[i]! * factor + offset;
-  }
+  if (scale !== 'normalized') applyChannelTransform(values, channelTransform(scale, mean, std));
 }
 
 export function softmax(logits: ArrayLike<number>): number[] {
@@ -106,10 +126,8 @@ export function serverSessionOptions(threads: number): ort.InferenceSession.Sess
 }
 
 /** The pixel transform a body reader applies while it reads, when this input scale can mean pixels. */
-export function readerPixelTransform(inputScale: InputScale, mean: readonly number[], std: readonly number[]): PixelTransform | undefined {
-  if (inputScale !== 'auto' && inputScale !== 'pixels') return undefined;
-  const { factor, offset } = channelTransform('pixels', mean, std);
-  return pixelTransform(factor, offset);
+export function readerPixelTransform(inputScale: InputScale, mean: readonly number[], std: readonly number[]): ChannelTransform | undefined {
+  return inputScale === 'auto' || inputScale === 'pixels' ? channelTransform('pixels', mean, std) : undefined;
 }
 
 export class ImageClassifier {
@@ -120,7 +138,9 @@ export class ImageClassifier {
    * the model's input already written (the same float32 values
    * normalizeInput would write), and classify() skips that pass.
    */
-  readonly pixels: PixelTransform | undefined;
+  readonly pixels: ChannelTransform | undefined;
+  /** The input of pixels and of 0..1 floats read as written, made once for every request. */
+  private readonly transforms: Record<'pixels' | 'unit', ChannelTransform>;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -130,6 +150,7 @@ export class ImageClassifier {
     readonly outputIsLogits: boolean,
   ) {
     this.pixels = readerPixelTransform(options.inputScale, options.mean, options.std);
+    this.transforms = { pixels: channelTransform('pixels', options.mean, options.std), unit: channelTransform('unit', options.mean, options.std) };
   }
 
   static async load(options: ClassifierOptions): Promise<ImageClassifier> {
@@ -165,7 +186,7 @@ export class ImageClassifier {
     if (body.pixelsApplied) {
       // Only integers 0..999 were read; resolveInputScale refused anything but pixels for them.
       if (scale !== 'pixels') throw new Error(`a body read as pixels resolved to the ${scale} scale`);
-    } else normalizeInput(body.values, scale, this.options.mean, this.options.std);
+    } else if (scale !== 'normalized') applyChannelTransform(body.values, this.transforms[scale]);
     const { output, seconds } = await this.run(body.values);
     return { result: this.outputIsLogits ? softmax(output) : Array.from(output), time: seconds };
   }

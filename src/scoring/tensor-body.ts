@@ -34,10 +34,10 @@ import {
   TensorLayout,
   TensorValuesReader,
   ZERO,
-  type PixelTransform,
+  type ChannelTransform,
 } from './tensor-values.ts';
 
-export { formatShape, pixelTransform, TensorLayout, type PixelTransform } from './tensor-values.ts';
+export { formatShape, TensorLayout, type ChannelTransform } from './tensor-values.ts';
 
 /** [batch, channels, height, width] (§2.1, §8). */
 export const INPUT_SHAPE: readonly number[] = [1, 3, 224, 224];
@@ -54,7 +54,7 @@ export interface TensorBody {
   allIntegers: boolean;
   min: number;
   max: number;
-  /** `values` already hold the model's input: every number was a pixel integer, and the PixelTransform given was applied. */
+  /** `values` already hold the model's input: every number was a pixel integer, and the pixel transform given was applied. */
   pixelsApplied: boolean;
 }
 
@@ -85,7 +85,7 @@ function layoutOf(shape: TensorLayout | readonly number[], member: string): Tens
  * applied (`pixelsApplied`), saving a pass over the values. `member` names
  * the tensor when `shape` is a shape; a TensorLayout has its own.
  */
-export function readTensorBody(body: Uint8Array, shape: TensorLayout | readonly number[] = INPUT_LAYOUT, member = 'data', pixels?: PixelTransform): TensorBody {
+export function readTensorBody(body: Uint8Array, shape: TensorLayout | readonly number[] = INPUT_LAYOUT, member = 'data', pixels?: ChannelTransform): TensorBody {
   return new TensorBodyReader(body, 0, layoutOf(shape, member), pixels).readDocument();
 }
 
@@ -132,7 +132,7 @@ export class TensorBodyStream {
   constructor(
     shape: TensorLayout | readonly number[] = INPUT_LAYOUT,
     member = 'data',
-    private readonly pixels?: PixelTransform,
+    private readonly pixels?: ChannelTransform,
     private readonly into?: Float32Array,
   ) {
     this.layout = layoutOf(shape, member);
@@ -256,7 +256,7 @@ class TensorBodyReader {
     /** Where bytes[0] is in the body: past 0 for the rest of a body that a stream stopped reading. */
     private readonly offset: number,
     private readonly layout: TensorLayout,
-    private readonly pixels: PixelTransform | undefined,
+    private readonly pixels: ChannelTransform | undefined,
     private readonly into?: Float32Array,
   ) {
     this.text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

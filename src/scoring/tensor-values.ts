@@ -196,21 +196,18 @@ export class NumberToken {
 }
 
 /**
- * Pixel integers → the model's input, per channel: v·scale[c] + offset[c],
- * rounded to float32 as it is stored (for v = 0..999 written without sign,
- * fraction or exponent).
+ * Per channel c, a value v becomes v·scale[c] + offset[c] (the model's
+ * normalisation: classifier.ts channelTransform). A reader given one for
+ * pixels applies it to pixel integers (0..999 written without sign, fraction
+ * or exponent), rounded to float32 as they are stored.
  */
-export interface PixelTransform {
+export interface ChannelTransform {
   readonly scale: readonly number[];
   readonly offset: readonly number[];
 }
 
 /** The largest pixel integer + 1: what three digits hold, as a pixel run reads them. */
 const FAST_INTEGER_LIMIT = 1000;
-
-export function pixelTransform(scale: readonly number[], offset: readonly number[]): PixelTransform {
-  return { scale, offset };
-}
 
 /** Where readPixelRun stopped, and the least and the greatest value it read (1000 and -1 when none). */
 class PixelRun {
@@ -310,7 +307,7 @@ export class TensorLayout {
   }
 
   /** Whether a pixel transform applies: shape [1,C,H,W], with a scale and an offset per channel. */
-  takes(pixels: PixelTransform): boolean {
+  takes(pixels: ChannelTransform): boolean {
     return this.shape.length === 4 && this.shape[0] === 1 && this.shape[1] === pixels.scale.length;
   }
 }
@@ -355,7 +352,7 @@ export class TensorValuesReader {
    */
   constructor(
     private readonly layout: TensorLayout,
-    private readonly pixels?: PixelTransform,
+    private readonly pixels?: ChannelTransform,
     into?: Float32Array,
   ) {
     this.dims = layout.dims;

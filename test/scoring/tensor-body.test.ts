@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, type PixelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
+import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
-import { normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
+import { channelTransform, normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
 
 const SMALL = [1, 3, 4, 5];
@@ -256,7 +256,7 @@ const PIXEL_MEAN = [0.485, 0.456, 0.406];
 const PIXEL_STD = [0.229, 0.224, 0.225];
 
 /** A body read whole and in the given pieces (with the pixel transform when given): the tensor, or the 400's message. */
-function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly number[], pixels?: PixelTransform): [TensorBody | string, TensorBody | string] {
+function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly number[], pixels?: ChannelTransform): [TensorBody | string, TensorBody | string] {
   const outcome = (read: () => TensorBody): TensorBody | string => {
     try {
       return read();
@@ -275,7 +275,7 @@ function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly numb
 }
 
 /** What a reader must give for a body JSON.parse reads as `expected` from these tokens: values, range, integers, transform. */
-function assertReadLike(got: TensorBody | string, expected: Float32Array, tokens: string[], shape: readonly number[], pixels: PixelTransform | undefined, label: string): void {
+function assertReadLike(got: TensorBody | string, expected: Float32Array, tokens: string[], shape: readonly number[], pixels: ChannelTransform | undefined, label: string): void {
   assert.ok(typeof got !== 'string', `${label}: refused (${String(got)})`);
   const applied = pixels !== undefined && shape[1] === pixels.scale.length && tokens.every((token) => /^(0|[1-9][0-9]{0,2})$/.test(token));
   const values = Float32Array.from(expected);
@@ -477,4 +477,17 @@ test('R-SCORE-2 a body refused in pieces gets the whole body\'s error, wherever 
     }
   }
   assert.ok(refused > 900, `only ${refused} of the bodies were refused`);
+});
+
+test('R-SCORE-5 one channel transform for the reader and normalizeInput: v·(k/std) − mean/std, k = 1/255 for pixels and 1 for 0..1 floats', () => {
+  const pixels = channelTransform('pixels', PIXEL_MEAN, PIXEL_STD);
+  for (const scale of ['auto', 'pixels'] as const) assert.deepEqual(readerPixelTransform(scale, PIXEL_MEAN, PIXEL_STD), pixels, scale);
+  for (const scale of ['unit', 'normalized'] as const) assert.equal(readerPixelTransform(scale, PIXEL_MEAN, PIXEL_STD), undefined, scale);
+  for (const [scale, k] of [['pixels', 1 / 255], ['unit', 1]] as const) {
+    const values = Float32Array.from({ length: 12 }, (_, i) => (scale === 'pixels' ? i * 23 : i / 11));
+    const c = (i: number) => Math.floor(i / 4);
+    const expected = values.map((v, i) => v * (k / PIXEL_STD[c(i)]!) - PIXEL_MEAN[c(i)]! / PIXEL_STD[c(i)]!);
+    normalizeInput(values, scale, PIXEL_MEAN, PIXEL_STD);
+    assert.ok(sameBits(values, expected), scale);
+  }
 });
