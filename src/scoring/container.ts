@@ -11,7 +11,7 @@ import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type ModelOutput } from './classifier.ts';
-import { notReady, ScoringError, sendError } from './errors.ts';
+import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
 import { INPUT_SHAPE, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from './tensor-body.ts';
@@ -61,10 +61,6 @@ function channelValues(key: 'mean' | 'std', raw: string[]): number[] {
 export function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
-}
-
-function bodyTooLarge(limit: number): ScoringError {
-  return new ScoringError(413, 'PayloadTooLarge', `the body is larger than ${limit} bytes (--max-body-bytes)`);
 }
 
 /**
@@ -151,7 +147,8 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   let classifier: ImageClassifier | null = null;
   const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
   acceptRawBodies(app, options.maxBodyBytes);
-  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, logger, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
+  const errors = { logger, bodyLimit: options.maxBodyBytes };
+  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, errors, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
   const loaded = (): ImageClassifier => {
     if (!classifier) throw notReady('the model is still loading');
     return classifier;

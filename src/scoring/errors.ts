@@ -48,10 +48,21 @@ export function errorBody(code: string, message: string, path?: string): ErrorBo
   return { error: { code, message, ...(path === undefined ? {} : { path }) } };
 }
 
+/** A body over --max-body-bytes: one message on every route, whichever reader refused it. */
+export function bodyTooLarge(limit: number): ScoringError {
+  return new ScoringError(413, 'PayloadTooLarge', `the body is larger than ${limit} bytes (--max-body-bytes)`);
+}
+
+/** What the error mapping needs from its server: where to log, and the body limit a 413 names. */
+export interface ErrorContext {
+  logger: Logger;
+  bodyLimit: number;
+}
+
 /** Fastify's own errors (body too large, bad content length) carry a statusCode; keep it. */
-function fromFrameworkError(error: unknown): ScoringError {
+function fromFrameworkError(error: unknown, bodyLimit: number): ScoringError {
   const status = (error as { statusCode?: number }).statusCode ?? 500;
-  if (status === 413) return new ScoringError(413, 'PayloadTooLarge', (error as Error).message);
+  if (status === 413) return bodyTooLarge(bodyLimit);
   if (status >= 400 && status < 500) return new ScoringError(status, 'BadRequest', (error as Error).message);
   return new ScoringError(500, 'InternalError', 'internal error');
 }
@@ -61,9 +72,9 @@ function fromFrameworkError(error: unknown): ScoringError {
  * open inference protocol (KServe/Triton v2) answer in that protocol's own
  * error shape, `{"error": "<message>"}`.
  */
-export function sendError(reply: FastifyReply, error: unknown, logger: Logger, style: 'envelope' | 'open-inference' = 'envelope'): FastifyReply {
-  const mapped = error instanceof ScoringError ? error : fromFrameworkError(error);
-  if (mapped.status >= 500 && !(error instanceof ScoringError)) logger.error({ err: error }, 'request failed');
+export function sendError(reply: FastifyReply, error: unknown, context: ErrorContext, style: 'envelope' | 'open-inference' = 'envelope'): FastifyReply {
+  const mapped = error instanceof ScoringError ? error : fromFrameworkError(error, context.bodyLimit);
+  if (mapped.status >= 500 && !(error instanceof ScoringError)) context.logger.error({ err: error }, 'request failed');
   const body = style === 'open-inference' ? { error: mapped.message } : errorBody(mapped.code, mapped.message, mapped.path);
   return reply.code(mapped.status).type('application/json; charset=utf-8').send(body);
 }

@@ -5,18 +5,33 @@
  * unchanged. TLS is optional (R-SCORE-12).
  */
 import type { FastifyRequest } from 'fastify';
-import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { acceptRawBodies } from './container.ts';
+import { acceptRawBodies, scoringOptions } from './container.ts';
 import { invalidBody, notFound, notReady, ScoringError, sendError, unauthorized } from './errors.ts';
 import { checkServiceName, KeyStore, keysFilePath, UnknownServiceError, type KeyType } from './keys.ts';
-import { frontendOptions } from './options.ts';
 import { ReplicaSet } from './replicas.ts';
 
+export const DEFAULT_SERVICE = 'imagenet';
+
+export const frontendOptions = {
+  ...commonOptions,
+  ...tlsOptions,
+  port: portOption(5080),
+  tls: { type: 'boolean', default: false, description: 'serve HTTPS (the local CA leaf, or --tls-cert/--tls-key); given files turn it on too' },
+  services: {
+    type: 'list',
+    default: [`${DEFAULT_SERVICE}=127.0.0.1:5001`],
+    description: 'services and their scoring replicas: name=host:port[+host:port…] (scheme http:// optional)',
+  },
+  healthIntervalMs: { type: 'integer', default: 5000, min: 50, max: 3_600_000, description: 'how often each replica GET /ready is checked, in ms' },
+  timeoutMs: { type: 'integer', default: 30_000, min: 100, max: 600_000, description: 'connect/answer timeout towards a replica, in ms' },
+  maxBodyBytes: scoringOptions.maxBodyBytes,
+} satisfies OptionSchema;
 export type FrontendOptions = OptionValues<typeof frontendOptions>;
 
 /** `name=host:port+host:port` → the service name and its replica origins. */
@@ -119,15 +134,16 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
   app.setNotFoundHandler(async (request) => {
     throw notFound(`no route ${request.method} ${request.url.split('?')[0]}; scoring is POST /api/v1/service/<service_name>/score`);
   });
+  const errors = { logger, bodyLimit: options.maxBodyBytes };
   app.setErrorHandler(async (error, _request, reply) => {
-    if (error instanceof UnknownServiceError) return sendError(reply, notFound(error.message), logger);
+    if (error instanceof UnknownServiceError) return sendError(reply, notFound(error.message), errors);
     if (error instanceof ConfigError) {
       // The keys file was damaged while running: refuse (fail closed) and say why in the log only.
       logger.error({ err: error }, 'cannot read the keys file');
-      return sendError(reply, notReady('the front-end cannot read its keys; see its log'), logger);
+      return sendError(reply, notReady('the front-end cannot read its keys; see its log'), errors);
     }
     if (error instanceof ScoringError && error.status === 401) reply.header('www-authenticate', 'Bearer');
-    return sendError(reply, error, logger);
+    return sendError(reply, error, errors);
   });
 
   let url: string;

@@ -146,8 +146,25 @@ test('R-SCORE-2 non-numbers, NaN, Infinity, nesting and broken JSON get 400 with
   for (const [body, message] of cases) assertErrorShape(await post('/score', body), 400, message);
 });
 
-test('R-SCORE-2 a body over the limit is refused with 413 in the same error shape', async () => {
-  assertErrorShape(await post('/score', Buffer.alloc(MAX_BODY + 1, 0x20)), 413);
+/** A chunked body (no Content-Length) that grows past the limit. */
+function chunksPastTheLimit(): Readable {
+  return Readable.from(
+    (function* () {
+      for (let sent = 0; sent <= MAX_BODY; sent += 65536) yield Buffer.alloc(65536, 0x20);
+    })(),
+  );
+}
+
+test('R-SCORE-2 a body over the limit is refused with 413, with the same message on POST /score and on v2 infer, whole or chunked', async () => {
+  const message = `the body is larger than ${MAX_BODY} bytes (--max-body-bytes)`;
+  for (const body of [() => Buffer.alloc(MAX_BODY + 1, 0x20), chunksPastTheLimit]) {
+    const score = await post('/score', body());
+    assertErrorShape(score, 413);
+    assert.equal((score.json() as { error: { message: string } }).error.message, message, 'POST /score');
+    const infer = await post('/v2/models/imagenet/infer', body());
+    assert.equal(infer.status, 413, infer.text);
+    assert.deepEqual(infer.json(), { error: message }, 'v2 infer');
+  }
 });
 
 test('R-SCORE-1 a chunked body is read as its pieces arrive: pieces of any size score exactly like the whole body', async () => {
@@ -166,10 +183,7 @@ test('R-SCORE-1 a chunked body is read as its pieces arrive: pieces of any size 
 });
 
 test('R-SCORE-2 a chunked body that grows past the limit is refused with 413, and the server keeps serving', async () => {
-  const pieces = function* () {
-    for (let sent = 0; sent <= MAX_BODY; sent += 65536) yield Buffer.alloc(65536, 0x20);
-  };
-  assertErrorShape(await post('/score', Readable.from(pieces())), 413, /larger than 4194304 bytes/);
+  assertErrorShape(await post('/score', chunksPastTheLimit()), 413, /larger than 4194304 bytes/);
   await score(honeycomb);
 });
 

@@ -191,7 +191,7 @@ test('R-SCORE-11 a service with no live replica answers 502 JSON, and the front-
 });
 
 test('R-SCORE-8 bodies over the limit get 413 JSON; other methods 405', async () => {
-  assertError(await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(5 * 1024 * 1024, 0x20)), 413);
+  assertError(await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(5 * 1024 * 1024, 0x20)), 413, /^the body is larger than 4194304 bytes \(--max-body-bytes\)$/);
   const get = await request(`${frontendBase}/api/v1/service/imagenet/score`);
   assertError({ status: get.statusCode, text: await get.body.text() }, 405);
 });
