@@ -194,7 +194,7 @@ export class ImageClassifier {
   /** The model itself on a prepared input: its raw output and the seconds the run took. */
   run(input: Float32Array): Promise<{ output: Float32Array; seconds: number }> {
     const next = this.queue.then(async () => {
-      const tensor = new ort.Tensor('float32', input, [...INPUT_SHAPE]);
+      const tensor = new ort.Tensor('float32', input, INPUT_SHAPE);
       const started = performance.now();
       const results = await this.session.run({ [this.inputName]: tensor });
       const seconds = (performance.now() - started) / 1000;

@@ -14,7 +14,7 @@ import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type Mod
 import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
-import { INPUT_SHAPE, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from './tensor-body.ts';
+import { INPUT_LAYOUT, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from './tensor-body.ts';
 
 export const scoringOptions = {
   ...commonOptions,
@@ -98,7 +98,7 @@ function readTensorBodyStream(limit: number, pixels: () => ChannelTransform | un
     const declared = Number(request.headers['content-length']);
     if (declared > limit) return done(bodyTooLarge(limit));
     const into = inputs.take();
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels(), into);
+    const stream = new TensorBodyStream(INPUT_LAYOUT, INPUT_LAYOUT.member, pixels(), into);
     let received = 0;
     const refuse = (err: Error): void => {
       inputs.giveBack(into);
@@ -157,7 +157,7 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   // Its own scope, so that only POST /score gets the streaming body reader.
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    const inputs = new InputArrays(INPUT_SHAPE.reduce((a, d) => a * d, 1), 4);
+    const inputs = new InputArrays(INPUT_LAYOUT.size, 4);
     scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels, inputs));
     scope.post<{ Body: TensorBody | undefined }>('/score', async (request, reply) => {
       try {

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { invalidBody, ScoringError } from './errors.ts';
 import type { ImageClassifier } from './classifier.ts';
 import { CLASS_COUNT } from './classifier.ts';
-import { formatShape, INPUT_SHAPE } from './tensor-body.ts';
+import { formatShape, INPUT_LAYOUT, INPUT_SHAPE } from './tensor-body.ts';
 
 export const OPEN_INFERENCE_MODEL_NAME = 'imagenet';
 const MODEL_VERSION = '1';
@@ -33,7 +33,7 @@ export function readInferInput(body: unknown, inputName: string): { id?: string;
     throw invalidBody(`inputs[0].shape must be ${formatShape(INPUT_SHAPE)}`, 'inputs[0].shape');
   }
   const flat = Array.isArray(input.data) ? (input.data.flat(INPUT_SHAPE.length) as unknown[]) : [];
-  const size = INPUT_SHAPE.reduce((a, d) => a * d, 1);
+  const size = INPUT_LAYOUT.size;
   if (flat.length !== size) throw invalidBody(`inputs[0].data must hold ${size} numbers (shape ${formatShape(INPUT_SHAPE)})`, 'inputs[0].data');
   const values = new Float32Array(size);
   for (let i = 0; i < size; i++) {
