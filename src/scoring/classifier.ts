@@ -8,21 +8,10 @@ import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { StartupError } from '../common/errors.ts';
 import { invalidBody } from './errors.ts';
+import type { InputScale, ModelOutput } from './options.ts';
 import { INPUT_SHAPE, type ChannelTransform, type TensorBody } from './tensor-body.ts';
 
 export const CLASS_COUNT = 1000;
-
-/**
- * How request numbers map to the model's input. `auto`: any negative value →
- * already normalised; else integers, or any value above 1 → 0..255 pixels;
- * else 0..1 floats. Pixels and unit floats then get (x − mean) / std.
- */
-export const INPUT_SCALES = ['auto', 'pixels', 'unit', 'normalized'] as const;
-export type InputScale = (typeof INPUT_SCALES)[number];
-
-/** Whether the model's outputs are logits (softmax applied) or probabilities already; `auto` looks once at load. */
-export const MODEL_OUTPUTS = ['auto', 'logits', 'probabilities'] as const;
-export type ModelOutput = (typeof MODEL_OUTPUTS)[number];
 
 export interface ClassifierOptions {
   modelPath: string;

@@ -4,49 +4,19 @@
  * into the model's input tensor chunk by chunk, as it arrives.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { commonOptions, portOption, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
-import { ImageClassifier, INPUT_SCALES, MODEL_OUTPUTS, type InputScale, type ModelOutput } from './classifier.ts';
+import { ImageClassifier } from './classifier.ts';
 import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
+import { scoringOptions, type InputScale, type ModelOutput } from './options.ts';
 import { INPUT_LAYOUT, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from './tensor-body.ts';
 
-export const scoringOptions = {
-  ...commonOptions,
-  port: portOption(5001),
-  model: {
-    type: 'string',
-    default: '',
-    description: `ONNX ImageNet-1k classifier taking float32 [1,3,224,224] and giving 1000 values (default: ${DEFAULT_MODEL.relativePath} in $OFFCLOUD_MODELS_DIR, <data-dir>/models or ../shared/models)`,
-  },
-  inputScale: {
-    type: 'string',
-    default: 'auto',
-    choices: INPUT_SCALES,
-    description: 'how request numbers are read: auto (negative → normalized; integers or any value > 1 → 0..255 pixels; else 0..1 floats), pixels, unit, normalized',
-  },
-  modelOutput: {
-    type: 'string',
-    default: 'auto',
-    choices: MODEL_OUTPUTS,
-    description: 'whether the model gives logits (softmax is applied) or probabilities; auto decides from one run at load',
-  },
-  mean: { type: 'list', default: ['0.485', '0.456', '0.406'], description: "the model's per-channel mean (R,G,B) on 0..1 values" },
-  std: { type: 'list', default: ['0.229', '0.224', '0.225'], description: "the model's per-channel standard deviation (R,G,B)" },
-  threads: { type: 'integer', default: 0, min: 0, max: 256, description: 'ONNX Runtime threads per run (0 = one per core)' },
-  maxBodyBytes: {
-    type: 'integer',
-    default: 16 * 1024 * 1024,
-    min: 1024,
-    max: 256 * 1024 * 1024,
-    description: 'largest request body in bytes (150,528 numbers are 0.6 MB as pixels, about 3 MB as 17-digit floats)',
-  },
-} satisfies OptionSchema;
 export type ScoringOptions = OptionValues<typeof scoringOptions>;
 
 function channelValues(key: 'mean' | 'std', raw: string[]): number[] {

@@ -5,33 +5,18 @@
  * unchanged. TLS is optional (R-SCORE-12).
  */
 import type { FastifyRequest } from 'fastify';
-import { commonOptions, portOption, tlsOptions, withDefaults, type OptionSchema, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { acceptRawBodies, scoringOptions } from './container.ts';
+import { acceptRawBodies } from './container.ts';
 import { invalidBody, notFound, notReady, ScoringError, sendError, unauthorized } from './errors.ts';
 import { checkServiceName, KeyStore, keysFilePath, UnknownServiceError, type KeyType } from './keys.ts';
+import { frontendOptions } from './options.ts';
 import { ReplicaSet } from './replicas.ts';
 
-export const DEFAULT_SERVICE = 'imagenet';
-
-export const frontendOptions = {
-  ...commonOptions,
-  ...tlsOptions,
-  port: portOption(5080),
-  tls: { type: 'boolean', default: false, description: 'serve HTTPS (the local CA leaf, or --tls-cert/--tls-key); given files turn it on too' },
-  services: {
-    type: 'list',
-    default: [`${DEFAULT_SERVICE}=127.0.0.1:5001`],
-    description: 'services and their scoring replicas: name=host:port[+host:port…] (scheme http:// optional)',
-  },
-  healthIntervalMs: { type: 'integer', default: 5000, min: 50, max: 3_600_000, description: 'how often each replica GET /ready is checked, in ms' },
-  timeoutMs: { type: 'integer', default: 30_000, min: 100, max: 600_000, description: 'connect/answer timeout towards a replica, in ms' },
-  maxBodyBytes: scoringOptions.maxBodyBytes,
-} satisfies OptionSchema;
 export type FrontendOptions = OptionValues<typeof frontendOptions>;
 
 /** `name=host:port+host:port` → the service name and its replica origins. */
