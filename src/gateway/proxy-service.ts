@@ -16,16 +16,20 @@ import { UpstreamPools } from './upstream.ts';
 const MAX_HEADER_SIZE = 16 * 1024;
 const KEEP_ALIVE_MS = 60_000;
 
-export interface ProxyServiceOptions {
-  /** The configuration in force (swapped by a reload). */
-  config(): LoadedConfig;
+/** A proxy's settings from the gateway's options: the same in the gateway's process and in each worker, where they travel as they are. */
+export interface ProxySettings {
   trustedIps: readonly string[];
   maxBodySize: number;
   /** ms a client may take to send a request head. */
   clientHeaderTimeout: number;
+  tls: { cert: string; key: string };
+}
+
+export interface ProxyServiceOptions extends ProxySettings {
+  /** The configuration in force (swapped by a reload). */
+  config(): LoadedConfig;
   /** The HTTPS listener's port, for https_redirect_status_code redirects. */
   httpsPort(): number | null;
-  tls: { cert: string; key: string };
   logger: Logger;
 }
 

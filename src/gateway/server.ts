@@ -20,7 +20,7 @@ import { specDeployment } from './default-config.ts';
 import { DeclarativeConfigError } from './errors.ts';
 import { gatewayOptions } from './options.ts';
 import { CounterStores } from './plugins/rate-limiting/counters.ts';
-import { ProxyService, type Scheme } from './proxy-service.ts';
+import { ProxyService, type ProxySettings, type Scheme } from './proxy-service.ts';
 import { WorkerPool } from './workers.ts';
 
 export type GatewayOptions = OptionValues<typeof gatewayOptions>;
@@ -102,18 +102,13 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
 
   let httpsPort: number | null = null;
   // One process serves, or worker processes do and this one only listens (and keeps the admin API and counters).
-  const service =
-    options.workers === 1
-      ? new ProxyService({
-          config: () => runtime.config,
-          trustedIps: options.trustedIps,
-          maxBodySize: options.maxBodySize,
-          clientHeaderTimeout: options.clientHeaderTimeout,
-          httpsPort: () => httpsPort,
-          tls,
-          logger,
-        })
-      : null;
+  const proxySettings: ProxySettings = {
+    trustedIps: options.trustedIps,
+    maxBodySize: options.maxBodySize,
+    clientHeaderTimeout: options.clientHeaderTimeout,
+    tls: { cert: tls.cert, key: tls.key },
+  };
+  const service = options.workers === 1 ? new ProxyService({ ...proxySettings, config: () => runtime.config, httpsPort: () => httpsPort, logger }) : null;
   let workers: WorkerPool | null = null;
   const accept = (scheme: Scheme) => (socket: Socket) => (service ? service.accept(socket, scheme) : workers?.dispatch(socket, scheme));
   // With workers, no byte is read here: the socket goes to a worker as it is. (Half-open
@@ -159,7 +154,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     if (!service) {
       const pool = new WorkerPool(
         options.workers,
-        { logLevel: options.logLevel, trustedIps: options.trustedIps, maxBodySize: options.maxBodySize, clientHeaderTimeout: options.clientHeaderTimeout, httpsPort, tls: { cert: tls.cert, key: tls.key }, doc },
+        { logLevel: options.logLevel, proxy: proxySettings, httpsPort, doc },
         counters.local,
         logger,
       );

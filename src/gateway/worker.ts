@@ -53,15 +53,7 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
   const counters = new CounterStores(logger, counted);
   const env = { counters, logger };
   let config: LoadedConfig = loadDeclarative(settings.doc, env);
-  const service = new ProxyService({
-    config: () => config,
-    trustedIps: settings.trustedIps,
-    maxBodySize: settings.maxBodySize,
-    clientHeaderTimeout: settings.clientHeaderTimeout,
-    httpsPort: () => settings.httpsPort,
-    tls: settings.tls,
-    logger,
-  });
+  const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger });
   const report = setInterval(() => tell({ type: 'stats', counters: service.counters() }), STATS_INTERVAL_MS);
   report.unref();
   return {

@@ -11,17 +11,14 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ConnectionCounters } from './http1.ts';
-import type { Scheme } from './proxy-service.ts';
+import type { ProxySettings, Scheme } from './proxy-service.ts';
 import type { Counter, CounterResult, CounterStore } from './plugins/rate-limiting/counters.ts';
 
-/** What a worker needs to serve: the settings of ProxyServiceOptions that travel, and the document. */
+/** What a worker needs to serve: the proxy's settings, the HTTPS port, and the document. */
 export interface WorkerSettings {
   logLevel: string;
-  trustedIps: readonly string[];
-  maxBodySize: number;
-  clientHeaderTimeout: number;
+  proxy: ProxySettings;
   httpsPort: number | null;
-  tls: { cert: string; key: string };
   doc: unknown;
 }
 
@@ -125,15 +122,16 @@ export class WorkerPool {
 
   /** Hands a client connection to the next worker (the socket is paused: no byte was read here). */
   dispatch(socket: Socket, scheme: Scheme): void {
-    const live = this.workers.filter((w) => w.child.connected);
-    if (this.closing || live.length === 0) {
-      socket.destroy();
+    // Round robin over the workers, skipping one that is being replaced.
+    for (let tried = 0; !this.closing && tried < this.workers.length; tried++) {
+      const worker = this.workers[this.next++ % this.workers.length]!;
+      if (!worker.child.connected) continue;
+      worker.child.send({ type: 'connection', scheme } satisfies ToWorker, socket, (err) => {
+        if (err) socket.destroy();
+      });
       return;
     }
-    const worker = live[this.next++ % live.length]!;
-    worker.child.send({ type: 'connection', scheme } satisfies ToWorker, socket, (err) => {
-      if (err) socket.destroy();
-    });
+    socket.destroy();
   }
 
   /** A new configuration for every worker (already validated here). */
