@@ -10,6 +10,7 @@ import { ConfigError } from '../common/errors.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
+import { scoreAnswer } from './answer.ts';
 import { ImageClassifier } from './classifier.ts';
 import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
 import { DEFAULT_MODEL } from './model-files.ts';
@@ -134,7 +135,7 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
         const model = loaded();
         // No body at all (Content-Length: 0) reaches here without the reader.
         const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
-        return reply.type('application/json; charset=utf-8').send(JSON.stringify(classification));
+        return reply.type('application/json; charset=utf-8').send(scoreAnswer(classification.result, classification.time));
       } finally {
         // The body's input array: the one it was read into as it arrived, or the whole-body reader's own.
         if (request.body) inputs.giveBack(request.body.values);
