@@ -4,9 +4,9 @@
  * listen() that turns a taken port into a message naming the option.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
+import { UnusedConnections } from './connections.ts';
 import { StartupError } from './errors.ts';
 import { describeKey } from './config.ts';
 import type { TlsMaterial } from './tls.ts';
@@ -45,17 +45,13 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // clients let go and close() completes as soon as in-flight work is done.
   let closing = false;
   // node:http counts a connection that has not sent a request yet (a
-  // browser's preconnect) as neither idle nor busy, so close() would wait
-  // for the client to drop it, maybe forever: those end on close too.
-  const unused = new Set<Socket>();
-  app.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
-    unused.add(socket);
-    socket.once('close', () => unused.delete(socket));
-  });
-  app.server.on('request', (request: IncomingMessage) => unused.delete(request.socket));
+  // browser's preconnect, a TLS handshake not finished) as neither idle nor
+  // busy, so close() would wait for the client to drop it: those end on close.
+  const unused = new UnusedConnections(app.server);
+  app.server.on('request', (request: IncomingMessage) => unused.used(request.socket));
   app.addHook('preClose', async () => {
     closing = true;
-    for (const socket of unused) socket.destroy();
+    unused.destroy();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

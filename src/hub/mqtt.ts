@@ -6,9 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:tls';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
+import { UnusedConnections } from '../common/connections.ts';
 import { formatHost, translateListenError } from '../common/http.ts';
 import type { TlsMaterial } from '../common/tls.ts';
 import type { HubEvent } from './bus.ts';
@@ -309,6 +310,9 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   });
   // A failed handshake (an untrusting client, a port scan) is that connection's problem only.
   server.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'TLS handshake failed'));
+  // The broker ends the devices it accepted on close; these are the others.
+  const unused = new UnusedConnections(server);
+  broker.on('client', (client) => unused.used(client.conn as Socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(translateListenError(err, { host: options.host, port: options.port, component: 'hub' })));
     server.listen(options.port, options.host, () => resolve());
@@ -320,8 +324,12 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
     async close() {
       // Presence is shared in scale-out: a replica that shuts down says its devices are gone.
       await Promise.allSettled([...sessions.values()].map((s) => hub.store.setOffline(s.key, s.connectionId)));
+      // No new connection after this, so none is left out of the ones ended below.
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise<void>((resolve) => broker.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Connections mid-TLS-handshake or without an accepted CONNECT: the broker does not know them.
+      unused.destroy();
+      await stopped;
     },
   };
 }
