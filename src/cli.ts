@@ -5,7 +5,7 @@
  * this file its logger, only when something starts.
  */
 import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
-import type { CommandGroup, ComponentDefinition, RunningComponent } from './common/component.ts';
+import type { CommandGroup, ComponentDefinition, RunningComponent, Subcommand } from './common/component.ts';
 import { OffcloudError, UsageError } from './common/errors.ts';
 import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
@@ -141,12 +141,21 @@ async function runUp(args: string[]): Promise<number> {
   return -1;
 }
 
+/** A management command, or its usage when asked (`--help` anywhere, `-h` alone): the command itself is not loaded for that. */
+function runSubcommand(command: Subcommand, args: string[]): Promise<number> {
+  if (args.includes('--help') || (args.length === 1 && args[0] === '-h')) {
+    process.stdout.write(`usage: ${command.usage}\n${command.summary}\n`);
+    return Promise.resolve(0);
+  }
+  return command.run(args);
+}
+
 async function runComponent(component: ComponentDefinition, args: string[]): Promise<number> {
   const sub = args[0] && !args[0].startsWith('-') && !args[0].includes('=') ? args[0] : undefined;
   if (sub) {
     const command = component.subcommands?.[sub];
     if (!command) throw new UsageError(`unknown command "offcloud ${component.name} ${sub}"; see offcloud ${component.name} --help`);
-    return command.run(args.slice(1));
+    return runSubcommand(command, args.slice(1));
   }
   const schema = { ...component.options, config: GLOBAL_OPTIONS.config, help: { type: 'boolean', default: false, description: 'show this help' } } as OptionSchema;
   const { flags, positionals } = parseArgs(args, flagNames(schema));
@@ -183,7 +192,7 @@ async function runCommandGroup(group: CommandGroup, args: string[]): Promise<num
     if (!args[0] || args[0] === '--help') return 0;
     throw new UsageError(`unknown command "offcloud ${group.name} ${args[0]}"`);
   }
-  return command.run(args.slice(1));
+  return runSubcommand(command, args.slice(1));
 }
 
 async function runCa(args: string[]): Promise<number> {

@@ -58,6 +58,9 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     { args: ['hub', 'device'], code: 2 },
     { args: ['scoring', 'keys'], code: 2 },
     { args: ['score', '--help'], code: 0 },
+    { args: ['billing', 'usage', '--help'], code: 0 },
+    { args: ['gateway', 'parse', '--help'], code: 0 },
+    { args: ['models', 'pull', '--help'], code: 0 },
   ];
   for (const [i, { args, code }] of cases.entries()) {
     const file = join(dir, `modules-${i}.txt`);
@@ -70,6 +73,19 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     assert.match(loaded, /^\/.*\/node_modules\/yaml\/dist\/.*\.js$/m, what);
     const packages = new Set([...loaded.matchAll(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((m) => m[1]));
     assert.deepEqual(SERVER_PACKAGES.filter((name) => packages.has(name)), [], `${what} loads no server package`);
+  }
+});
+
+test('CLI: a management command\'s --help prints its usage and runs nothing', async () => {
+  for (const [args, usage] of [
+    [['billing', 'usage', '--help'], /^usage: offcloud billing usage/],
+    [['gateway', 'parse', '--help'], /^usage: offcloud gateway parse <kong\.yml\|kong\.json>/],
+    [['scoring', 'keys', 'show', 'imagenet', '--help'], /^usage: offcloud scoring keys/],
+    [['models', 'pull', '-h'], /^usage: offcloud models pull/],
+  ] as const) {
+    const run = await exitOf([...args]);
+    assert.equal(run.code, 0, `offcloud ${args.join(' ')}: ${run.stderr}`);
+    assert.match(run.stdout, usage, `offcloud ${args.join(' ')}`);
   }
 });
 
