@@ -5,7 +5,10 @@
  * started before it.
  */
 import { defineComponent } from '../common/component.ts';
+import { UsageError } from '../common/errors.ts';
 import { gatewayOptions, usersOptions } from './options.ts';
+
+const PARSE_USAGE = 'offcloud gateway parse <kong.yml|kong.json>';
 
 export const users = defineComponent({
   name: 'users',
@@ -22,8 +25,12 @@ export const gateway = defineComponent({
   subcommands: {
     parse: {
       summary: "check a Kong 3.0 declarative file without starting anything (like `kong config parse`)",
-      usage: 'offcloud gateway parse <kong.yml|kong.json>',
-      run: async (args) => (await import('./parse-command.ts')).parseDeclarativeFile(args),
+      usage: PARSE_USAGE,
+      // The file is checked for by name first, so a usage error loads nothing.
+      run: async ([file, ...rest]) => {
+        if (!file || rest.length) throw new UsageError(`usage: ${PARSE_USAGE}`);
+        return (await import('./parse-command.ts')).parseDeclarativeFile(file);
+      },
     },
   },
   wireUp(started) {

@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import { UsageError } from '../common/errors.ts';
 import { loadDeclarative, parseDeclarativeText } from './declarative.ts';
 import { DeclarativeConfigError } from './errors.ts';
 import { CounterStores } from './plugins/rate-limiting/counters.ts';
@@ -34,9 +33,8 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
   }
 }
 
-export async function parseDeclarativeFile(args: string[]): Promise<number> {
-  const [file, ...rest] = args;
-  if (!file || rest.length) throw new UsageError('usage: offcloud gateway parse <kong.yml|kong.json>');
+/** Prints the outcome of checking one file; the exit code. */
+export async function parseDeclarativeFile(file: string): Promise<number> {
   const { ok, message } = await checkDeclarativeFile(file);
   (ok ? process.stdout : process.stderr).write(`${message}\n`);
   return ok ? 0 : 1;

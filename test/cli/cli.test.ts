@@ -60,6 +60,7 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     { args: ['score', '--help'], code: 0 },
     { args: ['billing', 'usage', '--help'], code: 0 },
     { args: ['gateway', 'parse', '--help'], code: 0 },
+    { args: ['gateway', 'parse'], code: 2 },
     { args: ['models', 'pull', '--help'], code: 0 },
   ];
   for (const [i, { args, code }] of cases.entries()) {
