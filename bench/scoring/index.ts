@@ -23,7 +23,7 @@ import { startScoring } from '../../src/scoring/container.ts';
 import { normalizeInput, readerPixelTransform, serverSessionOptions, softmax } from '../../src/scoring/classifier.ts';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
 import { DEFAULT_MODEL } from '../../src/scoring/model-files.ts';
-import { INPUT_SHAPE, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
+import { INPUT_LAYOUT, INPUT_SHAPE, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
 import { resolveModelFile } from '../../src/common/models.ts';
 import { startTypeScriptWorker } from '../../src/common/worker.ts';
 import type { SequentialResult, SequentialRound } from './sequential-client.ts';
@@ -144,7 +144,7 @@ export async function run(): Promise<BenchResult[]> {
   const readAsServed = () => {
     // As the server reads it: socket-sized chunks, pixel transform applied (bytes → the model's input),
     // into an input array used before.
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels, input);
+    const stream = new TensorBodyStream(INPUT_LAYOUT, pixels, input);
     for (const chunk of chunks) stream.push(chunk);
     if (!stream.end().pixelsApplied) throw new Error('the bench body was not read as pixels');
   };

@@ -69,7 +69,7 @@ function readTensorBodyStream(limit: number, pixels: () => ChannelTransform | un
     const declared = Number(request.headers['content-length']);
     if (declared > limit) return done(bodyTooLarge(limit));
     const into = inputs.take();
-    const stream = new TensorBodyStream(INPUT_LAYOUT, INPUT_LAYOUT.member, pixels(), into);
+    const stream = new TensorBodyStream(INPUT_LAYOUT, pixels(), into);
     let received = 0;
     const refuse = (err: Error): void => {
       inputs.giveBack(into);

@@ -74,19 +74,13 @@ function tensorBodyOf(tensor: TensorValuesReader): TensorBody {
   return { values: tensor.values, allIntegers: tensor.allIntegers, min: tensor.min, max: tensor.max, pixelsApplied: tensor.transformed };
 }
 
-/** A server's layout as it is; a shape and a member name (tests, tools) make one. */
-function layoutOf(shape: TensorLayout | readonly number[], member: string): TensorLayout {
-  return shape instanceof TensorLayout ? shape : new TensorLayout(shape, member);
-}
-
 /**
  * Parses a whole body; throws ScoringError 400 naming what is wrong and where.
  * With `pixels`, a body of pixel integers comes back with the transform
- * applied (`pixelsApplied`), saving a pass over the values. `member` names
- * the tensor when `shape` is a shape; a TensorLayout has its own.
+ * applied (`pixelsApplied`), saving a pass over the values.
  */
-export function readTensorBody(body: Uint8Array, shape: TensorLayout | readonly number[] = INPUT_LAYOUT, member = 'data', pixels?: ChannelTransform): TensorBody {
-  return new TensorBodyReader(body, 0, layoutOf(shape, member), pixels).readDocument();
+export function readTensorBody(body: Uint8Array, layout: TensorLayout = INPUT_LAYOUT, pixels?: ChannelTransform): TensorBody {
+  return new TensorBodyReader(body, 0, layout, pixels).readDocument();
 }
 
 /** Largest number of bytes a stream holds back between chunks before it stops reading as the body arrives. */
@@ -122,21 +116,18 @@ export class TensorBodyStream {
   private restFrom: 'document' | 'tensor' = 'document';
   /** In phase `failed`: what end() throws. */
   private failure: unknown;
-  private readonly layout: TensorLayout;
   private readonly tensor: TensorValuesReader;
 
   /**
-   * `shape`: a server passes the layout it made once (INPUT_LAYOUT); a shape and `member` (tests, tools) make one here.
+   * `layout`: the tensor's member and shape, made once per server (INPUT_LAYOUT).
    * `into`: where the values go (see TensorValuesReader).
    */
   constructor(
-    shape: TensorLayout | readonly number[] = INPUT_LAYOUT,
-    member = 'data',
+    private readonly layout: TensorLayout = INPUT_LAYOUT,
     private readonly pixels?: ChannelTransform,
     private readonly into?: Float32Array,
   ) {
-    this.layout = layoutOf(shape, member);
-    this.tensor = new TensorValuesReader(this.layout, pixels, into);
+    this.tensor = new TensorValuesReader(layout, pixels, into);
   }
 
   push(chunk: Buffer): void {

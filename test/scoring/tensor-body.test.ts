@@ -1,15 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
+import { INPUT_LAYOUT, INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, TensorLayout, type ChannelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
 import { channelTransform, normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
+
+/** The layout of a `data` tensor of this shape, as a server makes one. */
+const layoutOf = (shape: readonly number[]) => new TensorLayout(shape, 'data');
 
 const SMALL = [1, 3, 4, 5];
 
 function ours(body: string, shape: readonly number[]): Float32Array | 'error' {
   try {
-    return readTensorBody(Buffer.from(body), shape).values;
+    return readTensorBody(Buffer.from(body), layoutOf(shape)).values;
   } catch (err) {
     assert.ok(err instanceof ScoringError, `not a ScoringError: ${String(err)}`);
     assert.equal(err.status, 400);
@@ -107,11 +110,11 @@ test('R-SCORE-2 errors name the path and the expected shape', () => {
     ['\ufeff{"data": []}', /must be a JSON object|invalid JSON/],
   ];
   for (const [body, message] of cases) {
-    assert.throws(() => readTensorBody(Buffer.from(body), SMALL), (err: unknown) => err instanceof ScoringError && err.status === 400 && message.test(err.message), body);
+    assert.throws(() => readTensorBody(Buffer.from(body), layoutOf(SMALL)), (err: unknown) => err instanceof ScoringError && err.status === 400 && message.test(err.message), body);
   }
   const error = (() => {
     try {
-      readTensorBody(Buffer.from('{"data": [[[[1,2,3,4,5]],[]]]}'), SMALL);
+      readTensorBody(Buffer.from('{"data": [[[[1,2,3,4,5]],[]]]}'), layoutOf(SMALL));
     } catch (err) {
       return err as ScoringError;
     }
@@ -121,20 +124,20 @@ test('R-SCORE-2 errors name the path and the expected shape', () => {
 });
 
 test('R-SCORE-5 integer and float tokens are told apart, with the value range', () => {
-  const ints = readTensorBody(Buffer.from('{"data":[[[[0, 255, 17]]]]}'), [1, 1, 1, 3]);
+  const ints = readTensorBody(Buffer.from('{"data":[[[[0, 255, 17]]]]}'), layoutOf([1, 1, 1, 3]));
   assert.deepEqual([ints.allIntegers, ints.min, ints.max], [true, 0, 255]);
-  const floats = readTensorBody(Buffer.from('{"data":[[[[0.5, 1.0, 1e-1]]]]}'), [1, 1, 1, 3]);
+  const floats = readTensorBody(Buffer.from('{"data":[[[[0.5, 1.0, 1e-1]]]]}'), layoutOf([1, 1, 1, 3]));
   assert.deepEqual([floats.allIntegers, floats.min, floats.max], [false, Math.fround(0.1), 1]);
 });
 
 test('R-SCORE-1 escaped member names and ignored members are read like JSON.parse reads them', () => {
   const body = '{"meta": {"a": [1, true, false, null, "\\u00e9\\n"]}, "d\\u0061ta": [[[[7]]]], "z": -0.5e-3}';
-  assert.deepEqual(Array.from(readTensorBody(Buffer.from(body), [1, 1, 1, 1]).values), [7]);
+  assert.deepEqual(Array.from(readTensorBody(Buffer.from(body), layoutOf([1, 1, 1, 1])).values), [7]);
 });
 
 /** A body pushed to a TensorBodyStream in the given pieces; the tensor, or 'error' (a 400 ScoringError). */
 function streamed(pieces: Buffer[], shape: readonly number[], asItArrives = false): Float32Array | 'error' {
-  const stream = new TensorBodyStream(shape);
+  const stream = new TensorBodyStream(layoutOf(shape));
   try {
     for (const piece of pieces) stream.push(piece);
     const values = stream.end().values;
@@ -212,11 +215,11 @@ test('R-SCORE-1 full-size bodies of pixel integers, short decimals and spaced se
 test('R-SCORE-5 pixel integers 0..999 read in the 4-byte fast path give exact values and range', () => {
   const row = Array.from({ length: 40 }, (_, i) => [0, 7, 10, 99, 100, 255, 999, 5][i % 8]);
   const body = `{"data":[[[${JSON.stringify(row)}]]]}`;
-  const got = readTensorBody(Buffer.from(body), [1, 1, 1, 40]);
+  const got = readTensorBody(Buffer.from(body), layoutOf([1, 1, 1, 40]));
   assert.deepEqual(Array.from(got.values), row);
   assert.deepEqual([got.allIntegers, got.min, got.max], [true, 0, 999]);
   for (const bad of ['[00,1]', '[01,1]', '[1,,2]', '[1 2]', '[1,2,]', '[-,1]', '[1.,2]']) {
-    assert.throws(() => readTensorBody(Buffer.from(`{"data":[[[${bad}${',1'.repeat(40)}]]]}`), [1, 1, 1, 42]), ScoringError, bad);
+    assert.throws(() => readTensorBody(Buffer.from(`{"data":[[[${bad}${',1'.repeat(40)}]]]}`), layoutOf([1, 1, 1, 42])), ScoringError, bad);
   }
 });
 
@@ -232,9 +235,9 @@ test('R-SCORE-5 a body of pixel integers read with the pixel transform holds exa
     if (applied) normalizeInput(expected, 'pixels', mean, std);
     const pieces: Buffer[] = [];
     for (let at = 0; at < body.length; at += 4093) pieces.push(body.subarray(at, at + 4093));
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
+    const stream = new TensorBodyStream(INPUT_LAYOUT, pixels);
     for (const piece of pieces) stream.push(piece);
-    for (const got of [readTensorBody(body, INPUT_SHAPE, 'data', pixels), stream.end()]) {
+    for (const got of [readTensorBody(body, INPUT_LAYOUT, pixels), stream.end()]) {
       assert.equal(got.pixelsApplied, applied, label);
       assert.ok(sameBits(got.values, expected), label);
       assert.deepEqual([got.allIntegers, got.min, got.max], [raw.allIntegers, raw.min, raw.max], label);
@@ -247,9 +250,9 @@ test('R-SCORE-5 a body of pixel integers read with the pixel transform holds exa
   check('unit floats written as JSON.stringify writes 0 and 1', JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => [0, 1, random()][Math.floor(random() * 3)]) }), false);
   const shape = [1, 3, 2, 40];
   const small = JSON.stringify({ data: nestedTensor(shape, () => Math.floor(random() * 256)) });
-  assert.equal(readTensorBody(Buffer.from(small), shape, 'data', pixels).pixelsApplied, true);
-  assert.equal(readTensorBody(Buffer.from(small), shape).pixelsApplied, false);
-  assert.equal(readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), [1, 1, 1, 1], 'data', pixels).pixelsApplied, false, 'one channel, three tables');
+  assert.equal(readTensorBody(Buffer.from(small), layoutOf(shape), pixels).pixelsApplied, true);
+  assert.equal(readTensorBody(Buffer.from(small), layoutOf(shape)).pixelsApplied, false);
+  assert.equal(readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), layoutOf([1, 1, 1, 1]), pixels).pixelsApplied, false, 'one channel, three tables');
 });
 
 const PIXEL_MEAN = [0.485, 0.456, 0.406];
@@ -265,8 +268,8 @@ function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly numb
       return err.message;
     }
   };
-  const whole = outcome(() => readTensorBody(body, shape, 'data', pixels));
-  const stream = new TensorBodyStream(shape, 'data', pixels);
+  const whole = outcome(() => readTensorBody(body, layoutOf(shape), pixels));
+  const stream = new TensorBodyStream(layoutOf(shape), pixels);
   const pieces = outcome(() => {
     for (const piece of splitAt(body, ...cuts)) stream.push(piece);
     return stream.end();
@@ -344,11 +347,11 @@ test('R-SCORE-5 every pixel integer 0..999, in rows cut at every byte, reads exa
   const body = Buffer.from(text);
   const expected = jsonParseTensor(text, shape);
   if (expected === 'error') return assert.fail('JSON.parse refused the body');
-  assertReadLike(readTensorBody(body, shape, 'data', pixels), expected, rows.flat().map(String), shape, pixels, 'whole');
+  assertReadLike(readTensorBody(body, layoutOf(shape), pixels), expected, rows.flat().map(String), shape, pixels, 'whole');
   const values = Float32Array.from(expected);
   normalizeInput(values, 'pixels', PIXEL_MEAN, PIXEL_STD);
   for (let cut = 1; cut < body.length; cut++) {
-    const stream = new TensorBodyStream(shape, 'data', pixels);
+    const stream = new TensorBodyStream(layoutOf(shape), pixels);
     for (const piece of splitAt(body, cut)) stream.push(piece);
     const got = stream.end();
     assert.ok(got.pixelsApplied && sameBits(got.values, values), `cut at ${cut}: values`);
@@ -431,7 +434,7 @@ test('R-SCORE-1 a body is read once: members after the tensor are read from wher
     const pieces: Buffer[] = [];
     for (let from = 0; from < keptFrom; from += 65536) pieces.push(Buffer.from(body.subarray(from, Math.min(from + 65536, keptFrom))));
     pieces.push(Buffer.from(body.subarray(keptFrom)));
-    const stream = new TensorBodyStream(INPUT_SHAPE, 'data', pixels);
+    const stream = new TensorBodyStream(INPUT_LAYOUT, pixels);
     let got: TensorBody | string;
     try {
       pieces.forEach((piece, i) => {
