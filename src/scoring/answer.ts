@@ -18,6 +18,8 @@ const HIGH = 1e9;
 /** Largest bytes a number takes: sign, nine digits, point, and `e-324`, or the zeros of `0.000000`. */
 const MAX_NUMBER_BYTES = 24;
 
+// JSON's bytes, as tensor-values.ts has them: local copies, because a binding imported from
+// another module costs a check at every use (0.25–0.28 ms per answer imported, 0.18–0.19 local).
 const ZERO = 48;
 const COMMA = 44;
 const DOT = 46;
