@@ -27,7 +27,8 @@ export class UnusedConnections {
 
   /** The connection carries a request now: its protocol ends it on close. */
   used(socket: Socket): void {
-    this.sockets.delete(connectionKey(socket));
+    // Called for every request: with no connection waiting (the usual case under load) there is nothing to look up.
+    if (this.sockets.size > 0) this.sockets.delete(connectionKey(socket));
   }
 
   /** Ends every connection not marked used. */

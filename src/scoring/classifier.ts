@@ -116,7 +116,12 @@ export function serverSessionOptions(threads: number): ort.InferenceSession.Sess
 
 /** The pixel transform a body reader applies while it reads, when this input scale can mean pixels. */
 export function readerPixelTransform(inputScale: InputScale, mean: readonly number[], std: readonly number[]): ChannelTransform | undefined {
-  return inputScale === 'auto' || inputScale === 'pixels' ? channelTransform('pixels', mean, std) : undefined;
+  return readsPixels(inputScale) ? channelTransform('pixels', mean, std) : undefined;
+}
+
+/** Whether numbers can be read as pixels under this input scale (so a reader may apply the pixel transform as it reads). */
+function readsPixels(inputScale: InputScale): boolean {
+  return inputScale === 'auto' || inputScale === 'pixels';
 }
 
 export class ImageClassifier {
@@ -138,8 +143,8 @@ export class ImageClassifier {
     readonly outputName: string,
     readonly outputIsLogits: boolean,
   ) {
-    this.pixels = readerPixelTransform(options.inputScale, options.mean, options.std);
     this.transforms = { pixels: channelTransform('pixels', options.mean, options.std), unit: channelTransform('unit', options.mean, options.std) };
+    this.pixels = readsPixels(options.inputScale) ? this.transforms.pixels : undefined;
   }
 
   static async load(options: ClassifierOptions): Promise<ImageClassifier> {
