@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startGateway } from '../../src/gateway/server.ts';
 import { median } from '../common/load.ts';
@@ -49,47 +50,23 @@ http.createServer((req, res) => {
 `;
 
 /**
- * The floor for any Node proxy built like ours: raw sockets, http-parser-js
- * both ways, a keep-alive upstream pool, and nothing else (no routing,
- * headers, plugins, timeouts or error handling). Not a product: it shows
- * how much of (c)/(d) is Node's socket and parsing cost.
+ * Node's own floor: a TCP pipe that gives each client connection its own
+ * upstream connection and passes bytes unparsed. No HTTP proxy can cost
+ * less in Node: it is only the socket reads and writes.
  */
-const MINIMAL_PROXY = `
+const TCP_PIPE = `
 const net = require('node:net');
-const { HTTPParser } = require('http-parser-js');
 const [port, backendPort] = process.argv.slice(1).map(Number);
-const idle = [];
-function upstream(ready) {
-  const socket = idle.pop();
-  if (socket) return ready(socket);
-  const u = net.connect(backendPort, '127.0.0.1', () => ready(u));
-  u.setNoDelay(true);
-  u.on('error', () => {});
-  // The backend closes idle keep-alive connections after 5 s (between rounds).
-  u.on('close', () => idle.includes(u) && idle.splice(idle.indexOf(u), 1));
-  u.parser = new HTTPParser(HTTPParser.RESPONSE);
-  u.on('data', (d) => u.parser.execute(d));
-}
 net.createServer((client) => {
-  client.setNoDelay(true);
-  client.on('error', () => {});
-  const parser = new HTTPParser(HTTPParser.REQUEST);
-  parser[HTTPParser.kOnHeadersComplete] = (info) => {
-    let head = HTTPParser.methods[info.method] + ' /api/getusers HTTP/1.1\\r\\n';
-    for (let i = 0; i < info.headers.length; i += 2) head += info.headers[i] + ': ' + info.headers[i + 1] + '\\r\\n';
-    upstream((u) => {
-      let out = '';
-      u.parser[HTTPParser.kOnHeadersComplete] = (r) => {
-        out = 'HTTP/1.1 ' + r.statusCode + ' OK\\r\\n';
-        for (let i = 0; i < r.headers.length; i += 2) out += r.headers[i] + ': ' + r.headers[i + 1] + '\\r\\n';
-        out += '\\r\\n';
-      };
-      u.parser[HTTPParser.kOnBody] = (b, o, l) => { out += b.toString('latin1', o, o + l); };
-      u.parser[HTTPParser.kOnMessageComplete] = () => { client.write(out, 'latin1'); idle.push(u); };
-      u.write(head + '\\r\\n', 'latin1');
-    });
-  };
-  client.on('data', (d) => parser.execute(d));
+  const upstream = net.connect(backendPort, '127.0.0.1');
+  for (const socket of [client, upstream]) {
+    socket.setNoDelay(true);
+    socket.on('error', () => {});
+  }
+  client.on('data', (chunk) => upstream.write(chunk));
+  upstream.on('data', (chunk) => client.write(chunk));
+  client.on('close', () => upstream.destroy());
+  upstream.on('close', () => client.destroy());
 }).listen(port, '127.0.0.1', () => process.stdout.write('ready\\n'));
 `;
 
@@ -237,14 +214,20 @@ export async function run(): Promise<BenchResult[]> {
     const naive = await startProcess(process.execPath, ['-e', NAIVE_PROXY, String(naivePort), String(backendPort)], (o) => o.includes('ready'));
     children.push(naive);
 
+    const pipePort = await freePort();
+    const pipe = await startProcess(process.execPath, ['-e', TCP_PIPE, String(pipePort), String(backendPort)], (o) => o.includes('ready'));
+    children.push(pipe);
+
     const minimalPort = await freePort();
-    const minimal = await startProcess(process.execPath, ['-e', MINIMAL_PROXY, String(minimalPort), String(backendPort)], (o) => o.includes('ready'));
+    const minimalPipe = fileURLToPath(new URL('minimal-pipe.ts', import.meta.url));
+    const minimal = await startProcess(process.execPath, ['--import', 'tsx', minimalPipe, String(minimalPort), String(backendPort)], (o) => o.includes('ready'));
     children.push(minimal);
 
     const targets: { name: string; url: string; cpu: () => number; headers?: string[] }[] = [
       { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers`, cpu: () => processCpu(backend.pid!) },
       { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users`, cpu: () => processCpu(nginx.pid!) },
       { name: '(n) naive node:http proxy → backend', url: `http://127.0.0.1:${naivePort}/users`, cpu: () => processCpu(naive.pid!) },
+      { name: '(t) TCP pipe, bytes unparsed → backend', url: `http://127.0.0.1:${pipePort}/users`, cpu: () => processCpu(pipe.pid!) },
       { name: '(m) minimal raw-socket Node pipe → backend', url: `http://127.0.0.1:${minimalPort}/users`, cpu: () => processCpu(minimal.pid!) },
     ];
     for (const workers of WORKERS) {

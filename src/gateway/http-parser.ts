@@ -1,12 +1,14 @@
 /**
- * HTTP/1.1 message framing for both sides of the proxy: http-parser-js (a
- * pure-JS parser with the interface of Node's own), held to the rules a
- * gateway must keep where that parser is lenient — header names must be
- * tokens, no control characters or folded lines, one exact Content-Length,
- * no Transfer-Encoding other than chunked beside it, hex chunk sizes, a
- * bounded head.
+ * HTTP/1.1 message framing for both sides of the proxy: llhttp, the parser
+ * of Node's own HTTP server, in the WebAssembly build that undici ships and
+ * runs for its client, in llhttp's strict mode (no lenient flag is set:
+ * header names are tokens, no control characters or folded lines in values,
+ * one Content-Length and never beside Transfer-Encoding, hex chunk sizes,
+ * CRLF line ends). On top of it the checks a gateway keeps: a Host on
+ * HTTP/1.1, chunked as the last coding, a clean request target, a bounded
+ * head.
  */
-import { HTTPParser, type ParsedInfo } from 'http-parser-js';
+import { createRequire } from 'node:module';
 
 export interface MessageHead {
   /** Requests: the method and the request target as sent. */
@@ -41,41 +43,98 @@ export class ParseError extends Error {
   }
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Control characters other than tab are refused in values (RFC 9110 §5.5).
-// eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
-const DIGITS = /^\d{1,15}$/;
+/** llhttp's C interface, as its WebAssembly build exports it. */
+interface Llhttp {
+  memory: WebAssembly.Memory;
+  _initialize(): void;
+  malloc(size: number): number;
+  free(pointer: number): void;
+  llhttp_alloc(type: number): number;
+  llhttp_free(parser: number): void;
+  llhttp_execute(parser: number, data: number, length: number): number;
+  llhttp_finish(parser: number): number;
+  llhttp_resume_after_upgrade(parser: number): void;
+  llhttp_get_error_pos(parser: number): number;
+  llhttp_get_error_reason(parser: number): number;
+  llhttp_get_http_major(parser: number): number;
+  llhttp_get_http_minor(parser: number): number;
+  llhttp_get_method(parser: number): number;
+  llhttp_method_name(method: number): number;
+  llhttp_errno_name(errno: number): number;
+}
+
+// llhttp's enums (llhttp.h): parser types and the errors execute() returns.
+const TYPE_REQUEST = 1;
+const TYPE_RESPONSE = 2;
+const OK = 0;
+const PAUSED_UPGRADE = 22;
+/** Returned from on_headers_complete: the message has no body (answers to HEAD). */
+const SKIP_BODY = 1;
+
 // A request target is visible ASCII or obs-text: no spaces or control characters.
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const BAD_TARGET = /[\x00-\x20\x7f]/;
-const CHUNK_SIZE = /^[0-9a-fA-F]{1,12}[ \t]*(;.*)?$/;
 
-/** http-parser-js with its lenient spots made strict. */
-class StrictParser extends HTTPParser {
-  override parseHeader(line: string, headers: string[]): void {
-    const colon = line.indexOf(':');
-    const name = colon > 0 ? line.slice(0, colon) : '';
-    if (!TOKEN.test(name)) throw new ParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header line');
-    const value = line.slice(colon + 1).trim();
-    if (BAD_VALUE.test(value)) throw new ParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header value');
-    headers.push(name, value);
-  }
+/** The parser running now, and where its input chunk sits in WebAssembly memory. */
+let active: MessageParser | null = null;
+let activeChunk: Buffer = Buffer.alloc(0);
+let activeBase = 0;
 
-  /** Chunk sizes must be hex (the library reads `parseInt`, which takes "zz" as the last chunk). */
-  BODY_CHUNKHEAD(): void {
-    const line = this.consumeLine();
-    if (line === undefined) return;
-    if (!CHUNK_SIZE.test(line)) throw new ParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
-    this.body_bytes = parseInt(line, 16);
-    this.state = this.body_bytes ? 'BODY_CHUNK' : 'BODY_CHUNKTRAILERS';
-  }
+/** Where a span llhttp reports lies in the chunk being parsed. */
+function span(at: number, length: number): string {
+  const start = at - activeBase;
+  return activeChunk.toString('latin1', start, start + length);
 }
 
+function loadLlhttp(): Llhttp {
+  // undici's files hold the module's bytes; the SIMD build where the CPU has it, as undici does.
+  const require = createRequire(import.meta.url);
+  let module: WebAssembly.Module;
+  try {
+    module = new WebAssembly.Module(require('undici/lib/llhttp/llhttp_simd-wasm.js') as Buffer<ArrayBuffer>);
+  } catch {
+    module = new WebAssembly.Module(require('undici/lib/llhttp/llhttp-wasm.js') as Buffer<ArrayBuffer>);
+  }
+  const instance = new WebAssembly.Instance(module, {
+    env: {
+      wasm_on_message_begin: () => active!.messageBegin(),
+      wasm_on_url: (_p: number, at: number, length: number) => active!.url(span(at, length)),
+      wasm_on_status: () => 0,
+      wasm_on_header_field: (_p: number, at: number, length: number) => active!.headerField(span(at, length)),
+      wasm_on_header_value: (_p: number, at: number, length: number) => active!.headerValue(span(at, length)),
+      wasm_on_headers_complete: (_p: number, statusCode: number, _upgrade: number, keepAlive: number) => active!.headersComplete(statusCode, keepAlive === 1),
+      wasm_on_body: (_p: number, at: number, length: number) => active!.body(at - activeBase, length),
+      wasm_on_message_complete: () => active!.messageComplete(),
+    },
+  });
+  const exports = instance.exports as unknown as Llhttp;
+  exports._initialize();
+  return exports;
+}
+
+const llhttp = loadLlhttp();
+
+/** A NUL-terminated string in WebAssembly memory. */
+function cString(pointer: number): string {
+  const bytes = new Uint8Array(llhttp.memory.buffer, pointer);
+  return Buffer.from(bytes.buffer, pointer, bytes.indexOf(0)).toString('latin1');
+}
+
+const methodNames: string[] = [];
+function methodName(method: number): string {
+  return (methodNames[method] ??= cString(llhttp.llhttp_method_name(method)));
+}
+
+/** The input buffer in WebAssembly memory, grown as chunks need. */
+let input = 0;
+let inputSize = 0;
+
+/** Parsers whose connection was dropped without close(): llhttp's memory is freed when they are collected. */
+const unclosed = new FinalizationRegistry<number>((parser) => llhttp.llhttp_free(parser));
+
 /** Checks the framing headers and measures the head; throws ParseError when the message must be refused. */
-function checkHead(kind: 'request' | 'response', info: ParsedInfo, maxHeaderSize: number): { contentLength: number | null; chunked: boolean } {
-  const raw = info.headers;
-  let size = kind === 'request' ? info.url.length : 0;
+function checkHead(kind: 'request' | 'response', url: string, raw: string[], versionMajor: number, versionMinor: number, maxHeaderSize: number): { contentLength: number | null; chunked: boolean } {
+  let size = kind === 'request' ? url.length : 0;
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
   let host = false;
@@ -84,10 +143,8 @@ function checkHead(kind: 'request' | 'response', info: ParsedInfo, maxHeaderSize
     const value = raw[i + 1]!;
     size += name.length + value.length + 4;
     if (name.length === 14 && name.toLowerCase() === 'content-length') {
-      if (!DIGITS.test(value)) throw new ParseError('HPE_INVALID_CONTENT_LENGTH', 'invalid Content-Length');
-      const n = Number(value);
-      if (contentLength !== null && contentLength !== n) throw new ParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'conflicting Content-Length');
-      contentLength = n;
+      // llhttp has checked the digits and refused a second Content-Length.
+      contentLength = Number(value);
     } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
       transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`;
     } else if (name.length === 4 && name.toLowerCase() === 'host') {
@@ -96,9 +153,9 @@ function checkHead(kind: 'request' | 'response', info: ParsedInfo, maxHeaderSize
     }
   }
   if (size > maxHeaderSize) throw new ParseError('HPE_HEADER_OVERFLOW', 'header overflow');
-  if (kind === 'request' && BAD_TARGET.test(info.url)) throw new ParseError('HPE_INVALID_URL', 'invalid request target');
-  if (info.versionMajor !== 1) throw new ParseError('HPE_INVALID_VERSION', 'unsupported HTTP version');
-  if (kind === 'request' && info.versionMinor === 1 && !host) throw new ParseError('HPE_INVALID_HEADER_TOKEN', 'missing Host header');
+  if (kind === 'request' && BAD_TARGET.test(url)) throw new ParseError('HPE_INVALID_URL', 'invalid request target');
+  if (versionMajor !== 1) throw new ParseError('HPE_INVALID_VERSION', 'unsupported HTTP version');
+  if (kind === 'request' && versionMinor === 1 && !host) throw new ParseError('HPE_INVALID_HEADER_TOKEN', 'missing Host header');
   let chunked = false;
   if (transferEncoding !== null) {
     // Both framings at once is how requests are smuggled; a coding other than chunked cannot be framed.
@@ -113,71 +170,181 @@ function checkHead(kind: 'request' | 'response', info: ParsedInfo, maxHeaderSize
 
 /** One side of one connection: feeds bytes in, calls `events` per message. */
 export class MessageParser {
-  private readonly parser: StrictParser;
+  private pointer: number;
+  private inHead = false;
+  private target = '';
+  private headers: string[] = [];
+  /** The header whose name (or value) is arriving; names and values can come in pieces across chunks. */
+  private field = '';
+  private value = '';
+  private inField = false;
+  private headBytes = 0;
+  /** Where llhttp gives up on a head that never ends; the exact check is checkHead's. */
+  private readonly headLimit: number;
 
-  constructor(kind: 'request' | 'response', events: MessageEvents, maxHeaderSize: number) {
-    const parser = new StrictParser(kind === 'request' ? HTTPParser.REQUEST : HTTPParser.RESPONSE);
-    // The library counts head bytes per execute() call; ours is the exact check in checkHead,
-    // this one only stops a head that never ends (a whole socket read of 64 KiB fits under it).
-    parser.maxHeaderSize = Math.max(maxHeaderSize, 64 * 1024) + 16 * 1024;
-    parser[HTTPParser.kOnHeadersComplete] = (info) => {
-      const { contentLength, chunked } = checkHead(kind, info, maxHeaderSize);
-      const status = info.statusCode;
-      const bodylessStatus = kind === 'response' && (status < 200 || status === 204 || status === 304);
-      return events.onHead({
-        method: kind === 'request' ? HTTPParser.methods[info.method]! : '',
-        url: info.url,
-        statusCode: status,
-        versionMinor: info.versionMinor,
-        rawHeaders: info.headers,
-        keepAlive: info.shouldKeepAlive,
-        hasBody: !bodylessStatus && (chunked || (contentLength === null ? kind === 'response' : contentLength > 0)),
-      });
-    };
-    parser[HTTPParser.kOnBody] = (chunk, start, length) => events.onBody(start === 0 && length === chunk.length ? chunk : chunk.subarray(start, start + length));
-    parser[HTTPParser.kOnMessageComplete] = () => events.onComplete();
-    this.parser = parser;
+  constructor(
+    private readonly kind: 'request' | 'response',
+    private readonly events: MessageEvents,
+    private readonly maxHeaderSize: number,
+  ) {
+    this.pointer = llhttp.llhttp_alloc(kind === 'request' ? TYPE_REQUEST : TYPE_RESPONSE);
+    this.headLimit = Math.max(maxHeaderSize, 64 * 1024) + 16 * 1024;
+    unclosed.register(this, this.pointer, this);
   }
 
   /** Parses a chunk; returns the error that makes the connection unusable, if any. */
   execute(chunk: Buffer): ParseError | null {
-    let rest = chunk;
+    if (this.pointer === 0) return new ParseError('HPE_CLOSED_CONNECTION', 'the connection is closed');
+    // A parser called from another's event (none does today) gets its own input buffer.
+    const nested = active !== null;
+    const base = nested ? llhttp.malloc(chunk.length) : this.inputFor(chunk.length);
+    new Uint8Array(llhttp.memory.buffer, base, chunk.length).set(chunk);
+    const outer = { active, activeChunk, activeBase };
+    // llhttp's callbacks find the running parser here (they get only its WebAssembly pointer).
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    active = this;
+    activeChunk = chunk;
+    activeBase = base;
     try {
-      while (rest.length > 0) {
-        const result = this.parser.execute(rest);
-        if (result instanceof Error) return asParseError(result);
-        // The library stops after a head that asks for a protocol upgrade; the gateway
+      let at = base;
+      for (;;) {
+        const result = llhttp.llhttp_execute(this.pointer, at, chunk.length - (at - base));
+        if (result === OK) return null;
+        if (result !== PAUSED_UPGRADE) return this.failure(result);
+        // llhttp stops after a request that asks for a protocol upgrade; the gateway
         // forwards such requests as plain ones, so parsing goes on with the rest.
-        if (result >= rest.length) break;
-        rest = rest.subarray(result);
+        at = llhttp.llhttp_get_error_pos(this.pointer);
+        llhttp.llhttp_resume_after_upgrade(this.pointer);
+        if (at >= base + chunk.length) return null;
       }
     } catch (err) {
-      // Thrown from the head check (or an event handler) inside the library's callback.
+      // Thrown from the head check (or an event handler) inside a callback.
       return asParseError(err);
+    } finally {
+      ({ active, activeChunk, activeBase } = outer);
+      if (nested) llhttp.free(base);
     }
-    return null;
   }
 
   /** The peer closed: a response read to EOF ends here; anything else mid-message is an error. */
   finish(): ParseError | null {
+    if (this.pointer === 0) return null;
+    const outer = active;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- as in execute()
+    active = this;
     try {
-      const result = this.parser.finish();
-      return result instanceof Error ? asParseError(result) : null;
+      const result = llhttp.llhttp_finish(this.pointer);
+      return result === OK ? null : this.failure(result);
     } catch (err) {
       return asParseError(err);
+    } finally {
+      active = outer;
     }
   }
 
   /** Part of a head has arrived and the rest has not (what the header timeout watches). */
   midHead(): boolean {
-    const { state } = this.parser;
-    return state === 'HEADER' || ((state === 'REQUEST_LINE' || state === 'RESPONSE_LINE') && this.parser.line.length > 0);
+    return this.inHead;
+  }
+
+  /** The connection is gone: llhttp's memory for it is freed. */
+  close(): void {
+    if (this.pointer === 0) return;
+    unclosed.unregister(this);
+    llhttp.llhttp_free(this.pointer);
+    this.pointer = 0;
+  }
+
+  // llhttp's callbacks, for the parser that is running. 0 goes on; a throw stops the connection.
+
+  messageBegin(): number {
+    this.inHead = true;
+    this.target = '';
+    this.headers = [];
+    this.inField = false;
+    this.field = '';
+    this.value = '';
+    this.headBytes = 0;
+    return 0;
+  }
+
+  url(piece: string): number {
+    this.count(piece.length);
+    this.target += piece;
+    return 0;
+  }
+
+  headerField(piece: string): number {
+    this.count(piece.length);
+    if (this.inField) {
+      this.field += piece;
+      return 0;
+    }
+    if (this.field) this.headers.push(this.field, this.value.trim());
+    this.field = piece;
+    this.value = '';
+    this.inField = true;
+    return 0;
+  }
+
+  headerValue(piece: string): number {
+    this.count(piece.length);
+    this.value += piece;
+    this.inField = false;
+    return 0;
+  }
+
+  headersComplete(statusCode: number, keepAlive: boolean): number {
+    if (this.field) this.headers.push(this.field, this.value.trim());
+    this.field = '';
+    this.inHead = false;
+    const { kind, pointer } = this;
+    const { contentLength, chunked } = checkHead(kind, this.target, this.headers, llhttp.llhttp_get_http_major(pointer), llhttp.llhttp_get_http_minor(pointer), this.maxHeaderSize);
+    const bodylessStatus = kind === 'response' && (statusCode < 200 || statusCode === 204 || statusCode === 304);
+    const noBody = this.events.onHead({
+      method: kind === 'request' ? methodName(llhttp.llhttp_get_method(pointer)) : '',
+      url: this.target,
+      statusCode,
+      versionMinor: llhttp.llhttp_get_http_minor(pointer),
+      rawHeaders: this.headers,
+      keepAlive,
+      hasBody: !bodylessStatus && (chunked || (contentLength === null ? kind === 'response' : contentLength > 0)),
+    });
+    return noBody ? SKIP_BODY : 0;
+  }
+
+  body(start: number, length: number): number {
+    this.events.onBody(start === 0 && length === activeChunk.length ? activeChunk : activeChunk.subarray(start, start + length));
+    return 0;
+  }
+
+  messageComplete(): number {
+    this.events.onComplete();
+    return 0;
+  }
+
+  private count(length: number): void {
+    this.headBytes += length;
+    if (this.headBytes > this.headLimit) throw new ParseError('HPE_HEADER_OVERFLOW', 'header overflow');
+  }
+
+  private failure(errno: number): ParseError {
+    const reason = llhttp.llhttp_get_error_reason(this.pointer);
+    return new ParseError(cString(llhttp.llhttp_errno_name(errno)), reason ? cString(reason) : 'parse error');
+  }
+
+  private inputFor(length: number): number {
+    if (length > inputSize) {
+      if (input) llhttp.free(input);
+      inputSize = Math.ceil(length / 4096) * 4096;
+      input = llhttp.malloc(inputSize);
+    }
+    return input;
   }
 }
 
 function asParseError(err: unknown): ParseError {
   if (err instanceof ParseError) return err;
   const e = err as { code?: string; message?: string };
-  if (e.message === 'max header size exceeded') return new ParseError('HPE_HEADER_OVERFLOW', 'header overflow');
   return new ParseError(e.code ?? 'HPE_INVALID', e.message ?? 'parse error');
 }

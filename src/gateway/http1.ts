@@ -403,6 +403,7 @@ class Connection implements MessageEvents {
   }
 
   private onClose(): void {
+    this.parser.close();
     this.server.forget(this);
     this.receiving?.body?.destroy();
     this.receiving = null;

@@ -255,6 +255,7 @@ class UpstreamConnection implements MessageEvents {
     socket.on('close', () => {
       this.pool.forget(this);
       this.exchange?.closed(this.lastError);
+      this.parser.close();
     });
   }
 
