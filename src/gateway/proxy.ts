@@ -35,9 +35,27 @@ export interface ProxyOptions {
   logger: Logger;
 }
 
-// Headers that describe one connection, never forwarded (RFC 9110 §7.6.1), plus
-// `expect`, which the gateway answers itself.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings']);
+/**
+ * Headers that describe one connection, never forwarded (RFC 9110 §7.6.1),
+ * plus `expect`, which the gateway answers itself. A switch: it runs for
+ * every header both ways, and a Set would hash each fresh name first.
+ */
+function isHopByHop(lowerCaseName: string): boolean {
+  switch (lowerCaseName) {
+    case 'connection':
+    case 'keep-alive':
+    case 'proxy-connection':
+    case 'te':
+    case 'trailer':
+    case 'transfer-encoding':
+    case 'upgrade':
+    case 'expect':
+    case 'http2-settings':
+      return true;
+    default:
+      return false;
+  }
+}
 
 /**
  * Request ids: 32 hex digits like Kong's, a random per-process half and a
@@ -52,6 +70,11 @@ function nextRequestId(): string {
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** A forwarding header of the client's, believed only from a trusted address. */
+function trustedHeader(req: ClientRequest, trusted: boolean, name: string): string | undefined {
+  return trusted ? first(req.headers[name]) : undefined;
 }
 
 function isTrusted(trusted: readonly string[], address: string): boolean {
@@ -74,7 +97,7 @@ function forwardableHeaders(req: ClientRequest): Record<string, string | string[
   const headers = req.headers;
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || (named !== null && named.includes(name))) continue;
+    if (value === undefined || isHopByHop(name) || (named !== null && named.includes(name))) continue;
     out[name] = value;
   }
   return out;
@@ -92,7 +115,7 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, laten
   for (let i = 0; i < upstream.length; i += 2) {
     const name = upstream[i]!;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) continue;
+    if (isHopByHop(lower)) continue;
     if (lower === 'via') {
       via = via === null ? upstream[i + 1]! : `${via}, ${upstream[i + 1]!}`;
       continue;
@@ -288,7 +311,6 @@ export class Proxy {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (this.options.maxBodySize && declared > this.options.maxBodySize) throw new GatewayError(413, MESSAGES.payloadTooLarge);
     const headers = ctx.upstreamHeaders;
-    const trustedHeader = (name: string) => (info.trusted ? first(req.headers[name]) : undefined);
     const { address } = info;
     const socket = req.socket;
     const balancer = info.config.balancers.get(service);
@@ -298,12 +320,13 @@ export class Proxy {
     const xff = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
     headers['x-forwarded-proto'] = info.forwardedProto;
-    headers['x-forwarded-host'] = trustedHeader('x-forwarded-host') ?? withoutPort(req.headers.host ?? '');
-    headers['x-forwarded-port'] = trustedHeader('x-forwarded-port') ?? String(socket.localPort ?? '');
-    headers['x-forwarded-path'] = trustedHeader('x-forwarded-path') ?? info.rawPath;
-    const prefix = trustedHeader('x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
+    headers['x-forwarded-host'] = trustedHeader(req, info.trusted, 'x-forwarded-host') ?? withoutPort(req.headers.host ?? '');
+    headers['x-forwarded-port'] = trustedHeader(req, info.trusted, 'x-forwarded-port') ?? String(socket.localPort ?? '');
+    headers['x-forwarded-path'] = trustedHeader(req, info.trusted, 'x-forwarded-path') ?? info.rawPath;
+    const prefix = trustedHeader(req, info.trusted, 'x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
     if (prefix) headers['x-forwarded-prefix'] = prefix;
-    else delete headers['x-forwarded-prefix'];
+    // Deleting only what is there keeps the object in V8's fast mode.
+    else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
     headers['x-real-ip'] = ctx.forwardedIp;
     headers.via = req.headers.via ? `${req.headers.via}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
     headers['x-kong-request-id'] = ctx.requestId;
@@ -323,7 +346,8 @@ export class Proxy {
       body: ctx.body ?? req.body,
       maxBodySize: this.options.maxBodySize,
       client: res,
-      onResponse: (status, upstream) => {
+      // A method, not an arrow: tsx names every arrow it sees assigned, at a cost per request.
+      onResponse(status, upstream) {
         const latency = [
           'X-Kong-Upstream-Latency', String(Math.round(performance.now() - sentAt)),
           'X-Kong-Proxy-Latency', String(Math.round(sentAt - info.started)),

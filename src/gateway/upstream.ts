@@ -373,15 +373,8 @@ export class UpstreamPools {
    */
   async forward(request: ForwardRequest): Promise<void> {
     const { service, peer } = request;
-    let target = peer ? peer() : service;
-    let pool = this.poolFor(target);
+    let pool = this.poolFor(peer ? peer() : service);
     let lastError: unknown;
-    // A counted try that failed moves to the next target of a balanced service (Kong's next peer).
-    const nextPeer = (attempt: number) => {
-      if (!peer || attempt > service.retries) return;
-      target = peer();
-      pool = this.poolFor(target);
-    };
     for (let attempt = 0; attempt <= service.retries; ) {
       if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
       let connection = pool.take();
@@ -394,7 +387,8 @@ export class UpstreamPools {
           attempt++;
           // Nothing was sent on a connection that failed while opening (a reset right after the handshake too).
           if (!CONNECT_FAILURES.has(errorCode(err)) && !EARLY_RESETS.has(errorCode(err))) break;
-          nextPeer(attempt);
+          // A counted try that failed moves to the next target of a balanced service (Kong's next peer).
+          if (peer && attempt <= service.retries) pool = this.poolFor(peer());
           continue;
         }
       }
@@ -407,7 +401,9 @@ export class UpstreamPools {
       // A streamed body that has begun cannot be sent again.
       if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) break;
       // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
-      if (!reused) nextPeer(++attempt);
+      if (reused) continue;
+      attempt++;
+      if (peer && attempt <= service.retries) pool = this.poolFor(peer());
     }
     throw upstreamFailure(lastError);
   }

@@ -51,6 +51,31 @@ test('key-auth: custom key names, hide_credentials, consumer headers; forged con
   assert.equal(bob!.headers['x-consumer-custom-id'], undefined);
 });
 
+test('key-auth: a consumer name holding a line break cannot smuggle a header to the upstream: 500, nothing sent, the gateway keeps serving', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [{ name: 'svc', url: backend.url, routes: [{ name: 'r', paths: ['/'], plugins: [{ name: 'key-auth' }] }] }],
+    consumers: [
+      { username: 'evil\r\nX-Injected: yes', keyauth_credentials: [{ key: 'evil-key' }] },
+      { username: 'fine', custom_id: 'line\nbreak', keyauth_credentials: [{ key: 'fine-key' }] },
+      { username: 'alice', keyauth_credentials: [{ key: 'alice-key' }] },
+    ],
+  });
+  for (const key of ['evil-key', 'fine-key']) {
+    const res = await request(`${gw.proxy}/x`, { headers: { apikey: key } });
+    assert.equal(res.statusCode, 500, key);
+    assert.equal(((await res.body.json()) as { message: string }).message, 'An unexpected error occurred');
+  }
+  assert.equal(backend.seen.length, 0);
+  const ok = await request(`${gw.proxy}/y`, { headers: { apikey: 'alice-key' } });
+  assert.equal(ok.statusCode, 200);
+  await ok.body.dump();
+  assert.equal(backend.seen.length, 1);
+  assert.equal(backend.seen[0]!.headers['x-injected'], undefined);
+  assert.equal(backend.seen[0]!.headers['x-consumer-username'], 'alice');
+});
+
 test('key-auth: a repeated key is refused; keys in the body when key_in_body is on', async (t) => {
   const backend = await echoBackend(t);
   const gw = await gatewayWith(t, doc(backend.url, [{ name: 'key-auth', config: { key_in_body: true, hide_credentials: true } }]));

@@ -91,8 +91,9 @@ async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promis
 }
 
 function setOrClear(headers: Record<string, string | string[]>, name: string, value: string | null): void {
-  if (value === null) delete headers[name];
-  else headers[name] = value;
+  if (value !== null) headers[name] = value;
+  // Deleting only what the client sent keeps the object in V8's fast mode.
+  else if (headers[name] !== undefined) delete headers[name];
 }
 
 /** The consumer headers Kong sets (or clears, so a client cannot forge them). */
