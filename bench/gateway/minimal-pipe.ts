@@ -11,10 +11,10 @@ import { MessageParser, type MessageHead } from '../../src/gateway/http-parser.t
 
 const [port, backendPort] = process.argv.slice(2).map(Number);
 
-/** One upstream connection; `answer` gets the whole response as one string. */
+/** One upstream connection; the whole response goes to `client` as one string. */
 class Upstream {
   readonly socket = net.connect(backendPort!, '127.0.0.1');
-  answer: (text: string) => void = () => undefined;
+  client: net.Socket | null = null;
   private text = '';
   private readonly parser = new MessageParser('response', this, 64 * 1024);
 
@@ -42,7 +42,7 @@ class Upstream {
 
   onComplete(): void {
     idle.push(this);
-    this.answer(this.text);
+    this.client?.write(this.text, 'latin1');
   }
 }
 
@@ -59,7 +59,7 @@ net
           let text = `${head.method} /api/getusers HTTP/1.1\r\n`;
           for (let i = 0; i < head.rawHeaders.length; i += 2) text += `${head.rawHeaders[i]}: ${head.rawHeaders[i + 1]}\r\n`;
           const upstream = idle.pop() ?? new Upstream();
-          upstream.answer = (answer) => client.write(answer, 'latin1');
+          upstream.client = client;
           upstream.socket.write(`${text}\r\n`, 'latin1');
           return false;
         },

@@ -199,7 +199,10 @@ export class MessageParser {
     const nested = active !== null;
     const base = nested ? llhttp.malloc(chunk.length) : this.inputFor(chunk.length);
     new Uint8Array(llhttp.memory.buffer, base, chunk.length).set(chunk);
-    const outer = { active, activeChunk, activeBase };
+    // Saved in locals, not an object: this runs for every socket read.
+    const outerParser = active;
+    const outerChunk = activeChunk;
+    const outerBase = activeBase;
     // llhttp's callbacks find the running parser here (they get only its WebAssembly pointer).
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     active = this;
@@ -221,7 +224,9 @@ export class MessageParser {
       // Thrown from the head check (or an event handler) inside a callback.
       return asParseError(err);
     } finally {
-      ({ active, activeChunk, activeBase } = outer);
+      active = outerParser;
+      activeChunk = outerChunk;
+      activeBase = outerBase;
       if (nested) llhttp.free(base);
     }
   }
@@ -299,13 +304,14 @@ export class MessageParser {
     this.field = '';
     this.inHead = false;
     const { kind, pointer } = this;
-    const { contentLength, chunked } = checkHead(kind, this.target, this.headers, llhttp.llhttp_get_http_major(pointer), llhttp.llhttp_get_http_minor(pointer), this.maxHeaderSize);
+    const versionMinor = llhttp.llhttp_get_http_minor(pointer);
+    const { contentLength, chunked } = checkHead(kind, this.target, this.headers, llhttp.llhttp_get_http_major(pointer), versionMinor, this.maxHeaderSize);
     const bodylessStatus = kind === 'response' && (statusCode < 200 || statusCode === 204 || statusCode === 304);
     const noBody = this.events.onHead({
       method: kind === 'request' ? methodName(llhttp.llhttp_get_method(pointer)) : '',
       url: this.target,
       statusCode,
-      versionMinor: llhttp.llhttp_get_http_minor(pointer),
+      versionMinor,
       rawHeaders: this.headers,
       keepAlive,
       hasBody: !bodylessStatus && (chunked || (contentLength === null ? kind === 'response' : contentLength > 0)),

@@ -15,7 +15,7 @@ import type { LoadedConfig } from './declarative.ts';
 import { clientBodyError, GatewayError, MESSAGES, renderError } from './errors.ts';
 import type { ClientRequest, ClientResponse } from './http1.ts';
 import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
-import type { ConsumerDirectory, RequestContext } from './plugins/plugin.ts';
+import { setOrClearHeader, type ConsumerDirectory, type RequestContext } from './plugins/plugin.ts';
 import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
 import type { UpstreamPools } from './upstream.ts';
 
@@ -324,9 +324,7 @@ export class Proxy {
     headers['x-forwarded-port'] = trustedHeader(req, info.trusted, 'x-forwarded-port') ?? String(socket.localPort ?? '');
     headers['x-forwarded-path'] = trustedHeader(req, info.trusted, 'x-forwarded-path') ?? info.rawPath;
     const prefix = trustedHeader(req, info.trusted, 'x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
-    if (prefix) headers['x-forwarded-prefix'] = prefix;
-    // Deleting only what is there keeps the object in V8's fast mode.
-    else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
+    setOrClearHeader(headers, 'x-forwarded-prefix', prefix || null);
     headers['x-real-ip'] = ctx.forwardedIp;
     headers.via = req.headers.via ? `${req.headers.via}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
     headers['x-kong-request-id'] = ctx.requestId;

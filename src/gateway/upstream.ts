@@ -387,8 +387,7 @@ export class UpstreamPools {
           attempt++;
           // Nothing was sent on a connection that failed while opening (a reset right after the handshake too).
           if (!CONNECT_FAILURES.has(errorCode(err)) && !EARLY_RESETS.has(errorCode(err))) break;
-          // A counted try that failed moves to the next target of a balanced service (Kong's next peer).
-          if (peer && attempt <= service.retries) pool = this.poolFor(peer());
+          pool = this.poolAfterFailedTry(request, attempt, pool);
           continue;
         }
       }
@@ -401,11 +400,14 @@ export class UpstreamPools {
       // A streamed body that has begun cannot be sent again.
       if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) break;
       // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
-      if (reused) continue;
-      attempt++;
-      if (peer && attempt <= service.retries) pool = this.poolFor(peer());
+      if (!reused) pool = this.poolAfterFailedTry(request, ++attempt, pool);
     }
     throw upstreamFailure(lastError);
+  }
+
+  /** A counted try failed: a balanced service moves to its next target (Kong's next peer) while tries remain. */
+  private poolAfterFailedTry(request: ForwardRequest, attempt: number, pool: OriginPool): OriginPool {
+    return request.peer && attempt <= request.service.retries ? this.poolFor(request.peer()) : pool;
   }
 
   async close(): Promise<void> {

@@ -47,6 +47,16 @@ export interface RequestContext {
   replaceBody(body: Buffer): void;
 }
 
+/**
+ * Sets an upstream header, or clears it when `value` is null. Only a header
+ * that is there is deleted: `delete` turns the object into a dictionary for
+ * the rest of the request, and clearing absent headers is the usual case.
+ */
+export function setOrClearHeader(headers: Record<string, string | string[]>, name: string, value: string | null): void {
+  if (value !== null) headers[name] = value;
+  else if (headers[name] !== undefined) delete headers[name];
+}
+
 export interface PluginHandler {
   access(ctx: RequestContext): void | Promise<void>;
 }

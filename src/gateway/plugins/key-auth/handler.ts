@@ -5,7 +5,7 @@
  */
 import { GatewayError } from '../../errors.ts';
 import type { Consumer, KeyauthCredential } from '../../model.ts';
-import type { PluginDefinition, RequestContext } from '../plugin.ts';
+import { setOrClearHeader, type PluginDefinition, type RequestContext } from '../plugin.ts';
 import { keyAuthFields, type KeyAuthConfig } from './schema.ts';
 
 const NO_KEY = 'No API key found in request';
@@ -90,20 +90,14 @@ async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promis
   return undefined;
 }
 
-function setOrClear(headers: Record<string, string | string[]>, name: string, value: string | null): void {
-  if (value !== null) headers[name] = value;
-  // Deleting only what the client sent keeps the object in V8's fast mode.
-  else if (headers[name] !== undefined) delete headers[name];
-}
-
 /** The consumer headers Kong sets (or clears, so a client cannot forge them). */
 function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
   const headers = ctx.upstreamHeaders;
-  setOrClear(headers, 'x-consumer-id', consumer.id);
-  setOrClear(headers, 'x-consumer-custom-id', consumer.custom_id);
-  setOrClear(headers, 'x-consumer-username', consumer.username);
-  setOrClear(headers, 'x-credential-identifier', credential?.id ?? null);
-  setOrClear(headers, 'x-anonymous-consumer', anonymous ? 'true' : null);
+  setOrClearHeader(headers, 'x-consumer-id', consumer.id);
+  setOrClearHeader(headers, 'x-consumer-custom-id', consumer.custom_id);
+  setOrClearHeader(headers, 'x-consumer-username', consumer.username);
+  setOrClearHeader(headers, 'x-credential-identifier', credential?.id ?? null);
+  setOrClearHeader(headers, 'x-anonymous-consumer', anonymous ? 'true' : null);
   ctx.consumer = consumer;
   ctx.credential = credential;
 }
