@@ -73,10 +73,10 @@ export async function run(): Promise<BenchResult[]> {
   const { billing, face } = await startFaceWithBilling(dataDir);
   const rssWithContainer = process.memoryUsage().rss;
   const direct = await FaceModels.load({
-    detector: '../shared/models/face-ultralight-rfb/version-RFB-640.onnx',
-    eyeglasses: '../shared/models/face-attributes-glasses-mantasu/glasses_eyeglasses.onnx',
-    sunglasses: '../shared/models/face-attributes-glasses-mantasu/glasses_sunglasses.onnx',
-    mask: '../shared/models/face-attributes-mask-aizoo/model.json',
+    detector: 'models/face-ultralight-rfb/version-RFB-640.onnx',
+    eyeglasses: 'models/face-attributes-glasses-mantasu/glasses_eyeglasses.onnx',
+    sunglasses: 'models/face-attributes-glasses-mantasu/glasses_sunglasses.onnx',
+    mask: 'models/face-attributes-mask-aizoo/model.json',
   });
   const endpoint = face.urls[0]!.url;
   const results: BenchResult[] = [];

@@ -1,8 +1,8 @@
 /**
  * Where model weights come from, the same for every component (DESIGN "Models"):
- * an explicit --model file, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models,
- * then ../shared/models beside the package. Otherwise a clear message that
- * points at `offcloud models pull`.
+ * an explicit flag, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models, then the
+ * package's own models/ folder, where the default weights ship. Otherwise a
+ * clear message that points at `offcloud models pull`.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -26,7 +26,7 @@ export function modelSearchPath(dataDir: string, env: NodeJS.ProcessEnv = proces
   return [
     ...(env.OFFCLOUD_MODELS_DIR ? [resolve(env.OFFCLOUD_MODELS_DIR)] : []),
     resolve(dataDir, 'models'),
-    resolve(PACKAGE_ROOT, '..', 'shared', 'models'),
+    resolve(PACKAGE_ROOT, 'models'),
   ];
 }
 

@@ -1,7 +1,7 @@
 /**
  * The files the scoring service and its client use by default, where they
  * live inside a models folder, where `offcloud models pull` downloads them
- * from, and the sha256 each must have (../shared/models/SOURCES.md).
+ * from, and the sha256 each must have (their cards are in models/<name>/MODEL_CARD.md).
  */
 export interface ModelFile {
   /** Path inside a models folder; also the path under a --mirror base URL. */

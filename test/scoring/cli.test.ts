@@ -24,7 +24,7 @@ async function printed(command: (args: string[], print: (line: string) => void) 
   return lines.join('\n');
 }
 
-const SHARED_MODELS = resolve(PACKAGE_ROOT, '..', 'shared', 'models');
+const PACKAGE_MODELS = resolve(PACKAGE_ROOT, 'models');
 const cleanups: (() => unknown)[] = [];
 let dataDir: string;
 let scoring: RunningComponent;
@@ -44,9 +44,9 @@ before(async () => {
     const [, kind, ...rest] = (req.url ?? '').split('/');
     const relative = rest.join('/');
     if (kind === 'images') return createReadStream(join(dataDir, relative)).on('error', () => res.writeHead(404).end()).pipe(res);
-    if (kind === 'good') return createReadStream(join(SHARED_MODELS, relative)).on('error', () => res.writeHead(404).end()).pipe(res);
+    if (kind === 'good') return createReadStream(join(PACKAGE_MODELS, relative)).on('error', () => res.writeHead(404).end()).pipe(res);
     if (kind === 'bad') {
-      return void readFile(join(SHARED_MODELS, relative)).then(
+      return void readFile(join(PACKAGE_MODELS, relative)).then(
         (bytes) => {
           bytes[bytes.length >> 1]! ^= 0xff;
           res.end(bytes);
@@ -147,20 +147,20 @@ test('R-SCORE-7 a file that is not an image, or bad arguments, are usage errors 
   }
 });
 
-test('R-SCORE-1 model lookup order: --model, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models, then ../shared/models', async (t) => {
+test('R-SCORE-1 model lookup order: --model, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models, then the package\'s own models/', async (t) => {
   const own = await tempDataDir(t);
   const envDir = join(own, 'env-models');
   for (const dir of [join(own, 'models'), envDir]) {
     await mkdir(join(dir, 'imagenet-mobilenetv2-int8'), { recursive: true });
-    await copyFile(join(SHARED_MODELS, DEFAULT_MODEL.relativePath), join(dir, DEFAULT_MODEL.relativePath));
+    await copyFile(join(PACKAGE_MODELS, DEFAULT_MODEL.relativePath), join(dir, DEFAULT_MODEL.relativePath));
   }
   const lookup = (env: NodeJS.ProcessEnv, explicit?: string) => resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: own, env, explicit });
   const explicit = join(own, 'models', DEFAULT_MODEL.relativePath);
   assert.equal(lookup({ OFFCLOUD_MODELS_DIR: envDir }, explicit), explicit);
   assert.equal(lookup({ OFFCLOUD_MODELS_DIR: envDir }), join(envDir, DEFAULT_MODEL.relativePath));
   assert.equal(lookup({}), join(own, 'models', DEFAULT_MODEL.relativePath));
-  assert.equal(resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: join(own, 'empty'), env: {} }), join(SHARED_MODELS, DEFAULT_MODEL.relativePath));
-  assert.deepEqual(modelSearchPath(own, { OFFCLOUD_MODELS_DIR: envDir }), [envDir, join(own, 'models'), SHARED_MODELS]);
+  assert.equal(resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: join(own, 'empty'), env: {} }), join(PACKAGE_MODELS, DEFAULT_MODEL.relativePath));
+  assert.deepEqual(modelSearchPath(own, { OFFCLOUD_MODELS_DIR: envDir }), [envDir, join(own, 'models'), PACKAGE_MODELS]);
   assert.throws(() => resolveModelFile({ relativePath: 'nothing/here.onnx', dataDir: own, env: {} }), /not found .*offcloud models pull/);
 });
 
@@ -178,7 +178,7 @@ test('R-SCORE-1 the container loads the model $OFFCLOUD_MODELS_DIR points at, an
   }
   await assert.rejects(startScoring({ ...quiet, dataDir: own, model: join(own, 'missing.onnx') }), /missing\.onnx \(--model\) does not exist/);
   // A real ONNX model with another input size (the face detector) is refused at start, by name.
-  await assert.rejects(startScoring({ ...quiet, dataDir: own, model: join(SHARED_MODELS, 'face-ultralight-rfb/version-RFB-320.onnx') }), /does not take a float32 \[1,3,224,224\] input/);
+  await assert.rejects(startScoring({ ...quiet, dataDir: own, model: join(PACKAGE_MODELS, 'face-ultralight-rfb/version-RFB-640.onnx') }), /does not take a float32 \[1,3,224,224\] input/);
 });
 
 test('models pull downloads every default file from a mirror and checks its sha256; a second pull keeps them', async (t) => {
