@@ -26,7 +26,7 @@ export const scoringOptions = {
   model: {
     type: 'string',
     default: '',
-    description: `ONNX ImageNet-1k classifier taking float32 [1,3,224,224] and giving 1000 values (default: ${DEFAULT_MODEL.relativePath} in $OFFCLOUD_MODELS_DIR, <data-dir>/models or the package\'s models/)`,
+    description: `ONNX ImageNet-1k classifier taking float32 [1,3,224,224] and giving 1000 values (default: ${DEFAULT_MODEL.relativePath} in $OFFCLOUD_MODELS_DIR, <data-dir>/models or the package's own models/)`,
   },
   inputScale: {
     type: 'string',
