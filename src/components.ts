@@ -6,7 +6,7 @@ import { gateway, users } from './gateway/index.ts';
 import { identity } from './identity/index.ts';
 import { storage } from './storage/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';
-import { scripts } from './scripttrigger/index.ts';
+import { scripts } from './scripts/index.ts';
 import { hub } from './hub/index.ts';
 import { billing } from './billing/index.ts';
 import { sentiment } from './sentiment/index.ts';

@@ -4,7 +4,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { request } from 'undici';
-import { startScripts, type RunningScripts, type ScriptsOptions } from '../../src/scripttrigger/server.ts';
+import { startScripts, type RunningScripts, type ScriptsOptions } from '../../src/scripts/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 
 export interface Harness {

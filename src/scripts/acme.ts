@@ -1,17 +1,15 @@
 /**
  * Certificates by ACME with HTTP-01 verification (§5, §8): the account key,
- * the certificate key and the issued chain live in <data-dir>/scripts/acme;
- * a stored certificate is reused while it is fresh and renewed before it
+ * the certificate key and the issued chain live in the AcmeStore; a stored certificate is reused while it is fresh and renewed before it
  * expires, without a restart (the HTTPS server swaps its secure context).
  */
-import { createHash, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
-import { join } from 'node:path';
 import acme from 'acme-client';
 import type { Logger } from 'pino';
 import { ConfigError, StartupError } from '../common/errors.ts';
-import { writeFileAtomic } from '../common/files.ts';
+import { AcmeStore } from './store.ts';
 
 const DAY_MS = 86_400_000;
 /** How often the stored certificate's age is checked. */
@@ -48,7 +46,7 @@ export type ChallengeResponses = Map<string, string>;
 const DOMAIN = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}$/;
 
 export class CertificateManager {
-  private readonly dir: string;
+  private readonly store: AcmeStore;
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<Certificate> | null = null;
 
@@ -58,24 +56,13 @@ export class CertificateManager {
     private readonly logger: Logger,
   ) {
     if (!DOMAIN.test(settings.domain)) throw new ConfigError(`--acme ${JSON.stringify(settings.domain)} is not a DNS name`);
-    this.dir = join(settings.dataDir, 'scripts', 'acme');
-  }
-
-  private path(name: string): string {
-    return join(this.dir, name);
+    this.store = new AcmeStore(settings.dataDir);
   }
 
   /** The stored certificate for the domain, or null when there is none yet. */
   async stored(): Promise<Certificate | null> {
-    try {
-      const [cert, key] = await Promise.all([
-        readFile(this.path(`${this.settings.domain}.crt`), 'utf8'),
-        readFile(this.path(`${this.settings.domain}.key`), 'utf8'),
-      ]);
-      return withDates(cert, key);
-    } catch {
-      return null;
-    }
+    const stored = await this.store.certificate(this.settings.domain);
+    return stored && withDates(stored.cert, stored.key);
   }
 
   /** A certificate fit to serve now: the stored one while fresh, else a new one from the ACME server. */
@@ -120,23 +107,6 @@ export class CertificateManager {
     clearInterval(this.timer);
   }
 
-  /** Accounts belong to one ACME server: one folder per directory URL. */
-  private accountPath(name: string): string {
-    const server = createHash('sha256').update(this.settings.directoryUrl).digest('hex').slice(0, 16);
-    return join(this.dir, 'accounts', server, name);
-  }
-
-  private async accountKey(): Promise<Buffer> {
-    const path = this.accountPath('account.key');
-    try {
-      return await readFile(path);
-    } catch {
-      const key = await acme.crypto.createPrivateEcdsaKey();
-      await writeFileAtomic(path, key, 0o600);
-      return key;
-    }
-  }
-
   private async order(): Promise<Certificate> {
     const { domain, directoryUrl, email, caFile } = this.settings;
     if (caFile) {
@@ -144,8 +114,9 @@ export class CertificateManager {
       acme.axios.defaults.httpsAgent = new Agent({ ca: await readFile(caFile, 'utf8') });
     }
     // With its URL known the account is not registered again (pebble refuses that re-registration's update).
-    const accountUrl = await readFile(this.accountPath('account.url'), 'utf8').catch(() => '');
-    const client = new acme.Client({ directoryUrl, accountKey: await this.accountKey(), ...(accountUrl ? { accountUrl } : {}) });
+    const accountUrl = await this.store.accountUrl(directoryUrl);
+    const accountKey = await this.store.accountKey(directoryUrl, () => acme.crypto.createPrivateEcdsaKey());
+    const client = new acme.Client({ directoryUrl, accountKey, ...(accountUrl ? { accountUrl } : {}) });
     const [key, csr] = await acme.crypto.createCsr({ commonName: domain, altNames: [domain] }, await acme.crypto.createPrivateEcdsaKey());
     this.logger.info({ domain, directoryUrl }, 'ordering a certificate by ACME (http-01)');
     let timer: NodeJS.Timeout | undefined;
@@ -169,9 +140,8 @@ export class CertificateManager {
       }),
       timeout,
     ]).finally(() => clearTimeout(timer));
-    if (!accountUrl) await writeFileAtomic(this.accountPath('account.url'), client.getAccountUrl(), 0o600);
-    await writeFileAtomic(this.path(`${domain}.key`), key, 0o600);
-    await writeFileAtomic(this.path(`${domain}.crt`), chain, 0o644);
+    if (!accountUrl) await this.store.saveAccountUrl(directoryUrl, client.getAccountUrl());
+    await this.store.saveCertificate(domain, chain, key);
     const cert = withDates(chain, key.toString());
     this.logger.info({ domain, notAfter: cert.notAfter.toISOString() }, 'certificate obtained');
     return cert;

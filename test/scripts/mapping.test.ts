@@ -3,7 +3,7 @@ import { rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { request } from 'undici';
-import { startScripts } from '../../src/scripttrigger/server.ts';
+import { startScripts } from '../../src/scripts/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { callStream, dataLines, exitOf, startHarness } from './helpers.ts';
 

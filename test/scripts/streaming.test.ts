@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { request } from 'undici';
-import { MAX_LINE_CHARS } from '../../src/scripttrigger/run.ts';
+import { MAX_LINE_CHARS } from '../../src/scripts/run.ts';
 import { debianProgram } from '../helpers/index.ts';
 import { callStream, dataLines, exitOf, startHarness } from './helpers.ts';
 

@@ -11,7 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { request } from 'undici';
-import { startScripts } from '../../src/scripttrigger/server.ts';
+import { startScripts } from '../../src/scripts/server.ts';
 import { alternate, median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
 

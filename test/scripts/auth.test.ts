@@ -4,8 +4,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { request } from 'undici';
-import { parseBasicAuthorization } from '../../src/scripttrigger/htpasswd.ts';
-import { startScripts } from '../../src/scripttrigger/server.ts';
+import { parseBasicAuthorization } from '../../src/scripts/htpasswd.ts';
+import { startScripts } from '../../src/scripts/server.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { callStream, dataLines, startHarness } from './helpers.ts';
 
