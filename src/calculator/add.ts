@@ -1,16 +1,17 @@
 /** The calculator's one operation (§4.6): the sum of two integers of any size. */
+import { WireError } from '../common/errors.ts';
 
 /** Longest integer accepted, in digits; longer segments are refused. */
 export const MAX_DIGITS = 1000;
 
 const INTEGER = new RegExp(`^[+-]?\\d{1,${MAX_DIGITS}}$`);
 
-export class InvalidOperandError extends Error {
+export class InvalidOperandError extends WireError {
   constructor(
     readonly segment: string,
     readonly reason: string,
   ) {
-    super(`invalid operand ${JSON.stringify(segment)}: ${reason}`);
+    super(400, 'InvalidOperand', `invalid operand ${JSON.stringify(segment)}: ${reason}`);
   }
 }
 

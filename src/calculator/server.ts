@@ -1,9 +1,9 @@
-import type { FastifyReply } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { add, InvalidOperandError } from './add.ts';
+import { toWireError } from './errors.ts';
 import { calculatorOptions } from './options.ts';
 
 export type CalculatorOptions = OptionValues<typeof calculatorOptions>;
@@ -22,18 +22,11 @@ function decodeSegment(segment: string): string {
 export async function startCalculator(given: Partial<CalculatorOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
   const options = withDefaults(calculatorOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'calculator');
-  // The one mapping of errors to the calculator's wire form: a short text/plain line.
-  const sendError = (error: Error, reply: FastifyReply) => {
-    if (error instanceof InvalidOperandError) return reply.code(400).type(TEXT).send(error.message);
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) logger.error({ err: error }, 'request failed');
-    return reply.code(status).type(TEXT).send(status >= 500 ? 'internal error' : error.message);
-  };
   const app = createHttpServer({
     logger,
     bodyLimit: 16 * 1024,
     // A URL fastify cannot decode (`/add/%zz/1`) is a bad operand too.
-    frameworkErrors: (error, _request, reply) => void sendError(new InvalidOperandError('', error.message), reply),
+    frameworkErrors: (error, _request, reply) => void sendWireAnswer(reply, toWireError(new InvalidOperandError('', error.message))),
   });
 
   app.route({
@@ -56,7 +49,7 @@ export async function startCalculator(given: Partial<CalculatorOptions> & Runtim
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]}`),
   );
-  app.setErrorHandler(async (error, _request, reply) => sendError(error as Error, reply));
+  installErrorHandler(app, { logger, toWire: toWireError });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'calculator' });
   logger.info({ url }, 'calculator listening');

@@ -32,3 +32,19 @@ export class UsageError extends OffcloudError {
     super('UsageError', message);
   }
 }
+
+/**
+ * A failure with a place in an interface's wire format: the HTTP status it
+ * answers with and a stable `code` callers and tests can rely on. Every
+ * component's wire errors extend it; each component's `errors.ts` turns them
+ * (and anything else) into its own wire shape in one `toWireError`.
+ */
+export class WireError extends OffcloudError {
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+  ) {
+    super(code, message);
+  }
+}

@@ -4,10 +4,10 @@
  * listen() that turns a taken port into a message naming the option.
  */
 import type { IncomingMessage } from 'node:http';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { UnusedConnections } from './connections.ts';
-import { StartupError } from './errors.ts';
+import { StartupError, WireError } from './errors.ts';
 import { describeKey } from './config.ts';
 import type { TlsMaterial } from './tls.ts';
 
@@ -65,6 +65,46 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     });
   }
   return app;
+}
+
+/** What a failed request answers: status, body, and the headers the interface wants with it. */
+export interface WireAnswer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ErrorContract {
+  logger: Logger;
+  /** The component's one mapping (its `errors.ts`) from any failure to its wire form. */
+  toWire: (error: unknown, request: FastifyRequest) => WireAnswer;
+}
+
+/** The 4xx status of a bad request fastify itself refused (body too large, unparsable JSON, wrong content type). */
+export function clientErrorStatus(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}
+
+/**
+ * The one error handler of every HTTP component: the component maps, this
+ * answers. Failures that are neither the component's own wire errors nor a bad
+ * request fastify caught are unexpected, so they are logged (with the request
+ * line); the client sees only what the mapping says.
+ */
+export function installErrorHandler(app: FastifyInstance, contract: ErrorContract): void {
+  app.setErrorHandler(async (error, request, reply) => {
+    if (!(error instanceof WireError) && clientErrorStatus(error) === undefined) {
+      contract.logger.error({ err: error, method: request.method, url: request.url }, 'request failed');
+    }
+    return sendWireAnswer(reply, contract.toWire(error, request));
+  });
+}
+
+/** Sends a mapped failure (also from `frameworkErrors`, which runs before any handler). */
+export function sendWireAnswer(reply: FastifyReply, answer: WireAnswer): FastifyReply {
+  if (answer.headers) reply.headers(answer.headers);
+  return reply.code(answer.status).send(answer.body);
 }
 
 export interface ListenOptions {
