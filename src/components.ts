@@ -11,7 +11,8 @@ import { hub } from './hub/index.ts';
 import { billing } from './billing/index.ts';
 import { sentiment } from './sentiment/index.ts';
 import { face } from './face/index.ts';
-import { modelsCommands, scoreCommands, scoring, scoringFrontend } from './scoring/index.ts';
+import { scoreCommands, scoring, scoringFrontend } from './scoring/index.ts';
+import { modelsCommands } from './models/commands.ts';
 
 export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend] as unknown as ComponentDefinition<OptionSchema>[];
 

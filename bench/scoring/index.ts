@@ -22,7 +22,7 @@ import sharp from 'sharp';
 import { startScoring } from '../../src/scoring/container.ts';
 import { normalizeInput, readerPixelTransform, serverSessionOptions, softmax } from '../../src/scoring/classifier.ts';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
-import { DEFAULT_MODEL } from '../../src/scoring/model-files.ts';
+import { DEFAULT_MODEL } from '../../src/models/catalogue.ts';
 import { INPUT_LAYOUT, INPUT_SHAPE, readTensorBody, TensorBodyStream } from '../../src/scoring/tensor-body.ts';
 import { resolveModelFile } from '../../src/common/models.ts';
 import { startTypeScriptWorker } from '../../src/common/worker.ts';

@@ -12,10 +12,23 @@ import { StartupError } from './errors.ts';
 /** The package's root folder (where package.json is). */
 export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/** The option that gives another file instead: `--<component>-<flag>` under `offcloud up`, `--<flag>` under `offcloud <component>`. */
+export interface ModelOption {
+  component: string;
+  flag: string;
+}
+
+/** The flags that replace a model file, as a user types them. */
+export function replacementFlags({ component, flag }: ModelOption): string {
+  return component === 'score' ? `offcloud score --${flag} <file>` : `--${component}-${flag} <file> (offcloud up) or --${flag} <file> (offcloud ${component})`;
+}
+
 export interface ModelLookup {
   /** The model's path relative to a models folder, e.g. `imagenet-mobilenetv2-int8/mobilenetv2-12-int8.onnx`. */
   relativePath: string;
-  /** The --model flag's value; used as is when set. */
+  /** The option that replaces the file; named in the messages (default: scoring's --model). */
+  option?: ModelOption;
+  /** That option's value; used as is when set. */
   explicit?: string;
   dataDir: string;
   env?: NodeJS.ProcessEnv;
@@ -31,9 +44,10 @@ export function modelSearchPath(dataDir: string, env: NodeJS.ProcessEnv = proces
 }
 
 export function resolveModelFile(lookup: ModelLookup): string {
+  const option = lookup.option ?? { component: 'scoring', flag: 'model' };
   if (lookup.explicit) {
     const path = resolve(lookup.explicit);
-    if (!existsSync(path)) throw new StartupError(`model file ${path} (--model) does not exist`);
+    if (!existsSync(path)) throw new StartupError(`model file ${path} (--${option.flag}) does not exist`);
     return path;
   }
   const searched = modelSearchPath(lookup.dataDir, lookup.env).map((dir) => resolve(dir, lookup.relativePath));
@@ -41,6 +55,6 @@ export function resolveModelFile(lookup: ModelLookup): string {
   if (found) return found;
   throw new StartupError(
     `model ${lookup.relativePath} not found (looked in ${searched.join(', ')}); ` +
-      'run `offcloud models pull` to download it, or give --model <file>',
+      `run \`offcloud models pull ${lookup.relativePath.split('/')[0]}\` to download it, or give ${replacementFlags(option)}`,
   );
 }

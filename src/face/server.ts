@@ -9,6 +9,7 @@ import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
+import { EYEGLASSES, FACE_DETECTOR, MASK_MODEL, SUNGLASSES, type ModelFile } from '../models/catalogue.ts';
 import {
   billingGate,
   CONTAINER_KINDS,
@@ -71,12 +72,12 @@ const openApiPaths: OpenApiPaths = {
 };
 
 function modelPaths(options: FaceOptions): ModelPaths {
-  const find = (relativePath: string, explicit: string) => resolveModelFile({ relativePath, explicit, dataDir: options.dataDir });
+  const find = (file: ModelFile, explicit: string) => resolveModelFile({ ...file, explicit, dataDir: options.dataDir });
   return {
-    detector: find('face-ultralight-rfb/version-RFB-640.onnx', options.detectorModel),
-    eyeglasses: find('face-attributes-glasses-mantasu/glasses_eyeglasses.onnx', options.eyeglassesModel),
-    sunglasses: find('face-attributes-glasses-mantasu/glasses_sunglasses.onnx', options.sunglassesModel),
-    mask: find('face-attributes-mask-aizoo/model.json', options.maskModel),
+    detector: find(FACE_DETECTOR, options.detectorModel),
+    eyeglasses: find(EYEGLASSES, options.eyeglassesModel),
+    sunglasses: find(SUNGLASSES, options.sunglassesModel),
+    mask: find(MASK_MODEL, options.maskModel),
   };
 }
 

@@ -13,7 +13,7 @@ import { resolveModelFile } from '../common/models.ts';
 import { scoreAnswer } from './answer.ts';
 import { ImageClassifier } from './classifier.ts';
 import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
-import { DEFAULT_MODEL } from './model-files.ts';
+import { DEFAULT_MODEL } from '../models/catalogue.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
 import { scoringOptions, type InputScale, type ModelOutput } from './options.ts';
 import { INPUT_LAYOUT, readTensorBody, TensorBodyStream, type ChannelTransform, type TensorBody } from './tensor-body.ts';

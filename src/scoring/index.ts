@@ -2,7 +2,7 @@ import { defineComponent } from '../common/component.ts';
 import { keysCommand, scoreCommand } from './commands.ts';
 import { DEFAULT_SERVICE, frontendOptions, scoringOptions } from './options.ts';
 
-export { modelsCommands, scoreCommands } from './commands.ts';
+export { scoreCommands } from './commands.ts';
 
 export const scoring = defineComponent({
   name: 'scoring',

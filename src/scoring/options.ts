@@ -3,7 +3,7 @@
  * servers so the CLI can list them without loading ONNX Runtime or fastify.
  */
 import { commonOptions, portOption, tlsOptions, type OptionSchema } from '../common/config.ts';
-import { DEFAULT_MODEL } from './model-files.ts';
+import { DEFAULT_MODEL } from '../models/catalogue.ts';
 
 /**
  * How request numbers map to the model's input. `auto`: any negative value →

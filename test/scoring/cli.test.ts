@@ -8,12 +8,13 @@ import sharp from 'sharp';
 import { startScoring } from '../../src/scoring/container.ts';
 import { startScoringFrontend } from '../../src/scoring/frontend.ts';
 import { imageToPixels, loadLabels } from '../../src/scoring/client.ts';
-import { DEFAULT_MODEL, IMAGENET_LABELS } from '../../src/scoring/model-files.ts';
-import { ChecksumError, sha256OfFile } from '../../src/scoring/pull.ts';
+import { DEFAULT_MODEL, IMAGENET_LABELS } from '../../src/models/catalogue.ts';
+import { ChecksumError, sha256OfFile } from '../../src/models/pull.ts';
 import { modelSearchPath, PACKAGE_ROOT, resolveModelFile } from '../../src/common/models.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
-import { pullModels, scoreImage } from '../../src/scoring/commands.ts';
+import { scoreImage } from '../../src/scoring/commands.ts';
+import { pullModels } from '../../src/models/commands.ts';
 import { UsageError } from '../../src/common/errors.ts';
 import { crosswordSvg, honeycombSvg, pictureFile, runCli } from './fixtures.ts';
 
@@ -25,6 +26,8 @@ async function printed(command: (args: string[], print: (line: string) => void) 
 }
 
 const PACKAGE_MODELS = resolve(PACKAGE_ROOT, 'models');
+/** The scoring files, as `offcloud models pull` names them. */
+const SCORING_MODELS = ['imagenet-mobilenetv2-int8', 'imagenet-labels'];
 const cleanups: (() => unknown)[] = [];
 let dataDir: string;
 let scoring: RunningComponent;
@@ -183,20 +186,20 @@ test('R-SCORE-1 the container loads the model $OFFCLOUD_MODELS_DIR points at, an
 
 test('models pull downloads every default file from a mirror and checks its sha256; a second pull keeps them', async (t) => {
   const target = join(await tempDataDir(t), 'models');
-  const first = await printed(pullModels, ['--models-dir', target, '--mirror', `${filesBase}/good`]);
+  const first = await printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/good`]);
   for (const file of [DEFAULT_MODEL, IMAGENET_LABELS]) assert.equal(await sha256OfFile(join(target, file.relativePath)), file.sha256);
   assert.match(first, /sha256 ok/);
-  const second = await printed(pullModels, ['--models-dir', target, '--mirror', `${filesBase}/good`]);
+  const second = await printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/good`]);
   assert.match(second, /present, checksum ok[\s\S]*present, checksum ok/);
 });
 
 test('models pull refuses a file whose sha256 is wrong and leaves nothing behind', async (t) => {
   const target = join(await tempDataDir(t), 'models');
   await assert.rejects(
-    printed(pullModels, ['--models-dir', target, '--mirror', `${filesBase}/bad`]),
+    printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/bad`]),
     (err: Error) => err instanceof ChecksumError && new RegExp(`sha256 is [0-9a-f]{64}, expected ${DEFAULT_MODEL.sha256}; the file was not saved`).test(err.message),
   );
   assert.deepEqual(await readdir(join(target, 'imagenet-mobilenetv2-int8')), []);
-  await assert.rejects(printed(pullModels, ['--models-dir', target, '--mirror', `${filesBase}/nothing`]), /answered 404/);
-  await assert.rejects(printed(pullModels, ['--models-dir', target, '--mirror', 'http://127.0.0.1:1']), /cannot download/);
+  await assert.rejects(printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/nothing`]), /answered 404/);
+  await assert.rejects(printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', 'http://127.0.0.1:1']), /cannot download/);
 });
