@@ -23,3 +23,16 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     throw err;
   }
 }
+
+/**
+ * Flushes a folder's entries (a rename or a new file in it) to disk. Needed where the
+ * order of two renames must survive a power loss, not only a killed process.
+ */
+export async function syncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

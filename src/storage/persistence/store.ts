@@ -5,16 +5,19 @@
  *   data/<id>        blob contents, named by random id (blob names never reach the filesystem)
  *   blocks/<h>/<b>   uncommitted blocks of a blob (h = hash of the blob name, b = hex block id)
  * A blob's bytes are written to a temporary file, flushed and renamed before the index
- * (written atomically) points at them: after a crash a blob is either the old one or the
- * new one, never a partial one. State is held in memory and loaded at start.
+ * (written atomically) points at them, and the file a blob no longer uses is removed only
+ * once the index that drops it is durable: after a crash a blob is either its last
+ * acknowledged version or a newer one, never a partial or missing one. Leftovers of
+ * interrupted writes (unreferenced data, temporary files) are removed at start. State is
+ * held in memory and loaded at start.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
-import { writeFileAtomic } from '../../common/files.ts';
+import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
 import { errors } from '../errors.ts';
 
 export interface ContainerRecord {
@@ -78,6 +81,32 @@ function measuring(limit: number) {
   return { transform, result: () => ({ size, md5: md5.digest('base64') }) };
 }
 
+async function entries(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+/**
+ * Removes what interrupted writes left in a container's folder: temporary files of the
+ * index and of uncommitted blocks, and data files no blob points at (never acknowledged,
+ * or made obsolete by an index that became durable).
+ */
+async function removeLeftovers(dir: string, blobs: Map<string, BlobRecord>): Promise<void> {
+  const referenced = new Set([...blobs.values()].map((b) => b.file));
+  const remove = (path: string) => rm(path, { force: true });
+  const temporary = (name: string) => name.endsWith('.tmp');
+  await Promise.all((await entries(dir)).filter(temporary).map((f) => remove(join(dir, f))));
+  await Promise.all((await entries(join(dir, 'data'))).filter((f) => !referenced.has(f)).map((f) => remove(join(dir, 'data', f))));
+  for (const blob of await entries(join(dir, 'blocks'))) {
+    const blockDir = join(dir, 'blocks', blob);
+    await Promise.all((await entries(blockDir)).filter(temporary).map((f) => remove(join(blockDir, f))));
+  }
+}
+
 export class AccountStore {
   private readonly containers = new Map<string, ContainerState>();
   private etagCounter = 0;
@@ -106,20 +135,9 @@ export class AccountStore {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
       store.containers.set(record.name, { record, dir, blobs, queue: Promise.resolve() });
-      await store.removeUnreferencedData(dir, blobs);
+      await removeLeftovers(dir, blobs);
     }
     return store;
-  }
-
-  private async removeUnreferencedData(dir: string, blobs: Map<string, BlobRecord>): Promise<void> {
-    const referenced = new Set([...blobs.values()].map((b) => b.file));
-    let files: string[] = [];
-    try {
-      files = await readdir(join(dir, 'data'));
-    } catch {
-      return;
-    }
-    await Promise.all(files.filter((f) => !referenced.has(f)).map((f) => rm(join(dir, 'data', f), { force: true })));
   }
 
   /** Etags in the service's style: 0x + a hex number that grows with each change of this account. */
@@ -152,6 +170,8 @@ export class AccountStore {
     try {
       await mkdir(join(dir, 'data'), { recursive: true });
       await writeFileAtomic(join(dir, 'container.json'), JSON.stringify(record));
+      await syncDirectory(dir);
+      await syncDirectory(this.root);
     } catch (err) {
       this.containers.delete(name);
       throw err;
@@ -185,43 +205,57 @@ export class AccountStore {
     return join(this.state(container).dir, 'data', blob.file);
   }
 
-  /** Runs an index change of one container after the previous one finished, then persists the index. */
-  private async changeIndex<T>(state: ContainerState, change: () => Promise<T>): Promise<T> {
+  /**
+   * Runs an index change of one container after the previous one finished, persists the
+   * index, and only then removes the data files the change made obsolete: until the new
+   * index is durable, the one on disk may still point at them.
+   */
+  private async changeIndex<T>(state: ContainerState, change: () => { value: T; obsolete?: BlobRecord }): Promise<T> {
     const run = state.queue.then(async () => {
-      const value = await change();
+      const { value, obsolete } = change();
       await writeFileAtomic(join(state.dir, 'blobs.json'), JSON.stringify([...state.blobs.values()]));
+      await syncDirectory(state.dir);
+      if (obsolete) await rm(join(state.dir, 'data', obsolete.file), { force: true });
       return value;
     });
     state.queue = run.catch(() => undefined);
     return run;
   }
 
-  /** Streams a body into a new data file; returns its id, size and MD5 once it is on disk. */
-  private async writeData(state: ContainerState, body: Readable | Readable[], limit: number) {
-    const id = randomUUID();
-    const path = join(state.dir, 'data', id);
-    const temp = `${path}.tmp`;
-    const measure = measuring(limit);
+  /** Streams a body into `path` through a temporary file, flushed, renamed and its folder synced. */
+  private async writeDurably(source: Readable, path: string, measure: ReturnType<typeof measuring>): Promise<void> {
+    const temp = `${path}.${randomUUID()}.tmp`;
     const out = createWriteStream(temp, { flags: 'wx' });
     try {
-      // Blocks of a block list stream one after another into one file.
-      const source = Array.isArray(body)
-        ? Readable.from(
-            (async function* () {
-              for (const part of body) yield* part;
-            })(),
-          )
-        : body;
       await pipeline(source, measure.transform, out);
       const handle = await open(temp, 'r');
-      await handle.sync();
-      await handle.close();
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await rename(temp, path);
+      await syncDirectory(dirname(path));
     } catch (err) {
       out.destroy();
       await rm(temp, { force: true });
       throw err;
     }
+  }
+
+  /** Streams a body into a new data file; returns its id, size and MD5 once it is on disk. */
+  private async writeData(state: ContainerState, body: Readable | Readable[], limit: number) {
+    const id = randomUUID();
+    const measure = measuring(limit);
+    // Blocks of a block list stream one after another into one file.
+    const source = Array.isArray(body)
+      ? Readable.from(
+          (async function* () {
+            for (const part of body) yield* part;
+          })(),
+        )
+      : body;
+    await this.writeDurably(source, join(state.dir, 'data', id), measure);
     return { id, ...measure.result() };
   }
 
@@ -248,7 +282,7 @@ export class AccountStore {
     metadata: Record<string, string>,
     blocks?: BlockRef[],
   ): Promise<BlobRecord> {
-    return this.changeIndex(state, async () => {
+    return this.changeIndex(state, () => {
       if (!this.containers.has(state.record.name)) throw errors.containerNotFound();
       const previous = state.blobs.get(name);
       const now = Date.now();
@@ -265,8 +299,7 @@ export class AccountStore {
         ...(blocks ? { blocks } : {}),
       };
       state.blobs.set(name, record);
-      if (previous) void rm(join(state.dir, 'data', previous.file), { force: true });
-      return record;
+      return { value: record, obsolete: previous };
     });
   }
 
@@ -278,16 +311,7 @@ export class AccountStore {
     const state = this.state(container);
     const dir = this.blockDir(state, blob);
     await mkdir(dir, { recursive: true });
-    const target = join(dir, Buffer.from(blockId, 'base64').toString('hex'));
-    const temp = `${target}.${randomUUID()}.tmp`;
-    const measure = measuring(limit);
-    try {
-      await pipeline(body, measure.transform, createWriteStream(temp));
-      await rename(temp, target);
-    } catch (err) {
-      await rm(temp, { force: true });
-      throw err;
-    }
+    await this.writeDurably(body, join(dir, Buffer.from(blockId, 'base64').toString('hex')), measuring(limit));
   }
 
   /**
@@ -336,11 +360,11 @@ export class AccountStore {
 
   async deleteBlob(container: string, name: string): Promise<void> {
     const state = this.state(container);
-    await this.changeIndex(state, async () => {
+    await this.changeIndex(state, () => {
       const blob = state.blobs.get(name);
       if (!blob) throw errors.blobNotFound();
       state.blobs.delete(name);
-      void rm(join(state.dir, 'data', blob.file), { force: true });
+      return { value: undefined, obsolete: blob };
     });
     await rm(this.blockDir(state, name), { recursive: true, force: true });
   }

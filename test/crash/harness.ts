@@ -1,0 +1,121 @@
+/**
+ * Crash consistency, one harness for every stateful component: a component runs in
+ * a child process on a data dir while writers load it; at a random moment after the
+ * first acknowledged write the child gets SIGKILL; it restarts on the same data dir
+ * and the case checks that everything acknowledged is there exactly once, that
+ * nothing half-written shows, and the harness that no temporary file is left.
+ *
+ * A case is one `crashRounds` call in `test/crash/<component>.test.ts`:
+ *   start(dataDir)         starts the child (`startChild` runs `offcloud <component> …`)
+ *   load(server, writers)  drives writes with `writers.run(n, step)`, recording in its
+ *                          own state what each step saw acknowledged
+ *   check(server, round, dataDir)  reads everything back from the restarted child
+ * Acknowledgements accumulate over the rounds, so later rounds check earlier ones too.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import assert from 'node:assert/strict';
+import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+
+const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
+
+export interface Child {
+  process: ChildProcess;
+  /** The first stdout line that matched the ready pattern. */
+  readyLine: string;
+}
+
+/** Runs `offcloud <args…>` and waits for a stdout line matching `ready`. */
+export async function startChild(args: string[], ready: RegExp): Promise<Child> {
+  const child = spawn(process.execPath, [BIN, ...args, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdout = new LineWatcher(child.stdout!);
+  const stderr = new LineWatcher(child.stderr!);
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`offcloud ${args[0]} exited (${String(code)}) before it was ready:\n${stderr.text.slice(-2000)}`);
+  });
+  try {
+    return { process: child, readyLine: await Promise.race([stdout.waitFor(ready, 120_000), exited]) };
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  } finally {
+    exited.catch(() => undefined);
+  }
+}
+
+/** Concurrent write loops that stop when the child is about to be killed. */
+export class Writers {
+  private acknowledged = 0;
+  private firstAck!: () => void;
+  readonly firstAcknowledged = new Promise<void>((resolve) => (this.firstAck = resolve));
+
+  constructor(readonly signal: AbortSignal) {}
+
+  /**
+   * Runs `count` loops of `step(writer, iteration)` until the round ends. A step
+   * resolves once its write is acknowledged; it records that itself. A step that
+   * fails before the kill fails the test; one cut off by the kill was never acknowledged.
+   */
+  async run(count: number, step: (writer: number, iteration: number) => Promise<void>): Promise<void> {
+    await Promise.all(
+      Array.from({ length: count }, async (_, writer) => {
+        for (let iteration = 0; !this.signal.aborted; iteration++) {
+          try {
+            await step(writer, iteration);
+          } catch (err) {
+            if (this.signal.aborted) return;
+            throw err;
+          }
+          this.acknowledged++;
+          this.firstAck();
+        }
+      }),
+    );
+  }
+
+  get count(): number {
+    return this.acknowledged;
+  }
+}
+
+/** Files an interrupted atomic write or upload may leave: none may survive a restart. */
+async function temporaryFiles(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile() && entry.name.endsWith('.tmp')) found.push(join(entry.parentPath, entry.name));
+  }
+  return found;
+}
+
+export interface CrashCase<Server extends Child> {
+  rounds?: number;
+  /** Longest random wait, after the first acknowledged write, before the kill (ms). */
+  maxKillDelayMs?: number;
+  start(dataDir: string): Promise<Server>;
+  load(server: Server, writers: Writers): Promise<void>;
+  check(server: Server, round: number, dataDir: string): Promise<void>;
+}
+
+export async function crashRounds<Server extends Child>(t: { after(fn: () => unknown): void }, spec: CrashCase<Server>): Promise<void> {
+  const dataDir = await tempDataDir(t);
+  let server = await spec.start(dataDir);
+  t.after(() => server.process.kill('SIGKILL'));
+  for (let round = 1; round <= (spec.rounds ?? 3); round++) {
+    const stop = new AbortController();
+    const writers = new Writers(stop.signal);
+    const loading = spec.load(server, writers);
+    await Promise.race([writers.firstAcknowledged, loading]);
+    await delay(Math.floor(Math.random() * (spec.maxKillDelayMs ?? 1500)));
+    stop.abort();
+    server.process.kill('SIGKILL');
+    await once(server.process, 'exit');
+    await loading;
+    assert.ok(writers.count > 0, `round ${round}: some writes were acknowledged before the kill`);
+    server = await spec.start(dataDir);
+    assert.deepEqual(await temporaryFiles(dataDir), [], `round ${round}: no temporary files after a restart`);
+    await spec.check(server, round, dataDir);
+  }
+}

@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
+import { crashRounds, startChild, type Child } from './harness.ts';
+
+const ACCOUNT = 'devstoreaccount1';
+const WRITERS = 8;
+
+interface StorageChild extends Child {
+  service: BlobServiceClient;
+}
+
+async function startStorageChild(dataDir: string): Promise<StorageChild> {
+  const child = await startChild(['storage', '--data-dir', dataDir, '--port', '0', '--http-port', '0'], /http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/);
+  const endpoint = /http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/.exec(child.readyLine)![0];
+  const accounts = JSON.parse(await readFile(join(dataDir, 'storage', 'accounts.json'), 'utf8')) as { accounts: { name: string; keys: string[] }[] };
+  const key = accounts.accounts.find((a) => a.name === ACCOUNT)!.keys[0]!;
+  // One try per call: a write cut off by the kill must fail, not be retried against the next process.
+  return { ...child, service: new BlobServiceClient(endpoint, new StorageSharedKeyCredential(ACCOUNT, key), { retryOptions: { maxTries: 1 } }) };
+}
+
+/** A blob version's bytes: a header naming it, then bytes derived from it, so a mix or a cut shows. */
+function content(blob: string, version: number): Buffer {
+  const size = 1000 + ((version * 7919) % 200_000);
+  const out = Buffer.alloc(size);
+  const header = Buffer.from(`${blob} v${version} ${size}\n`);
+  header.copy(out);
+  for (let i = header.length; i < size; i++) out[i] = (i * 31 + version) % 251;
+  return out;
+}
+
+function versionOf(blob: string, bytes: Buffer): number {
+  const match = /^(\S+) v(\d+) (\d+)\n/.exec(bytes.subarray(0, 100).toString('latin1'));
+  assert.ok(match && match[1] === blob, `${blob} starts with its own header`);
+  const version = Number(match[2]);
+  assert.ok(content(blob, version).equals(bytes), `${blob} v${version} is whole, byte for byte`);
+  return version;
+}
+
+const blockId = (k: number) => Buffer.from(`block-${String(k).padStart(4, '0')}`).toString('base64');
+
+test('crash: storage keeps every acknowledged container, blob, block list and metadata over kill -9 during concurrent overwrites', async (t) => {
+  // What the writers saw acknowledged and what they started, over every round.
+  const acked = new Map<string, number>();
+  const started = new Map<string, number>();
+  const containers = new Set<string>();
+  let nextContainer = 0;
+
+  await crashRounds(t, {
+    start: startStorageChild,
+    async load({ service }, writers) {
+      const data = service.getContainerClient('overwrites');
+      if (!(await data.exists())) await data.create();
+      await writers.run(WRITERS + 1, async (writer) => {
+        if (writer === WRITERS) {
+          // One writer makes containers, each with metadata naming it.
+          const name = `box-${nextContainer++}`;
+          await service.getContainerClient(name).create({ metadata: { made: name } });
+          containers.add(name);
+          return;
+        }
+        // Eight writers each overwrite their own blob in one container (one index): even
+        // ones in a single upload, odd ones as a block list carrying the version as metadata.
+        const name = `blob-${writer}`;
+        const version = (started.get(name) ?? 0) + 1;
+        started.set(name, version);
+        const bytes = content(name, version);
+        const blob = data.getBlockBlobClient(name);
+        if (writer % 2 === 0) {
+          await blob.upload(bytes, bytes.length, { metadata: { version: String(version) } });
+        } else {
+          const third = Math.ceil(bytes.length / 3);
+          for (let k = 0; k < 3; k++) await blob.stageBlock(blockId(k), bytes.subarray(k * third, (k + 1) * third), Math.min(third, bytes.length - k * third));
+          await blob.commitBlockList([0, 1, 2].map(blockId), { metadata: { version: String(version) } });
+        }
+        acked.set(name, version);
+      });
+    },
+    async check({ service }, round, dataDir) {
+      const listed: string[] = [];
+      for await (const c of service.listContainers({ includeMetadata: true })) {
+        listed.push(c.name);
+        if (c.name.startsWith('box-')) assert.equal(c.metadata?.made, c.name, `${c.name}'s metadata`);
+      }
+      assert.equal(new Set(listed).size, listed.length, 'each container listed once');
+      for (const name of containers) assert.ok(listed.includes(name), `round ${round}: acknowledged container ${name} is there`);
+
+      const data = service.getContainerClient('overwrites');
+      const blobs: string[] = [];
+      for await (const b of data.listBlobsFlat()) blobs.push(b.name);
+      assert.equal(new Set(blobs).size, blobs.length, 'each blob listed once');
+      for (const [name, last] of started) {
+        const blob = data.getBlockBlobClient(name);
+        if (!acked.has(name) && !blobs.includes(name)) continue;
+        const version = versionOf(name, await blob.downloadToBuffer());
+        const lower = acked.get(name) ?? 1;
+        assert.ok(version >= lower && version <= last, `round ${round}: ${name} is v${version}, acknowledged v${acked.get(name)}, last started v${last}`);
+        assert.equal((await blob.getProperties()).metadata?.version, String(version), `${name}'s metadata belongs to its bytes`);
+      }
+      const files = await readdir(join(dataDir, 'storage', 'accounts', ACCOUNT, 'overwrites', 'data'));
+      assert.equal(files.length, blobs.length, `round ${round}: one data file per blob, nothing half-written left: ${files.join(', ')}`);
+    },
+  });
+});
