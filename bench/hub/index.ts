@@ -12,7 +12,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
-import { createSasToken } from '../../src/hub/sas.ts';
+import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { freePort, spawnHub } from '../../test/hub/helpers.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';

@@ -8,11 +8,11 @@ import { parseArgs } from 'node:util';
 import type { Subcommand } from '../common/component.ts';
 import { resolveConfig } from '../common/config.ts';
 import { UsageError } from '../common/errors.ts';
+import { DeviceHub } from './domain/hub.ts';
+import { connectionString, identityKey, parseIdentityKey } from './domain/registry.ts';
+import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
 import { HubError } from './errors.ts';
-import { DeviceHub } from './hub.ts';
-import { connectionString, identityKey, parseIdentityKey } from './registry.ts';
 import { hubOptions } from './options.ts';
-import { DEFAULT_TWIN_LIMITS } from './twin.ts';
 
 const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';
 const cliOptions = { dataDir: hubOptions.dataDir, hostName: hubOptions.hostName, port: hubOptions.port, redisUrl: hubOptions.redisUrl, logLevel: { ...hubOptions.logLevel, default: 'warn' } };
@@ -40,7 +40,7 @@ async function runDeviceCommand(args: string[]): Promise<number> {
     throw new UsageError(`usage: ${USAGE}`);
   }
   // The store, bus and logger load only once the command is known to be valid.
-  const [{ openState }, { createLogger }] = await Promise.all([import('./server.ts'), import('../common/log.ts')]);
+  const [{ openState }, { createLogger }] = await Promise.all([import('./persistence/open.ts'), import('../common/log.ts')]);
   const { store, bus } = await openState(options);
   const logger = createLogger(options.logLevel, 'hub');
   const hub = new DeviceHub(store, bus, { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() }, logger);
@@ -56,7 +56,7 @@ async function runDeviceCommand(args: string[]): Promise<number> {
         process.stdout.write(`${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(options.hostName, options.port, await hub.identity(key)) }, null, 2)}\n`);
         return 0;
       case 'list':
-        for (const record of await store.listIdentities()) process.stdout.write(`${record.deviceId}\t${record.status}\n`);
+        for (const record of await hub.listDevices(Number.MAX_SAFE_INTEGER)) process.stdout.write(`${record.deviceId}\t${record.status}\n`);
         return 0;
       case 'delete':
         await hub.deleteIdentity(key, undefined);
@@ -72,9 +72,7 @@ async function runDeviceCommand(args: string[]): Promise<number> {
     process.stderr.write(`offcloud hub device ${command}: ${err.message}\n`);
     return 1;
   } finally {
-    hub.close();
-    await bus.close();
-    await store.close();
+    await hub.close();
   }
 }
 

@@ -1,6 +1,6 @@
 /** The hub's options, apart from its servers so the CLI can list them without loading MQTT, Redis or fastify. */
 import { commonOptions, portOption, tlsOptions } from '../common/config.ts';
-import { DEFAULT_TWIN_LIMITS } from './twin.ts';
+import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
 
 export const hubOptions = {
   ...commonOptions,

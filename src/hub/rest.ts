@@ -8,10 +8,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createHttpServer, listen } from '../common/http.ts';
 import type { TlsMaterial } from '../common/tls.ts';
+import type { DeviceHub } from './domain/hub.ts';
+import type { TelemetryMessage } from './domain/messages.ts';
+import { identityKey, validateId, type Identity } from './domain/registry.ts';
 import { HubError, serviceErrorBody, toHubError } from './errors.ts';
-import type { DeviceHub } from './hub.ts';
-import type { TelemetryMessage } from './messages.ts';
-import { identityKey, validateId, type Identity } from './registry.ts';
 
 export interface RestOptions {
   host: string;
@@ -68,14 +68,10 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
   };
   app.get('/devices', async (request) => {
-    const top = integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000);
-    const records = await hub.store.listIdentities();
-    return Promise.all(records.slice(0, top).map((r) => hub.describe(r)));
+    return hub.listDevices(integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000));
   });
   app.get<{ Params: IdParams }>('/devices/:id/modules', async (request) => {
-    const { deviceId } = identityOf(request.params);
-    await hub.identity(deviceId);
-    return Promise.all((await hub.store.listIdentities(deviceId)).map((r) => hub.describe(r)));
+    return hub.listModules(identityOf(request.params).deviceId);
   });
   for (const path of ['/devices/:id', '/devices/:id/modules/:mid']) {
     app.put<{ Params: IdParams }>(path, async (request, reply) => {

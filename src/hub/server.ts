@@ -3,34 +3,15 @@ import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/c
 import type { RunningComponent } from '../common/component.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { LocalBus, type HubBus } from './bus.ts';
-import { DeviceHub } from './hub.ts';
-import { startMqttEndpoint } from './mqtt.ts';
+import { DeviceHub } from './domain/hub.ts';
+import { connectionString, identityKey } from './domain/registry.ts';
+import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
+import { startMqttEndpoint } from './mqtt/endpoint.ts';
 import { hubOptions } from './options.ts';
-import { openRedis } from './redis.ts';
-import { connectionString, createIdentityRecord, identityKey, type IdentityRecord } from './registry.ts';
+import { openState } from './persistence/open.ts';
 import { startRestApi } from './rest.ts';
-import { FileStore, type HubStore } from './store.ts';
-import { DEFAULT_TWIN_LIMITS } from './twin.ts';
 
 export type HubOptions = OptionValues<typeof hubOptions>;
-
-/** The store and bus for these options: files and an in-process bus, or Redis for both. */
-export async function openState(options: Pick<HubOptions, 'redisUrl' | 'hostName' | 'dataDir'>): Promise<{ store: HubStore; bus: HubBus }> {
-  if (options.redisUrl) return openRedis(options.redisUrl, options.hostName);
-  return { store: new FileStore(options.dataDir), bus: new LocalBus() };
-}
-
-async function ensureDemoDevice(store: HubStore, deviceId: string): Promise<IdentityRecord> {
-  const existing = await store.getIdentity(deviceId);
-  if (existing) return existing;
-  try {
-    return await store.createIdentity(createIdentityRecord({ deviceId }));
-  } catch {
-    // Another replica made it first.
-    return (await store.getIdentity(deviceId))!;
-  }
-}
 
 /** The device hub (§4.11): MQTT over TLS for devices, HTTPS REST for the cloud side. */
 export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
@@ -45,11 +26,6 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     telemetryLogSize: options.telemetryLogSize,
     replicaId: randomUUID(),
   }, logger);
-  const closeState = async () => {
-    hub.close();
-    await bus.close();
-    await store.close();
-  };
   let mqtt;
   let rest;
   try {
@@ -57,17 +33,15 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger });
   } catch (err) {
     await mqtt?.close();
-    await closeState();
+    await hub.close();
     throw err;
   }
-  const policies = await store.policies();
-  const owner = policies.iothubowner!;
   const credentials = [`hub host name: ${options.hostName}`];
   if (options.demoDevice) {
-    const demo = await ensureDemoDevice(store, options.demoDevice);
+    const demo = await hub.ensureDevice(options.demoDevice);
     credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
   }
-  credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${owner.primaryKey}`);
+  credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`);
   logger.info({ mqtt: mqtt.url, rest: rest.url }, 'hub listening');
   return {
     urls: [
@@ -79,7 +53,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url },
     async close() {
       await Promise.allSettled([mqtt.close(), rest.app.close()]);
-      await closeState();
+      await hub.close();
     },
   };
 }

@@ -7,10 +7,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import deviceSdk from 'azure-iot-device';
 import serviceSdk from 'azure-iothub';
-import { createSasToken, isExpired, parseSasToken, resourceCovers, signedWith } from '../../src/hub/sas.ts';
-import { describeBody, encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/messages.ts';
-import { DEFAULT_TWIN_LIMITS, depthOf, mergePatch, newTwin, patchReportedProperties, sizeOf, updateDesiredProperties } from '../../src/hub/twin.ts';
-import { parseUsername } from '../../src/hub/hub.ts';
+import { createSasToken, isExpired, parseSasToken, resourceCovers, signedWith } from '../../src/hub/domain/sas.ts';
+import { describeBody, encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/domain/messages.ts';
+import { DEFAULT_TWIN_LIMITS, depthOf, mergePatch, newTwin, patchReportedProperties, sizeOf, updateDesiredProperties } from '../../src/hub/domain/twin.ts';
+import { parseUsername } from '../../src/hub/domain/hub.ts';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 const soon = () => Math.floor(Date.now() / 1000) + 600;

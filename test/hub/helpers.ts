@@ -7,7 +7,7 @@ import { Agent, request } from 'undici';
 import mqtt, { type MqttClient } from 'mqtt';
 import { freePort, tempDataDir, quiet } from '../helpers/index.ts';
 import { startHub, type HubOptions } from '../../src/hub/server.ts';
-import { createSasToken } from '../../src/hub/sas.ts';
+import { createSasToken } from '../../src/hub/domain/sas.ts';
 
 export interface TestHub {
   host: string;

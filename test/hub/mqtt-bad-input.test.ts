@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
-import { createSasToken } from '../../src/hub/sas.ts';
+import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { closedByHub, connectDevice, eventually, nextMessage, startTestHub } from './helpers.ts';
 
 const hub = await startTestHub({ after });

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { DEBIAN_PYTHON, debianProgram } from '../helpers/index.ts';
-import { createSasToken } from '../../src/hub/sas.ts';
+import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { eventually, startTestHub } from './helpers.ts';
 
 const run = promisify(execFile);

@@ -6,7 +6,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
-import { createSasToken } from '../../src/hub/sas.ts';
+import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { connectDevice, nextMessage, restClient, serviceToken, startTestHub } from './helpers.ts';
 
 const hub = await startTestHub({ after });

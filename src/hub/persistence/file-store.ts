@@ -1,87 +1,22 @@
 /**
- * Where the hub keeps its state. Two implementations behind one interface:
- * FileStore (embedded default: registry and twins as one JSON file per
- * identity, and each device's C2D queue in a file beside it, all written
- * atomically in the data dir; presence in memory) and RedisStore (scale-out:
- * everything in Redis, shared by every replica).
+ * The embedded store: registry and twins as one JSON file per identity, and
+ * each device's C2D queue in a file beside it, all written atomically in the
+ * data dir before the answer goes out; presence in memory.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../common/files.ts';
-import { HubError } from './errors.ts';
-import { MAX_PENDING_C2D, type C2dMessage } from './messages.ts';
-import { identityKey, notFound, parseIdentityKey, type IdentityRecord, type SymmetricKeys } from './registry.ts';
-import { generateKey } from './sas.ts';
-
-export type Policies = Record<string, SymmetricKeys>;
+import { writeFileAtomic } from '../../common/files.ts';
+import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.ts';
+import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
+import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
+import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { KeyedQueue } from './keyed-queue.ts';
 
 /** A device's pending C2D messages and whether a clean=false session keeps its subscription. */
 interface C2dState {
   subscribed: boolean;
   messages: C2dMessage[];
-}
-export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
-
-export interface HubStore {
-  getIdentity(key: string): Promise<IdentityRecord | undefined>;
-  /** Devices (no modules), or the modules of one device. */
-  listIdentities(modulesOf?: string): Promise<IdentityRecord[]>;
-  /** Fails with DeviceAlreadyExists / ModuleAlreadyExistsOnDevice. */
-  createIdentity(record: IdentityRecord): Promise<IdentityRecord>;
-  /** Read-modify-write, serialised per identity; `change` may throw to leave it untouched. */
-  updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord>;
-  /** Deletes an identity (a device takes its modules along); false when absent. */
-  deleteIdentity(key: string): Promise<boolean>;
-  /** The hub's shared access policies, made on first use (`iothubowner`). */
-  policies(): Promise<Policies>;
-
-  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void>;
-  /** The oldest pending message that has not expired (expired ones are dropped). */
-  nextC2d(deviceId: string, now?: number): Promise<C2dMessage | undefined>;
-  completeC2d(deviceId: string, id: string): Promise<void>;
-  pendingC2d(deviceId: string): Promise<number>;
-  /** The C2D subscription a clean=false session keeps between connections. */
-  setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void>;
-  hasPersistentC2dSubscription(deviceId: string): Promise<boolean>;
-
-  /** Which connection (on any replica) holds an identity now. */
-  setOnline(key: string, connectionId: string): Promise<void>;
-  setOffline(key: string, connectionId: string): Promise<void>;
-  isOnline(key: string): Promise<boolean>;
-  close(): Promise<void>;
-}
-
-export const POLICY_NAMES = ['iothubowner', 'service', 'registryReadWrite', 'device'];
-
-export function newPolicies(): Policies {
-  return Object.fromEntries(POLICY_NAMES.map((name) => [name, { primaryKey: generateKey(), secondaryKey: generateKey() }]));
-}
-
-export function alreadyExists(record: IdentityRecord): HubError {
-  return record.moduleId
-    ? new HubError('ModuleAlreadyExistsOnDevice', `module ${record.moduleId} already exists on device ${record.deviceId}`)
-    : new HubError('DeviceAlreadyExists', `device ${record.deviceId} already exists`);
-}
-
-export function queueFull(deviceId: string): HubError {
-  return new HubError('DeviceMaximumQueueDepthExceeded', `device ${deviceId} already has ${MAX_PENDING_C2D} pending cloud-to-device messages`);
-}
-
-/** Runs tasks one after another per key, so two writes of one file never race. */
-export class KeyedQueue {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    const next = previous.then(task, task);
-    const tail = next.catch(() => undefined);
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
-    return next;
-  }
 }
 
 export class FileStore implements HubStore {
@@ -162,13 +97,16 @@ export class FileStore implements HubStore {
   policies(): Promise<Policies> {
     const path = join(this.dir, 'policies.json');
     return this.writes.run('\0policies', async () => {
+      let stored: Policies = {};
       try {
-        return JSON.parse(await readFile(path, 'utf8')) as Policies;
+        stored = JSON.parse(await readFile(path, 'utf8')) as Policies;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        stored = newPolicies();
+        await writeFileAtomic(path, JSON.stringify(stored, null, 2), 0o600);
       }
-      const policies = newPolicies();
-      await writeFileAtomic(path, JSON.stringify(policies, null, 2), 0o600);
+      const { policies, added } = withMissingPolicies(stored);
+      if (added) await writeFileAtomic(path, JSON.stringify(policies, null, 2), 0o600);
       return policies;
     });
   }

@@ -1,20 +1,20 @@
 /**
  * Scale-out state (DESIGN "Scale-out"): registry, twins, C2D queues and
- * presence in Redis, and the replicas' event bus on Redis pub/sub, so a device
- * on replica A gets a C2D message or desired update sent through replica B.
+ * presence in Redis, shared by every replica.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { StartupError } from '../common/errors.ts';
-import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
-import { MAX_PENDING_C2D, type C2dMessage } from './messages.ts';
-import { identityKey, notFound, parseIdentityKey, type IdentityRecord } from './registry.ts';
-import { alreadyExists, KeyedQueue, newPolicies, queueFull, type HubStore, type IdentityChange, type Policies } from './store.ts';
+import type { Redis } from 'ioredis';
+import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.ts';
+import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
+import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
+import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { KeyedQueue } from './keyed-queue.ts';
 
 /** Deletes a key (or hash field) only while it still holds the caller's value. */
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const HDEL_IF_OWNER = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
+const SET_IF_UNCHANGED = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0`;
 const PUSH_IF_ROOM = `if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end redis.call('RPUSH', KEYS[1], ARGV[1]) return 1`;
 const LOCK_MS = 5000;
 
@@ -93,8 +93,13 @@ export class RedisStore implements HubStore {
   }
 
   async policies(): Promise<Policies> {
-    await this.redis.set(this.k('policies'), JSON.stringify(newPolicies()), 'NX');
-    return JSON.parse((await this.redis.get(this.k('policies')))!) as Policies;
+    const key = this.k('policies');
+    await this.redis.set(key, JSON.stringify(newPolicies()), 'NX');
+    const text = (await this.redis.get(key))!;
+    const { policies, added } = withMissingPolicies(JSON.parse(text) as Policies);
+    // Replicas adding a new built-in policy at once: one write lands, the others read it back.
+    if (added && (await this.redis.eval(SET_IF_UNCHANGED, 1, key, text, JSON.stringify(policies))) !== 1) return this.policies();
+    return policies;
   }
 
   /** Drops expired messages; returns the live ones with their stored text. */
@@ -152,52 +157,4 @@ export class RedisStore implements HubStore {
   async close(): Promise<void> {
     this.redis.disconnect();
   }
-}
-
-export class RedisBus implements HubBus {
-  private readonly handlers: HubEventHandler[] = [];
-
-  constructor(
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis,
-    private readonly channel: string,
-  ) {
-    subscriber.on('message', (channel: string, text: string) => {
-      if (channel !== this.channel) return;
-      const event = JSON.parse(text) as HubEvent;
-      for (const handler of this.handlers) handler(event);
-    });
-  }
-
-  async publish(event: HubEvent): Promise<void> {
-    await this.publisher.publish(this.channel, JSON.stringify(event));
-  }
-
-  subscribe(handler: HubEventHandler): void {
-    this.handlers.push(handler);
-  }
-
-  async close(): Promise<void> {
-    this.handlers.length = 0;
-    this.subscriber.disconnect();
-    this.publisher.disconnect();
-  }
-}
-
-/** Connects (failing start-up with a clear message when Redis is not there) and subscribes. */
-export async function openRedis(url: string, hostName: string): Promise<{ store: RedisStore; bus: RedisBus }> {
-  const connect = async () => {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3 });
-    try {
-      await client.connect();
-    } catch (err) {
-      client.disconnect();
-      throw new StartupError(`hub: cannot reach Redis at ${url} (--redis-url): ${(err as Error).message}`);
-    }
-    return client;
-  };
-  const prefix = `offcloud:hub:${hostName.toLowerCase()}:`;
-  const [data, publisher, subscriber] = [await connect(), await connect(), await connect()];
-  await subscriber.subscribe(`${prefix}events`);
-  return { store: new RedisStore(data, prefix), bus: new RedisBus(publisher, subscriber, `${prefix}events`) };
 }

@@ -6,9 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { HubBus, HubEvent } from './bus.ts';
-import { HubError, invalidArgument } from './errors.ts';
-import { createC2dMessage, describeBody, MAX_TELEMETRY_BYTES, TelemetryLog, type PropertyBag } from './messages.ts';
+import { HubError, invalidArgument } from '../errors.ts';
+import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
+import { C2dDelivery } from './c2d.ts';
+import { createC2dMessage, describeBody, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
+import { hasRight, type Right } from './policies.ts';
 import {
   createIdentityRecord,
   deviceView,
@@ -58,9 +60,13 @@ export interface DeviceConnection {
 /** Why a CONNECT was refused (CONNACK 5), for the log; the device only sees the code. */
 export class ConnectRefused extends Error {}
 
-/** Policies that may call the REST API, and those a device connection may sign with. */
-const SERVICE_POLICIES = ['iothubowner', 'service', 'registryReadWrite'];
-const DEVICE_POLICIES = ['iothubowner', 'device'];
+/** Why a REST call was refused, for the log; the caller only sees 401 `Unauthorized`, as from the real hub. */
+export class ServiceRefused extends HubError {
+  constructor(readonly reason: string) {
+    super('IotHubUnauthorizedAccess', 'Unauthorized');
+  }
+}
+
 const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
 
 /** `<host>/<clientId>/[?]api-version=…&…`: the host and whether twins are allowed. */
@@ -96,16 +102,16 @@ export class DeviceHub {
   private readonly pendingMethods = new Map<string, PendingMethod>();
 
   constructor(
-    readonly store: HubStore,
-    readonly bus: HubBus,
+    private readonly store: HubStore,
+    private readonly bus: HubBus,
     readonly settings: HubSettings,
     private readonly logger: Logger,
   ) {
     this.telemetry = new TelemetryLog(settings.telemetryLogSize);
-    bus.subscribe((event) => this.onEvent(event));
+    bus.subscribe((event) => this.handleEvent(event));
   }
 
-  private onEvent(event: HubEvent): void {
+  private handleEvent(event: HubEvent): void {
     if (event.type === 'telemetry') this.telemetry.append(event.message);
     if (event.type === 'method-response' && event.origin === this.settings.replicaId) {
       const pending = this.pendingMethods.get(event.rid);
@@ -141,7 +147,7 @@ export class DeviceHub {
     }
     let keys = [record.keys.primaryKey, record.keys.secondaryKey];
     if (token.keyName) {
-      const policy = DEVICE_POLICIES.includes(token.keyName) ? (await this.store.policies())[token.keyName] : undefined;
+      const policy = hasRight(token.keyName, 'deviceConnect') ? (await this.store.policies())[token.keyName] : undefined;
       if (!policy) throw new ConnectRefused(`policy ${token.keyName} may not connect devices`);
       keys = [policy.primaryKey, policy.secondaryKey];
     }
@@ -160,6 +166,52 @@ export class DeviceHub {
     const patch = parsePatch(payload);
     const record = await this.store.updateIdentity(key, (r) => ({ ...r, twin: patchReportedProperties(r.twin, patch, this.settings.limits) }));
     return record.twin.reported.version;
+  }
+
+  /**
+   * A connection was accepted: it is now the identity's one connection (older
+   * ones, on any replica, close). A clean=true session drops a kept C2D
+   * subscription; true when a kept one resumes without a new SUBSCRIBE.
+   */
+  async deviceConnected(connection: DeviceConnection, connectionId: string, keepSession: boolean): Promise<boolean> {
+    await this.store.setOnline(connection.key, connectionId);
+    await this.bus.publish({ type: 'connected', key: connection.key, connectionId });
+    const { deviceId, moduleId } = connection.identity;
+    if (moduleId) return false;
+    if (!keepSession) {
+      await this.store.setPersistentC2dSubscription(deviceId, false);
+      return false;
+    }
+    return this.store.hasPersistentC2dSubscription(deviceId);
+  }
+
+  /** Only the connection that is online may mark the identity offline (a newer one may have taken over). */
+  deviceDisconnected(key: string, connectionId: string): Promise<void> {
+    return this.store.setOffline(key, connectionId);
+  }
+
+  /** A SUBSCRIBE to the device's C2D topic; a clean=false session keeps it across connections. */
+  async c2dSubscribed(deviceId: string, keepSession: boolean): Promise<void> {
+    if (keepSession) await this.store.setPersistentC2dSubscription(deviceId, true);
+  }
+
+  c2dUnsubscribed(deviceId: string): Promise<void> {
+    return this.store.setPersistentC2dSubscription(deviceId, false);
+  }
+
+  /** The C2D delivery of one connection: `send` puts a message on the wire, an acknowledgement completes it. */
+  c2dDelivery(deviceId: string, send: (message: C2dMessage) => void): C2dDelivery {
+    return new C2dDelivery(this.store, deviceId, send, this.logger);
+  }
+
+  /** Events for the device endpoint (desired pushes, method requests, C2D, connection takeovers). */
+  onEvent(handler: HubEventHandler): void {
+    this.bus.subscribe(handler);
+  }
+
+  /** A method request reached a connected device that never subscribed to methods: the caller gets 404 at once. */
+  methodNotSubscribed(rid: string, origin: string): Promise<void> {
+    return this.bus.publish({ type: 'method-response', rid, status: 404, payload: null, origin, notSubscribed: true });
   }
 
   async recordTelemetry(identity: Identity, bag: PropertyBag, payload: Buffer, topicBytes: number): Promise<void> {
@@ -186,17 +238,34 @@ export class DeviceHub {
 
   // ---- service side ------------------------------------------------------
 
-  /** `Authorization: SharedAccessSignature sr=<host>&sig=…&se=…&skn=<policy>`. */
-  async authenticateService(authorization: string | undefined): Promise<string> {
-    const refuse = (why: string) => new HubError('IotHubUnauthorizedAccess', why);
+  /**
+   * `Authorization: SharedAccessSignature sr=<host>&sig=…&se=…&skn=<policy>`, signed
+   * with a key of a policy that holds `right` (any service-side right when none is named).
+   * Throws ServiceRefused: the caller sees only the real hub's `Unauthorized`.
+   */
+  async authenticateService(authorization: string | undefined, right?: Right): Promise<string> {
     const token = authorization ? parseSasToken(authorization) : undefined;
-    if (!token) throw refuse('a SharedAccessSignature Authorization header is required');
-    if (isExpired(token)) throw refuse('the SAS token has expired');
-    if (!token.keyName || !SERVICE_POLICIES.includes(token.keyName)) throw refuse('the token must be signed with a hub policy key (skn=iothubowner)');
-    if (!resourceCovers(token.resource, this.settings.hostName) || token.resource.includes('/')) throw refuse(`the token is for ${token.resource}, not ${this.settings.hostName}`);
+    if (!token) throw new ServiceRefused('a SharedAccessSignature Authorization header is required');
+    if (isExpired(token)) throw new ServiceRefused('the SAS token has expired');
+    if (!token.keyName) throw new ServiceRefused('the token must be signed with a hub policy key (skn=<policy>)');
+    const rights: Right[] = right ? [right] : ['registryRead', 'registryWrite', 'serviceConnect'];
+    if (!rights.some((r) => hasRight(token.keyName!, r))) throw new ServiceRefused(`policy ${token.keyName} lacks ${rights.join(' or ')}`);
+    if (!resourceCovers(token.resource, this.settings.hostName) || token.resource.includes('/')) throw new ServiceRefused(`the token is for ${token.resource}, not ${this.settings.hostName}`);
     const policy = (await this.store.policies())[token.keyName];
-    if (!policy || ![policy.primaryKey, policy.secondaryKey].some((k) => signedWith(token, k))) throw refuse('the SAS signature does not match');
+    if (!policy || ![policy.primaryKey, policy.secondaryKey].some((k) => signedWith(token, k))) throw new ServiceRefused('the SAS signature does not match');
     return token.keyName;
+  }
+
+  /** GET /devices?top=: devices (not modules), in id order. */
+  async listDevices(top: number) {
+    const records = await this.store.listIdentities();
+    return Promise.all(records.slice(0, top).map((r) => this.describe(r)));
+  }
+
+  /** GET /devices/{id}/modules. */
+  async listModules(deviceId: string) {
+    await this.identity(deviceId);
+    return Promise.all((await this.store.listIdentities(deviceId)).map((r) => this.describe(r)));
   }
 
   async identity(key: string): Promise<IdentityRecord> {
@@ -301,12 +370,32 @@ export class DeviceHub {
     return result;
   }
 
-  close(): void {
+  /** The demo device of `--demo-device`: made when missing (by whichever replica comes first). */
+  async ensureDevice(deviceId: string): Promise<IdentityRecord> {
+    const existing = await this.store.getIdentity(deviceId);
+    if (existing) return existing;
+    try {
+      return await this.store.createIdentity(createIdentityRecord({ deviceId }));
+    } catch {
+      // Another replica made it first.
+      return this.identity(deviceId);
+    }
+  }
+
+  /** The primary key of a shared access policy, for the connection strings printed at start. */
+  async policyKey(name: string): Promise<string> {
+    return (await this.store.policies())[name]!.primaryKey;
+  }
+
+  /** Pending method calls fail, then the bus and the store close. */
+  async close(): Promise<void> {
     for (const [rid, pending] of this.pendingMethods) {
       clearTimeout(pending.timer);
       pending.reject(new HubError('GatewayTimeout', 'the hub is shutting down'));
       this.pendingMethods.delete(rid);
     }
+    await this.bus.close();
+    await this.store.close();
     this.logger.debug('hub closed');
   }
 }

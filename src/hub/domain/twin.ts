@@ -4,7 +4,7 @@
  * member), and the document limits of the real hub. Every check runs before
  * anything changes, so a rejected patch leaves the twin as it was.
  */
-import { invalidArgument } from './errors.ts';
+import { invalidArgument } from '../errors.ts';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };

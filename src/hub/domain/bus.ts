@@ -2,10 +2,10 @@
  * Events between hub replicas. A cloud-side call may land on one replica while
  * the device is connected to another, so everything that must reach a device
  * goes through the bus: in one process a local emitter, in scale-out Redis
- * pub/sub. Every replica (the sender included) receives every event.
+ * pub/sub (both in ../persistence). Every replica (the sender included) receives every event.
  */
-import type { JsonObject, JsonValue } from './twin.ts';
 import type { TelemetryMessage } from './messages.ts';
+import type { JsonObject, JsonValue } from './twin.ts';
 
 export type HubEvent =
   /** New C2D messages for a device: whoever holds it delivers. */
@@ -26,23 +26,4 @@ export interface HubBus {
   publish(event: HubEvent): Promise<void>;
   subscribe(handler: HubEventHandler): void;
   close(): Promise<void>;
-}
-
-export class LocalBus implements HubBus {
-  private readonly handlers: HubEventHandler[] = [];
-
-  async publish(event: HubEvent): Promise<void> {
-    // Delivered on a later turn, as Redis would, so no caller depends on synchronous delivery.
-    setImmediate(() => {
-      for (const handler of this.handlers) handler(event);
-    });
-  }
-
-  subscribe(handler: HubEventHandler): void {
-    this.handlers.push(handler);
-  }
-
-  async close(): Promise<void> {
-    this.handlers.length = 0;
-  }
 }

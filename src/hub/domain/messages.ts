@@ -5,7 +5,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { invalidArgument, HubError } from './errors.ts';
+import { invalidArgument, HubError } from '../errors.ts';
 import { encodeUriComponentStrict } from './sas.ts';
 
 /** System property keys of the bag and their names in our JSON. */
@@ -27,6 +27,10 @@ const BAG_KEY_OF = Object.fromEntries(Object.entries(SYSTEM_PROPERTIES).map(([ba
 export const MAX_TELEMETRY_BYTES = 256 * 1024;
 export const MAX_C2D_BYTES = 64 * 1024;
 export const MAX_PENDING_C2D = 50;
+
+export function queueFull(deviceId: string): HubError {
+  return new HubError('DeviceMaximumQueueDepthExceeded', `device ${deviceId} already has ${MAX_PENDING_C2D} pending cloud-to-device messages`);
+}
 
 export interface PropertyBag {
   system: Record<string, string>;

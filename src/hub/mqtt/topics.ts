@@ -2,7 +2,7 @@
  * The device-facing topics of §4.11 (with `$hub` = `$iothub`), parsed and
  * built for one identity. Anything not listed here is refused.
  */
-import type { Identity } from './registry.ts';
+import type { Identity } from '../domain/registry.ts';
 
 export type DevicePublish =
   | { kind: 'telemetry'; bag: string }

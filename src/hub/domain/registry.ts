@@ -4,7 +4,7 @@
  * storage is the store's job.
  */
 import { randomBytes } from 'node:crypto';
-import { HubError, invalidArgument } from './errors.ts';
+import { HubError, invalidArgument } from '../errors.ts';
 import { generateKey } from './sas.ts';
 import { NEVER, newTwin, type Twin } from './twin.ts';
 
@@ -165,4 +165,10 @@ export function notFound(identity: Identity): HubError {
   return identity.moduleId
     ? new HubError('ModuleNotFound', `module ${identity.moduleId} on device ${identity.deviceId} not found`)
     : new HubError('DeviceNotFound', `device ${identity.deviceId} not found`);
+}
+
+export function alreadyExists(record: IdentityRecord): HubError {
+  return record.moduleId
+    ? new HubError('ModuleAlreadyExistsOnDevice', `module ${record.moduleId} already exists on device ${record.deviceId}`)
+    : new HubError('DeviceAlreadyExists', `device ${record.deviceId} already exists`);
 }

@@ -1,0 +1,40 @@
+/**
+ * Where the hub keeps its state, as the domain sees it. The implementations
+ * live in ../persistence: files in the data dir (embedded default) or Redis
+ * (scale-out, shared by every replica).
+ */
+import type { C2dMessage } from './messages.ts';
+import type { Policies } from './policies.ts';
+import type { IdentityRecord } from './registry.ts';
+
+export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
+
+export interface HubStore {
+  getIdentity(key: string): Promise<IdentityRecord | undefined>;
+  /** Devices (no modules), or the modules of one device. */
+  listIdentities(modulesOf?: string): Promise<IdentityRecord[]>;
+  /** Fails with DeviceAlreadyExists / ModuleAlreadyExistsOnDevice. */
+  createIdentity(record: IdentityRecord): Promise<IdentityRecord>;
+  /** Read-modify-write, serialised per identity; `change` may throw to leave it untouched. */
+  updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord>;
+  /** Deletes an identity (a device takes its modules along); false when absent. */
+  deleteIdentity(key: string): Promise<boolean>;
+  /** The hub's shared access policies, made on first use (`iothubowner`). */
+  policies(): Promise<Policies>;
+
+  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void>;
+  /** The oldest pending message that has not expired (expired ones are dropped). */
+  nextC2d(deviceId: string, now?: number): Promise<C2dMessage | undefined>;
+  completeC2d(deviceId: string, id: string): Promise<void>;
+  pendingC2d(deviceId: string): Promise<number>;
+  /** The C2D subscription a clean=false session keeps between connections. */
+  setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void>;
+  hasPersistentC2dSubscription(deviceId: string): Promise<boolean>;
+
+  /** Which connection (on any replica) holds an identity now. */
+  setOnline(key: string, connectionId: string): Promise<void>;
+  setOffline(key: string, connectionId: string): Promise<void>;
+  isOnline(key: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+

@@ -1,0 +1,78 @@
+/**
+ * The device endpoint: MQTT 3.1.1 over TLS (§4.11, R-TWIN-1) on aedes, one
+ * file per protocol verb beside this one. The hub is not a broker: nothing a
+ * device publishes is routed to other devices; each device publish is
+ * answered, and everything sent to a device goes to that one client.
+ */
+import { createServer, type Server } from 'node:tls';
+import type { AddressInfo, Socket } from 'node:net';
+import { Aedes } from 'aedes';
+import type { Logger } from 'pino';
+import { UnusedConnections } from '../../common/connections.ts';
+import { formatHost, translateListenError } from '../../common/http.ts';
+import type { TlsMaterial } from '../../common/tls.ts';
+import type { DeviceHub } from '../domain/hub.ts';
+import { onPuback } from './c2d.ts';
+import { connectHandlers, onClientDisconnect, onClientReady } from './connect.ts';
+import { onHubEvent } from './events.ts';
+import { authorizePublish } from './publish.ts';
+import { Sessions, type EndpointContext } from './session.ts';
+import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
+
+export interface MqttEndpointOptions {
+  host: string;
+  port: number;
+  tls: TlsMaterial;
+  logger: Logger;
+}
+
+export interface MqttEndpoint {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOptions): Promise<MqttEndpoint> {
+  const { logger } = options;
+  const context: EndpointContext = { hub, sessions: new Sessions(), logger };
+  const broker = await Aedes.createBroker({
+    ...connectHandlers(context),
+    authorizeSubscribe: authorizeSubscribe(context),
+    authorizePublish: authorizePublish(context),
+  });
+  hub.onEvent((event) => onHubEvent(context, event));
+  broker.on('clientReady', (client) => onClientReady(context, client));
+  broker.on('subscribe', (subscriptions, client) => onSubscribe(context, subscriptions, client));
+  broker.on('unsubscribe', (topics, client) => onUnsubscribe(context, topics, client));
+  broker.on('ack', (_packet, client) => onPuback(context, client));
+  broker.on('clientDisconnect', (client) => onClientDisconnect(context, client));
+  broker.on('clientError', (client, err) => logger.debug({ clientId: client.id?.slice(0, 256), err: err.message }, 'device connection error'));
+
+  const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, (socket) => {
+    broker.handle(socket);
+  });
+  // A failed handshake (an untrusting client, a port scan) is that connection's problem only.
+  server.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'TLS handshake failed'));
+  // The broker ends the devices it accepted on close; these are the others.
+  const unused = new UnusedConnections(server);
+  broker.on('client', (client) => unused.used(client.conn as Socket));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(translateListenError(err, { host: options.host, port: options.port, component: 'hub' })));
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `mqtts://${formatHost(options.host)}:${port}`,
+    port,
+    async close() {
+      // Presence is shared in scale-out: a replica that shuts down says its devices are gone.
+      await Promise.allSettled(context.sessions.all().map((s) => hub.deviceDisconnected(s.key, s.connectionId)));
+      // No new connection after this, so none is left out of the ones ended below.
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+      // Connections mid-TLS-handshake or without an accepted CONNECT: the broker does not know them.
+      unused.destroy();
+      await stopped;
+    },
+  };
+}
