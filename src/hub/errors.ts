@@ -5,6 +5,8 @@
  * (`Message: "ErrorCode:<Name>;<text>"`).
  */
 import { randomUUID } from 'node:crypto';
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 
 /** Hub error codes: the numeric code carries the HTTP status in its first three digits. */
 export const HubErrorCodes = {
@@ -23,17 +25,12 @@ export const HubErrorCodes = {
 } as const;
 export type HubErrorName = keyof typeof HubErrorCodes;
 
-export class HubError extends Error {
+export class HubError extends WireError {
+  declare readonly code: HubErrorName;
   readonly errorCode: number;
-  readonly status: number;
-  constructor(
-    readonly code: HubErrorName,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HubError';
+  constructor(code: HubErrorName, message: string) {
+    super(Math.floor(HubErrorCodes[code] / 1000), code, message);
     this.errorCode = HubErrorCodes[code];
-    this.status = Math.floor(this.errorCode / 1000);
   }
 }
 
@@ -52,6 +49,16 @@ export function deviceErrorBody(err: HubError): string {
     message: err.message,
     timestampUtc: new Date().toISOString(),
   });
+}
+
+/** The REST answer for any failure: the hub's own errors as they are, fastify's 4xx as ArgumentInvalid (413 MessageTooLarge). */
+export function toWireError(error: unknown): WireAnswer {
+  const status = clientErrorStatus(error);
+  const hubError = status === undefined ? toHubError(error) : new HubError(status === 413 ? 'MessageTooLarge' : 'ArgumentInvalid', (error as Error).message);
+  // fastify's own refusals keep their status (415, 404 of a bad route…) with the hub's body.
+  const answer: WireAnswer = { status: status ?? hubError.status, body: serviceErrorBody(hubError) };
+  if (hubError.status === 401) answer.headers = { 'www-authenticate': 'SharedAccessSignature' };
+  return answer;
 }
 
 /** Body of a REST error, in the form azure-iothub's `parseErrorBody` splits. */

@@ -6,12 +6,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import type { TlsMaterial } from '../common/tls.ts';
-import type { DeviceHub } from './domain/hub.ts';
+import { ServiceRefused, type DeviceHub } from './domain/hub.ts';
 import type { TelemetryMessage } from './domain/messages.ts';
 import { identityKey, validateId, type Identity } from './domain/registry.ts';
-import { HubError, serviceErrorBody, toHubError } from './errors.ts';
+import type { Right } from './domain/policies.ts';
+import { HubError, toWireError } from './errors.ts';
 
 export interface RestOptions {
   host: string;
@@ -48,7 +49,7 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     tls: options.tls,
     bodyLimit: 512 * 1024,
     // A URL fastify cannot route (broken percent-encoding) still gets the hub's error shape.
-    frameworkErrors: (error, _request, reply) => (reply as FastifyReply).code(400).send(serviceErrorBody(new HubError('ArgumentInvalid', error.message))),
+    frameworkErrors: (error, _request, reply) => sendWireAnswer(reply as FastifyReply, toWireError(new HubError('ArgumentInvalid', error.message))),
   });
   // Open event streams never go idle, so closing ends them first.
   const streams = new Set<FastifyReply['raw']>();
@@ -56,34 +57,43 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     for (const raw of streams) raw.end();
   });
 
+  // Each route names the policy right it needs (registryRead, registryWrite, serviceConnect).
   app.addHook('onRequest', async (request) => {
     const path = request.url.split('?')[0];
     if (path === '/health' || path === '/ready') return;
-    await hub.authenticateService(request.headers.authorization);
+    try {
+      await hub.authenticateService(request.headers.authorization, (request.routeOptions.config as { right?: Right }).right);
+    } catch (err) {
+      if (err instanceof ServiceRefused) logger.info({ method: request.method, path: path?.slice(0, 200), reason: err.reason }, 'service call refused');
+      throw err;
+    }
   });
+  const registryRead = { config: { right: 'registryRead' } };
+  const registryWrite = { config: { right: 'registryWrite' } };
+  const serviceConnect = { config: { right: 'serviceConnect' } };
 
   // ---- devices and modules ----
   const sendIdentity = async (reply: FastifyReply, key: string) => {
     const record = await hub.identity(key);
     return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
   };
-  app.get('/devices', async (request) => {
+  app.get('/devices', registryRead, async (request) => {
     return hub.listDevices(integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000));
   });
-  app.get<{ Params: IdParams }>('/devices/:id/modules', async (request) => {
+  app.get<{ Params: IdParams }>('/devices/:id/modules', registryRead, async (request) => {
     return hub.listModules(identityOf(request.params).deviceId);
   });
   for (const path of ['/devices/:id', '/devices/:id/modules/:mid']) {
-    app.put<{ Params: IdParams }>(path, async (request, reply) => {
+    app.put<{ Params: IdParams }>(path, registryWrite, async (request, reply) => {
       const record = await hub.putIdentity(identityOf(request.params), request.body, ifMatch(request));
       return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
     });
-    app.get<{ Params: IdParams }>(path, async (request, reply) => sendIdentity(reply, identityKey(identityOf(request.params))));
-    app.delete<{ Params: IdParams }>(path, async (request, reply) => {
+    app.get<{ Params: IdParams }>(path, registryRead, async (request, reply) => sendIdentity(reply, identityKey(identityOf(request.params))));
+    app.delete<{ Params: IdParams }>(path, registryWrite, async (request, reply) => {
       await hub.deleteIdentity(identityKey(identityOf(request.params)), ifMatch(request));
       return reply.code(204).send();
     });
-    app.post<{ Params: IdParams }>(`${path}/regenerateKey`, async (request, reply) => {
+    app.post<{ Params: IdParams }>(`${path}/regenerateKey`, registryWrite, async (request, reply) => {
       const body = request.body as { key?: unknown } | undefined;
       const record = await hub.regenerateIdentityKey(identityKey(identityOf(request.params)), body?.key ?? 'primary');
       return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
@@ -92,7 +102,7 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
 
   // ---- twins and direct methods ----
   for (const path of ['/twins/:id', '/twins/:id/modules/:mid']) {
-    app.get<{ Params: IdParams }>(path, async (request, reply) => {
+    app.get<{ Params: IdParams }>(path, serviceConnect, async (request, reply) => {
       const twin = await hub.serviceTwin(identityKey(identityOf(request.params)));
       return reply.header('etag', `"${twin.etag}"`).send(twin);
     });
@@ -100,21 +110,22 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
       app.route<{ Params: IdParams }>({
         method,
         url: path,
+        ...serviceConnect,
         handler: async (request, reply) => {
           const twin = await hub.updateServiceTwin(identityKey(identityOf(request.params)), request.body, ifMatch(request), method === 'PUT');
           return reply.header('etag', `"${twin.etag}"`).send(twin);
         },
       });
     }
-    app.post<{ Params: IdParams }>(`${path}/methods`, async (request) => hub.invokeMethod(identityKey(identityOf(request.params)), request.body));
+    app.post<{ Params: IdParams }>(`${path}/methods`, serviceConnect, async (request) => hub.invokeMethod(identityKey(identityOf(request.params)), request.body));
   }
 
   // ---- cloud-to-device and telemetry (ours) ----
-  app.post<{ Params: IdParams }>('/devices/:id/messages/devicebound', async (request, reply) => {
+  app.post<{ Params: IdParams }>('/devices/:id/messages/devicebound', serviceConnect, async (request, reply) => {
     const sent = await hub.sendC2d(identityOf(request.params).deviceId, request.body);
     return reply.code(201).send(sent);
   });
-  app.get('/messages/events', async (request, reply) => {
+  app.get('/messages/events', serviceConnect, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const since = integerQuery(query.since, 'since', 0, Number.MAX_SAFE_INTEGER);
     const limit = integerQuery(query.limit, 'limit', 1000, 10000);
@@ -147,19 +158,7 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ Message: `ErrorCode:NotFound;no route for ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`, ExceptionMessage: '' }),
   );
-  app.setErrorHandler(async (error, _request, reply) => {
-    if (error instanceof HubError) {
-      if (error.status === 401) reply.header('www-authenticate', 'SharedAccessSignature');
-      return reply.code(error.status).send(serviceErrorBody(error));
-    }
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status < 500) {
-      const code = status === 413 ? 'MessageTooLarge' : 'ArgumentInvalid';
-      return reply.code(status).send(serviceErrorBody(new HubError(code, (error as Error).message)));
-    }
-    logger.error({ err: error }, 'request failed');
-    return reply.code(500).send(serviceErrorBody(toHubError(error)));
-  });
+  installErrorHandler(app, { toWire: toWireError, logger });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'hub', portKey: 'restPort' });
   return { url, app };

@@ -3,6 +3,8 @@
  * C2D limits, telemetry follow (SSE), policy SAS, and fuzzing in the
  * service error shape (`{"Message":"ErrorCode:<Code>;…"}`).
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
@@ -197,4 +199,51 @@ test('a direct method the device does not answer in time gives 504; one it is no
   await device.publishAsync('$iothub/twin/GET/?$rid=after', '');
   await answer;
   await device.endAsync();
+});
+
+test('issue 19 #5: each built-in policy has exactly its rights (registryRead, registryWrite, serviceConnect), 401 Unauthorized otherwise', async () => {
+  const policies = JSON.parse(await readFile(join(hub.dataDir, 'hub', 'policies.json'), 'utf8')) as Record<string, { primaryKey: string }>;
+  await hub.createDevice('rights-probe');
+  await hub.rest('PUT', '/devices/rights-victim', {});
+  // The attack: a `service` key read device keys, made devices, re-keyed them; a registry key sent C2D and patched twins.
+  const calls: [right: string, method: string, path: string, body?: unknown][] = [
+    ['registryRead', 'GET', '/devices'],
+    ['registryRead', 'GET', '/devices/rights-probe'],
+    ['registryRead', 'GET', '/devices/rights-probe/modules'],
+    ['registryWrite', 'PUT', '/devices/rights-new', {}],
+    ['registryWrite', 'POST', '/devices/rights-probe/regenerateKey', { key: 'secondary' }],
+    ['registryWrite', 'DELETE', '/devices/rights-victim'],
+    ['serviceConnect', 'GET', '/twins/rights-probe'],
+    ['serviceConnect', 'PATCH', '/twins/rights-probe', { tags: { a: 1 } }],
+    ['serviceConnect', 'POST', '/devices/rights-probe/messages/devicebound', { body: 'x' }],
+    ['serviceConnect', 'GET', '/messages/events?limit=1'],
+  ];
+  const rights: Record<string, string[]> = {
+    iothubowner: ['registryRead', 'registryWrite', 'serviceConnect'],
+    service: ['serviceConnect'],
+    registryRead: ['registryRead'],
+    registryReadWrite: ['registryRead', 'registryWrite'],
+    device: [],
+  };
+  const soon = Math.floor(Date.now() / 1000) + 600;
+  for (const [policy, granted] of Object.entries(rights)) {
+    const client = await restClient(hub.restUrl, hub.ca, () => createSasToken('localhost', policies[policy]!.primaryKey, soon, policy));
+    for (const [right, method, path, body] of calls) {
+      // A refused write must not have happened: the victim survives every policy but the ones allowed to delete it.
+      const answer = await client.call(method, path, body);
+      const what = `${policy} ${method} ${path}`;
+      if (granted.includes(right)) {
+        assert.ok(answer.status < 300, `${what}: ${answer.status}`);
+        if (method === 'DELETE') await hub.rest('PUT', '/devices/rights-victim', {});
+        if (method === 'PUT') await hub.rest('DELETE', path);
+        continue;
+      }
+      assert.equal(answer.status, 401, what);
+      assert.equal((answer.body as { Message: string }).Message, 'ErrorCode:IotHubUnauthorizedAccess;Unauthorized', what);
+      assert.equal(answer.headers['www-authenticate'], 'SharedAccessSignature', what);
+    }
+    await client.agent.close();
+  }
+  assert.equal((await hub.rest('GET', '/devices/rights-victim')).status, 200, 'no refused policy deleted the device');
+  assert.equal((await hub.rest('GET', '/devices/rights-new')).status, 404, 'no refused policy created a device');
 });
