@@ -2,7 +2,8 @@
 import type { CommandGroup, ComponentDefinition } from './common/component.ts';
 import type { OptionSchema } from './common/config.ts';
 import { calculator } from './calculator/index.ts';
-import { gateway, users } from './gateway/index.ts';
+import { gateway } from './gateway/index.ts';
+import { users } from './users/index.ts';
 import { identity } from './identity/index.ts';
 import { storage } from './storage/index.ts';
 import { devdata, devicesCommands, devsvc } from './devices/index.ts';

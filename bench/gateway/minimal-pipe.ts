@@ -7,7 +7,9 @@
  * <port> <backend port>`; prints "ready" when listening.
  */
 import net from 'node:net';
-import { MessageParser, type MessageHead } from '../../src/gateway/http-parser.ts';
+import { HttpParsers, MessageParser, type MessageHead } from '../../src/gateway/http/parser.ts';
+
+const parsers = new HttpParsers();
 
 const [port, backendPort] = process.argv.slice(2).map(Number);
 
@@ -16,7 +18,7 @@ class Upstream {
   readonly socket = net.connect(backendPort!, '127.0.0.1');
   client: net.Socket | null = null;
   private text = '';
-  private readonly parser = new MessageParser('response', this, 64 * 1024);
+  private readonly parser = new MessageParser(parsers, 'response', this, 64 * 1024);
 
   constructor() {
     this.socket.setNoDelay(true);
@@ -53,6 +55,7 @@ net
     client.setNoDelay(true);
     client.on('error', () => undefined);
     const parser = new MessageParser(
+      parsers,
       'request',
       {
         onHead(head) {

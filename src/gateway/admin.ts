@@ -9,12 +9,13 @@ import { hostname } from 'node:os';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createHttpServer, listen } from '../common/http.ts';
-import { documentHash, parseDeclarativeText, toDeclarativeYaml, type LoadedConfig } from './declarative.ts';
+import { documentHash, parseDeclarativeText, toDeclarativeYaml } from './config/declarative.ts';
+import type { Entities } from './config/model.ts';
 import { adminError, GatewayError } from './errors.ts';
-import type { ConnectionCounters } from './http1.ts';
-import type { Entities } from './model.ts';
+import type { ConnectionCounters } from './http/server.ts';
 import { PLUGINS } from './plugins/index.ts';
-import type { PluginEnvironment } from './plugins/plugin.ts';
+import type { PluginEnvironment } from './plugins/types.ts';
+import type { LoadedConfig } from './proxy/compile.ts';
 
 export interface GatewayRuntime {
   config: LoadedConfig;

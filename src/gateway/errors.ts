@@ -6,7 +6,7 @@
  * request id.
  */
 import { XMLBuilder } from 'fast-xml-parser';
-import { ParseError } from './http-parser.ts';
+import { ParseError } from './http/parser.ts';
 
 export class GatewayError extends Error {
   constructor(

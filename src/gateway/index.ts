@@ -1,21 +1,18 @@
 /**
- * Two components: `users`, the user API backend (§4.7), and `gateway`, the
- * Kong-compatible gateway in front of it and of the calculator. Under
- * `offcloud up` the gateway takes both backends' URLs from the components
- * started before it.
+ * `gateway`, the Kong-compatible gateway in front of the user API (src/users)
+ * and the calculator. Under `offcloud up` it takes both backends' URLs from
+ * the components started before it.
+ *
+ * Layers, each importing only those below it: config/ (Kong's declarative
+ * format and entities), plugins/, proxy/ (the compiled configuration and
+ * what is done per request), http/ (the only code that touches sockets),
+ * processes/ (one proxy per process, worker processes).
  */
 import { defineComponent } from '../common/component.ts';
 import { UsageError } from '../common/errors.ts';
-import { gatewayOptions, usersOptions } from './options.ts';
+import { gatewayOptions } from './options.ts';
 
 const PARSE_USAGE = 'offcloud gateway parse <kong.yml|kong.json>';
-
-export const users = defineComponent({
-  name: 'users',
-  summary: 'User API backend: GET /api/getusers returns the stored users (§4.7)',
-  options: usersOptions,
-  start: async (options) => (await import('./users/server.ts')).startUsers(options),
-});
 
 export const gateway = defineComponent({
   name: 'gateway',
@@ -29,7 +26,7 @@ export const gateway = defineComponent({
       // The file is checked for by name first, so a usage error loads nothing.
       run: async ([file, ...rest]) => {
         if (!file || rest.length) throw new UsageError(`usage: ${PARSE_USAGE}`);
-        return (await import('./parse-command.ts')).parseDeclarativeFile(file);
+        return (await import('./config/parse-command.ts')).parseDeclarativeFile(file);
       },
     },
   },

@@ -1,8 +1,4 @@
-/**
- * The options of both components of this folder, the gateway and the users
- * backend, apart from their servers so the CLI can list them without loading
- * either.
- */
+/** The gateway's options, apart from its server so the CLI can list them without loading it. */
 import { commonOptions, portOption, tlsOptions, type OptionSchema } from '../common/config.ts';
 
 export const gatewayOptions = {
@@ -27,8 +23,3 @@ export const gatewayOptions = {
   clientHeaderTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms a client may take to send its request headers' },
   workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'proxy processes (1 = this process; more share the listeners, like nginx worker processes)' },
 } as const satisfies OptionSchema;
-
-export const usersOptions = {
-  ...commonOptions,
-  port: portOption(8083),
-};

@@ -15,13 +15,14 @@ import { formatHost, translateListenError } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { startAdmin, type GatewayRuntime } from './admin.ts';
-import { loadDeclarative, parseDeclarativeText, type LoadedConfig } from './declarative.ts';
-import { specDeployment } from './default-config.ts';
+import { parseDeclarativeText } from './config/declarative.ts';
+import { specDeployment } from './config/default-config.ts';
 import { DeclarativeConfigError } from './errors.ts';
 import { gatewayOptions } from './options.ts';
-import { CounterStores } from './plugins/rate-limiting/counters.ts';
-import { ProxyService, type ProxySettings, type Scheme } from './proxy-service.ts';
-import { WorkerPool } from './workers.ts';
+import { CounterStores } from './plugins/rate-limiting/policies.ts';
+import { WorkerPool } from './processes/pool.ts';
+import { ProxyService, type ProxySettings, type Scheme } from './processes/service.ts';
+import { compileConfig, type LoadedConfig } from './proxy/compile.ts';
 
 export type GatewayOptions = OptionValues<typeof gatewayOptions>;
 
@@ -93,7 +94,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const { doc, source } = await initialDocument(options);
   let config: LoadedConfig;
   try {
-    config = loadDeclarative(doc, env);
+    config = compileConfig(doc, env);
   } catch (err) {
     if (err instanceof DeclarativeConfigError) throw new ConfigError(`${source}: ${err.message}`);
     throw err;
@@ -120,7 +121,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const runtime: GatewayRuntime = {
     config,
     reload(next) {
-      this.config = loadDeclarative(next, env);
+      this.config = compileConfig(next, env);
       workers?.reload(next);
       logger.info({ hash: this.config.hash }, 'declarative configuration reloaded');
       return this.config;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { toDeclarativeYaml } from '../../src/gateway/declarative.ts';
+import { toDeclarativeYaml } from '../../src/gateway/config/declarative.ts';
 import { echoBackend, errorsOf, freePort, gatewayWith, loadDoc as load } from './helpers.ts';
 
 const hostPort = (url: string) => new URL(url).host;

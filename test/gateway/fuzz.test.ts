@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { quiet, tempDataDir } from '../helpers/index.ts';
-import { startUsers } from '../../src/gateway/users/server.ts';
+import { startUsers } from '../../src/users/server.ts';
 import { echoBackend, gatewayWith } from './helpers.ts';
 
 /** Sends raw bytes and returns everything the server wrote before closing (or until `until` shows up). */

@@ -10,11 +10,12 @@ import { pino } from 'pino';
 import { stringify } from 'yaml';
 import type { RuntimeExtras } from '../../src/common/config.ts';
 import { startCalculator } from '../../src/calculator/server.ts';
-import { loadDeclarative, parseDeclarativeText } from '../../src/gateway/declarative.ts';
+import { parseDeclarativeText } from '../../src/gateway/config/declarative.ts';
+import { compileConfig } from '../../src/gateway/proxy/compile.ts';
 import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
-import { CounterStores } from '../../src/gateway/plugins/rate-limiting/counters.ts';
+import { CounterStores } from '../../src/gateway/plugins/rate-limiting/policies.ts';
 import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
-import { startUsers } from '../../src/gateway/users/server.ts';
+import { startUsers } from '../../src/users/server.ts';
 import { debianProgram, freePort, quiet, tempDataDir } from '../helpers/index.ts';
 
 type After = Pick<TestContext, 'after'>;
@@ -139,7 +140,7 @@ const silent = pino({ level: 'silent' });
 
 /** Loads a declarative document (YAML/JSON text or an object) the way the gateway does. */
 export function loadDoc(doc: unknown) {
-  return loadDeclarative(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, { counters: new CounterStores(silent), logger: silent });
+  return compileConfig(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, { counters: new CounterStores(silent), logger: silent });
 }
 
 /** The errors a document is refused with, as `path: message` lines; fails the test when it loads. */

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { MessageParser, type MessageHead } from '../../src/gateway/http-parser.ts';
+import { HttpParsers, MessageParser, type MessageHead } from '../../src/gateway/http/parser.ts';
+
+const parsers = new HttpParsers();
 
 interface Seen {
   heads: MessageHead[];
@@ -28,7 +30,7 @@ function parser(kind: 'request' | 'response', maxHeaderSize = 16 * 1024): { pars
       seen.completed++;
     },
   };
-  return { parser: new MessageParser(kind, events, maxHeaderSize), seen };
+  return { parser: new MessageParser(parsers, kind, events, maxHeaderSize), seen };
 }
 
 /** Two pipelined requests: one with a chunked body, one with a Content-Length body. */

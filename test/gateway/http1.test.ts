@@ -1,6 +1,6 @@
 /**
- * The gateway's own HTTP/1.1 on both sides (src/gateway/http1.ts, upstream.ts,
- * http-parser.ts), seen from real sockets: pipelining, HTTP/1.0, request and
+ * The gateway's own HTTP/1.1 on both sides (src/gateway/http/server.ts, upstream.ts,
+ * parser.ts), seen from real sockets: pipelining, HTTP/1.0, request and
  * answer framing, smuggling refusals, upstream keep-alive and timeouts,
  * half-closed clients and large bodies with backpressure.
  */

@@ -10,7 +10,7 @@ import { Agent, request } from 'undici';
 import { startCalculator } from '../../src/calculator/server.ts';
 import { gateway } from '../../src/gateway/index.ts';
 import { startGateway } from '../../src/gateway/server.ts';
-import { startUsers } from '../../src/gateway/users/server.ts';
+import { startUsers } from '../../src/users/server.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { awayFromWindowEdge, echoBackend, specStack } from './helpers.ts';
 

@@ -4,8 +4,8 @@
  * called. Messages and headers are Kong 3.6+'s.
  */
 import { GatewayError } from '../../errors.ts';
-import type { Consumer, KeyauthCredential } from '../../model.ts';
-import { setOrClearHeader, type PluginDefinition, type RequestContext } from '../plugin.ts';
+import type { Consumer, KeyauthCredential } from '../../config/model.ts';
+import { setOrClearHeader, type PluginDefinition, type RequestContext } from '../types.ts';
 import { keyAuthFields, type KeyAuthConfig } from './schema.ts';
 
 const NO_KEY = 'No API key found in request';

@@ -1,5 +1,5 @@
 /** key-auth's config (Kong's kong/plugins/key-auth/schema.lua), with Kong's defaults. */
-import type { Field } from '../../schema.ts';
+import type { Field } from '../../config/schema.ts';
 
 export interface KeyAuthConfig {
   key_names: string[];

@@ -4,9 +4,9 @@
  * service, with Kong's headers and 429 answer.
  */
 import { GatewayError } from '../../errors.ts';
-import type { PluginDefinition, RequestContext } from '../plugin.ts';
-import type { Counter, CounterResult, CounterStore } from './counters.ts';
-import { RedisCounters } from './counters.ts';
+import type { PluginDefinition, RequestContext } from '../types.ts';
+import type { Counter, CounterResult, CounterStore } from './policies.ts';
+import { RedisCounters } from './policies.ts';
 import { checkRateLimitingConfig, expandRedisShorthands, PERIODS, rateLimitingFields, type Period, type RateLimitingConfig } from './schema.ts';
 
 const HEADER_PERIOD: Record<Period, string> = { second: 'Second', minute: 'Minute', hour: 'Hour', day: 'Day', month: 'Month', year: 'Year' };

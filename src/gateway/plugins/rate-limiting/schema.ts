@@ -1,6 +1,6 @@
 /** rate-limiting's config (Kong's kong/plugins/rate-limiting/schema.lua), with Kong's defaults. */
-import type { Field, FieldError } from '../../schema.ts';
-import { join } from '../../schema.ts';
+import type { Field, FieldError } from '../../config/schema.ts';
+import { join } from '../../config/schema.ts';
 
 export const PERIODS = ['second', 'minute', 'hour', 'day', 'month', 'year'] as const;
 export type Period = (typeof PERIODS)[number];

@@ -1,9 +1,8 @@
 /**
- * The loaded configuration: Kong's entities after validation, defaults and
- * reference resolution, plus what the proxy needs precomputed (the sorted
- * route candidates, the plugin chain of each route).
+ * Kong's entities as the gateway holds them after validation, defaults and
+ * reference resolution (config/declarative.ts). What the proxy compiles
+ * from them is proxy/compile.ts's.
  */
-import type { PluginHandler } from './plugins/plugin.ts';
 
 export interface Service {
   id: string;
@@ -74,24 +73,6 @@ export interface Plugin {
   consumer: { id: string } | null;
   tags: string[] | null;
   created_at: number;
-}
-
-/** A plugin entity with its behaviour, ready to run. */
-export interface PluginInstance {
-  entity: Plugin;
-  priority: number;
-  handler: PluginHandler;
-}
-
-/**
- * One plugin name in a route's chain: the instances that may apply, most
- * specific scope first. The one that runs is the first whose consumer
- * scope fits the consumer known when its turn comes (auth runs first).
- */
-export interface PluginSlot {
-  name: string;
-  priority: number;
-  candidates: PluginInstance[];
 }
 
 /** Kong's upstream: a virtual host name that services use as `host`, balanced over its targets. */

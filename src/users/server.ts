@@ -2,11 +2,11 @@
  * The user API backend behind the gateway (§4.7): GET /api/getusers returns
  * the stored users as JSON; GET /api/getusers/<id> one of them.
  */
-import { withDefaults, type OptionValues, type RuntimeExtras } from '../../common/config.ts';
-import type { RunningComponent } from '../../common/component.ts';
-import { createHttpServer, listen } from '../../common/http.ts';
-import { createLogger } from '../../common/log.ts';
-import { usersOptions } from '../options.ts';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { usersOptions } from './options.ts';
 import { findUser, loadUsers, usersFile } from './store.ts';
 
 export type UsersOptions = OptionValues<typeof usersOptions>;

@@ -11,13 +11,13 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { hostHeader, type Balancer, type Peer } from './balancer.ts';
-import type { LoadedConfig } from './declarative.ts';
-import { clientBodyError, GatewayError, MESSAGES, renderError } from './errors.ts';
-import type { ClientRequest, ClientResponse } from './http1.ts';
-import type { Consumer, KeyauthCredential, PluginInstance, PluginSlot, Route, Service } from './model.ts';
-import { setOrClearHeader, type ConsumerDirectory, type RequestContext } from './plugins/plugin.ts';
+import { clientBodyError, GatewayError, MESSAGES, renderError } from '../errors.ts';
+import type { ClientRequest, ClientResponse } from '../http/server.ts';
+import type { UpstreamPools } from '../http/upstream.ts';
+import type { Consumer, KeyauthCredential, Route, Service } from '../config/model.ts';
+import { setOrClearHeader, type ConsumerDirectory, type PluginInstance, type PluginSlot, type RequestContext } from '../plugins/types.ts';
+import type { LoadedConfig } from './compile.ts';
 import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
-import type { UpstreamPools } from './upstream.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
@@ -55,17 +55,6 @@ function isHopByHop(lowerCaseName: string): boolean {
     default:
       return false;
   }
-}
-
-/**
- * Request ids: 32 hex digits like Kong's, a random per-process half and a
- * counter half, unique without drawing randomness for every request.
- */
-const ID_PREFIX = randomBytes(8).toString('hex');
-let idCounter = 0;
-function nextRequestId(): string {
-  idCounter = (idCounter + 1) % Number.MAX_SAFE_INTEGER;
-  return ID_PREFIX + idCounter.toString(16).padStart(16, '0');
 }
 
 function first(value: string | string[] | undefined): string | undefined {
@@ -216,7 +205,19 @@ class ProxyContext implements RequestContext {
 }
 
 export class Proxy {
+  /**
+   * Request ids: 32 hex digits like Kong's, a random per-proxy half and a
+   * counter half, unique without drawing randomness for every request.
+   */
+  private readonly idPrefix = randomBytes(8).toString('hex');
+  private idCounter = 0;
+
   constructor(private readonly options: ProxyOptions) {}
+
+  private nextRequestId(): string {
+    this.idCounter = (this.idCounter + 1) % Number.MAX_SAFE_INTEGER;
+    return this.idPrefix + this.idCounter.toString(16).padStart(16, '0');
+  }
 
   /** The request listener for one listener (`scheme` is what the client connected with). */
   listener(scheme: 'http' | 'https'): (req: ClientRequest, res: ClientResponse) => void {
@@ -231,7 +232,7 @@ export class Proxy {
 
   private async handle(req: ClientRequest, res: ClientResponse, scheme: 'http' | 'https'): Promise<void> {
     const started = performance.now();
-    const requestId = nextRequestId();
+    const requestId = this.nextRequestId();
     const config = this.options.config();
     const responseHeaders: Record<string, string> = {};
     try {
@@ -355,6 +356,29 @@ export class Proxy {
     });
   }
 
+  /**
+   * Answers what the HTTP parser refuses (oversized headers, broken
+   * framing, slow headers) in the gateway's error shape, then closes.
+   */
+  readonly answerClientError = (err: { code?: string }, socket: Socket): void => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const [status, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, MESSAGES.headersTooLarge]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, MESSAGES.requestTimeout]
+          : [400, MESSAGES.badRequest];
+    const requestId = this.nextRequestId();
+    const { contentType, body } = renderError(message, requestId, undefined);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Server: ${PRODUCT}\r\nX-Kong-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+
   private sendError(req: ClientRequest, res: ClientResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
     const redirect = error.status >= 300 && error.status < 400;
     const { contentType, body } = redirect ? { contentType: '', body: '' } : renderError(error.message, requestId, first(req.headers.accept));
@@ -376,27 +400,4 @@ function refuseGrpcRoute(req: ClientRequest): never {
   const contentType = first(req.headers['content-type']);
   if (contentType?.startsWith('application/grpc')) throw new GatewayError(426, MESSAGES.useHttp2, { Connection: 'Upgrade', Upgrade: 'HTTP/2' });
   throw new GatewayError(415, MESSAGES.nonGrpc);
-}
-
-/**
- * Answers what Node's HTTP parser refuses (oversized headers, broken
- * framing, slow headers) in the gateway's error shape, then closes.
- */
-export function answerClientError(err: { code?: string }, socket: Socket): void {
-  if (!socket.writable || err.code === 'ECONNRESET') {
-    socket.destroy();
-    return;
-  }
-  const [status, message] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, MESSAGES.headersTooLarge]
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, MESSAGES.requestTimeout]
-        : [400, MESSAGES.badRequest];
-  const requestId = nextRequestId();
-  const { contentType, body } = renderError(message, requestId, undefined);
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Server: ${PRODUCT}\r\nX-Kong-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }

@@ -2,8 +2,9 @@
  * Route matching as Kong's traditional router does it, and the upstream
  * path rules of Kong's path_handling v0 (kong/router/utils.lua).
  */
-import { GatewayError, MESSAGES } from './errors.ts';
-import type { PluginSlot, Route, Service } from './model.ts';
+import { GatewayError, MESSAGES } from '../errors.ts';
+import type { Route, Service } from '../config/model.ts';
+import type { PluginSlot } from '../plugins/types.ts';
 
 export interface RouteCandidate {
   route: Route;

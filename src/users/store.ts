@@ -5,8 +5,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../common/files.ts';
-import { ConfigError } from '../../common/errors.ts';
+import { writeFileAtomic } from '../common/files.ts';
+import { ConfigError } from '../common/errors.ts';
 
 export interface User {
   id: number;

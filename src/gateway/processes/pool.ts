@@ -10,9 +10,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { ConnectionCounters } from './http1.ts';
-import type { ProxySettings, Scheme } from './proxy-service.ts';
-import type { Counter, CounterResult, CounterStore } from './plugins/rate-limiting/counters.ts';
+import type { ConnectionCounters } from '../http/server.ts';
+import type { Counter, CounterResult, CounterStore } from '../plugins/rate-limiting/policies.ts';
+import type { ProxySettings, Scheme } from './service.ts';
 
 /** What a worker needs to serve: the proxy's settings, the HTTPS port, and the document. */
 export interface WorkerSettings {

@@ -8,10 +8,10 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { clientBodyError, GatewayError, MESSAGES } from './errors.ts';
-import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody, type ClientResponse } from './http1.ts';
-import { MessageParser, type MessageEvents, type MessageHead } from './http-parser.ts';
-import type { Service } from './model.ts';
+import { clientBodyError, GatewayError, MESSAGES } from '../errors.ts';
+import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody, type ClientResponse } from './server.ts';
+import { MessageParser, type HttpParsers, type MessageEvents, type MessageHead } from './parser.ts';
+import type { Service } from '../config/model.ts';
 
 export interface ForwardRequest {
   service: Service;
@@ -239,7 +239,7 @@ class UpstreamConnection implements MessageEvents {
     readonly socket: Socket,
     private readonly pool: OriginPool,
   ) {
-    this.parser = new MessageParser('response', this, MAX_RESPONSE_HEAD);
+    this.parser = new MessageParser(pool.parsers, 'response', this, MAX_RESPONSE_HEAD);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       const exchange = this.exchange;
@@ -292,7 +292,10 @@ class OriginPool {
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
-  constructor(private readonly service: Service) {
+  constructor(
+    private readonly service: Service,
+    readonly parsers: HttpParsers,
+  ) {
     this.sweeper = setInterval(() => {
       const now = Date.now();
       for (const connection of this.idle) if (now - connection.idleSince > IDLE_MS) connection.socket.destroy();
@@ -348,6 +351,8 @@ class OriginPool {
 }
 
 export class UpstreamPools {
+  constructor(private readonly parsers: HttpParsers) {}
+
   private readonly pools = new Map<string, OriginPool>();
   /** Each loaded service object remembers its pool, so the hot path builds no key. */
   private readonly byService = new WeakMap<Service, OriginPool>();
@@ -358,7 +363,7 @@ export class UpstreamPools {
     const key = `${service.protocol}|${service.host}|${service.port}|${service.connect_timeout}|${service.tls_verify ?? false}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new OriginPool(service);
+      pool = new OriginPool(service, this.parsers);
       this.pools.set(key, pool);
     }
     this.byService.set(service, pool);

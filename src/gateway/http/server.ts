@@ -10,7 +10,7 @@
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { MessageParser, ParseError, type MessageEvents, type MessageHead } from './http-parser.ts';
+import { MessageParser, ParseError, type HttpParsers, type MessageEvents, type MessageHead } from './parser.ts';
 
 export type OutgoingHeaders = Record<string, string | string[] | number | undefined>;
 
@@ -21,6 +21,8 @@ export interface Http1Options {
   keepAliveTimeout: number;
   /** Largest request head, bytes (request line and headers). */
   maxHeaderSize: number;
+  /** The llhttp instance this server's connections parse with. */
+  parsers: HttpParsers;
   onRequest(req: ClientRequest, res: ClientResponse): void;
   /** Answers what could not be parsed (or a head that timed out) on the socket, which then closes. */
   onBadRequest(err: ParseError, socket: Socket): void;
@@ -94,19 +96,6 @@ function headerLine(name: string, value: string): string {
   const cr = line.indexOf('\r');
   if (cr !== line.length - 2 || line.indexOf('\n') !== line.length - 1 || line.includes('\0')) throw new Error(`header ${JSON.stringify(name)} holds a line break`);
   return line;
-}
-
-let dateSecond = -1;
-let dateText = '';
-/** The Date header's value, formatted once a second. */
-function httpDate(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    dateText = new Date(now).toUTCString();
-  }
-  return dateText;
 }
 
 class RequestBody extends Readable {
@@ -213,7 +202,7 @@ export class ClientResponse {
       }
       head += headerLine(name, value);
     }
-    if (!hasDate) head += `Date: ${httpDate()}\r\n`;
+    if (!hasDate) head += `Date: ${this.connection.server.httpDate()}\r\n`;
     this.bodyless = this.req.method === 'HEAD' || status === 204 || status === 304 || status < 200;
     if (!this.bodyless && !hasLength) {
       if (this.req.httpVersion === '1.1') {
@@ -298,9 +287,9 @@ class Connection implements MessageEvents {
 
   constructor(
     readonly socket: Socket,
-    private readonly server: Http1Server,
+    readonly server: Http1Server,
   ) {
-    this.parser = new MessageParser('request', this, server.options.maxHeaderSize);
+    this.parser = new MessageParser(server.options.parsers, 'request', this, server.options.maxHeaderSize);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('end', () => this.onEnd());
@@ -424,6 +413,8 @@ export class Http1Server {
   closing = false;
   private readonly sweeper: NodeJS.Timeout;
   private drained: (() => void) | null = null;
+  private dateSecond = -1;
+  private dateText = '';
 
   constructor(readonly options: Http1Options) {
     const every = Math.min(1000, Math.max(50, Math.floor(options.headersTimeout / 4)));
@@ -441,6 +432,17 @@ export class Http1Server {
     this.counters.active++;
     this.connections.add(new Connection(socket, this));
   };
+
+  /** The Date header's value, formatted once a second. */
+  httpDate(): string {
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    if (second !== this.dateSecond) {
+      this.dateSecond = second;
+      this.dateText = new Date(now).toUTCString();
+    }
+    return this.dateText;
+  }
 
   forget(connection: Connection): void {
     if (!this.connections.delete(connection)) return;

@@ -1,14 +1,15 @@
 /**
- * What a plugin is (Kong's `schema.lua` + `handler.lua` pair): a config
- * schema, a priority, and an access-phase handler that may change the
- * upstream request, add client response headers, or reject the request by
- * throwing a GatewayError.
+ * Everything a plugin sees and is (Kong's `schema.lua` + `handler.lua`
+ * pair): a config schema, a priority, and an access-phase handler that may
+ * change the upstream request, add client response headers, or reject the
+ * request by throwing a GatewayError. The proxy and the compile step meet
+ * plugins only through these types.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import type { Field, FieldError } from '../schema.ts';
-import type { Consumer, KeyauthCredential, Route, Service } from '../model.ts';
-import type { CounterStores } from './rate-limiting/counters.ts';
+import type { Field, FieldError } from '../config/schema.ts';
+import type { Consumer, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
+import type { CounterStores } from './rate-limiting/policies.ts';
 
 /** What the configuration offers a plugin at request time. */
 export interface ConsumerDirectory {
@@ -79,4 +80,22 @@ export interface PluginDefinition {
   /** Kong's `no_consumer`: the plugin cannot be scoped to a consumer. */
   noConsumer?: boolean;
   create(config: Record<string, unknown>, env: PluginEnvironment, entity: { id: string }): PluginHandler;
+}
+
+/** A plugin entity with its behaviour, ready to run. */
+export interface PluginInstance {
+  entity: Plugin;
+  priority: number;
+  handler: PluginHandler;
+}
+
+/**
+ * One plugin name in a route's chain: the instances that may apply, most
+ * specific scope first. The one that runs is the first whose consumer
+ * scope fits the consumer known when its turn comes (auth runs first).
+ */
+export interface PluginSlot {
+  name: string;
+  priority: number;
+  candidates: PluginInstance[];
 }

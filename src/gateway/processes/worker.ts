@@ -1,15 +1,15 @@
 /**
- * A gateway worker process (workers.ts starts it): serves the client
+ * A gateway worker process (pool.ts starts it): serves the client
  * connections the listening process hands over, with its own upstream
  * pools and Redis connections, and asks the listening process for
  * `policy: local` rate-limit decisions.
  */
 import type { Socket } from 'node:net';
-import { createLogger } from '../common/log.ts';
-import { loadDeclarative, type LoadedConfig } from './declarative.ts';
-import { CounterStores, type Counter, type CounterResult, type CounterStore } from './plugins/rate-limiting/counters.ts';
-import { ProxyService } from './proxy-service.ts';
-import type { FromWorker, ToWorker, WorkerSettings } from './workers.ts';
+import { createLogger } from '../../common/log.ts';
+import { CounterStores, type Counter, type CounterResult, type CounterStore } from '../plugins/rate-limiting/policies.ts';
+import { compileConfig, type LoadedConfig } from '../proxy/compile.ts';
+import type { FromWorker, ToWorker, WorkerSettings } from './pool.ts';
+import { ProxyService } from './service.ts';
 
 const STATS_INTERVAL_MS = 1000;
 
@@ -52,7 +52,7 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
   const counted = new ListenerCounters();
   const counters = new CounterStores(logger, counted);
   const env = { counters, logger };
-  let config: LoadedConfig = loadDeclarative(settings.doc, env);
+  let config: LoadedConfig = compileConfig(settings.doc, env);
   const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger });
   const report = setInterval(() => tell({ type: 'stats', counters: service.counters() }), STATS_INTERVAL_MS);
   report.unref();
@@ -60,7 +60,7 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
     service,
     counted,
     reload(doc) {
-      config = loadDeclarative(doc, env);
+      config = compileConfig(doc, env);
     },
     async close() {
       clearInterval(report);

@@ -1,29 +1,16 @@
 /**
  * Kong's declarative configuration (`_format_version: "3.0"`, YAML or
- * JSON): parsing, validation with the path of every bad key, nesting
- * flattened into entities with resolved references, and the compiled form
- * the proxy runs on.
+ * JSON): parsing, validation with the path of every bad key, and nesting
+ * flattened into entities with resolved references. What the proxy runs on
+ * is compiled from these entities by proxy/compile.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { DeclarativeConfigError } from './errors.ts';
-import { Balancer } from './balancer.ts';
+import { DeclarativeConfigError } from '../errors.ts';
+import { PLUGINS } from '../plugins/index.ts';
 import { consumerFields, DEFAULT_TARGET_PORT, keyauthCredentialFields, NESTED, parseTarget, pluginFields, routeFields, serviceFields, targetFields, upstreamFields } from './entities.ts';
-import type { Consumer, Entities, KeyauthCredential, Plugin, PluginInstance, PluginSlot, Route, Service, Target, Upstream } from './model.ts';
-import { PLUGINS } from './plugins/index.ts';
-import type { ConsumerDirectory, PluginEnvironment } from './plugins/plugin.ts';
-import { compileRoutes, type RouteCandidate } from './router.ts';
+import type { Consumer, Entities, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
 import { checkRecord, join, type Field, type FieldError } from './schema.ts';
-
-export interface LoadedConfig {
-  entities: Entities;
-  /** md5 of the document, Kong's `configuration_hash`. */
-  hash: string;
-  candidates: RouteCandidate[];
-  directory: ConsumerDirectory;
-  /** Services whose host names an upstream, with the balancer over its targets. */
-  balancers: Map<Service, Balancer>;
-}
 
 const TOP_LEVEL_KINDS = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins', 'upstreams', 'targets'] as const;
 type Kind = (typeof TOP_LEVEL_KINDS)[number];
@@ -154,16 +141,6 @@ function checkUnique<T>(items: { item: T; path: string }[], field: string, value
     if (first) errors.push({ path: join(path, field), message: `uniqueness violation: '${v}' is also used by ${first}` });
     else seen.set(v, path);
   }
-}
-
-/** Kong's plugin precedence: consumer+route+service first, global last. */
-function scopeRank(p: Plugin): number {
-  const c = p.consumer !== null;
-  const r = p.route !== null;
-  const s = p.service !== null;
-  const order = [c && r && s, c && r && !s, c && !r && s, !c && r && s, c && !r && !s, !c && r && !s, !c && !r && s];
-  const index = order.indexOf(true);
-  return index < 0 ? order.length : index;
 }
 
 function validateDocument(doc: unknown, now: number): { entities: Entities; errors: FieldError[] } {
@@ -325,78 +302,11 @@ function checkRouteCriteria(row: Row, errors: FieldError[]): void {
   }
 }
 
-function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory {
-  // Keys are looked up by value in a Map, as Kong's own cache finds them. (A sha256 of each key per
-  // request, compared in constant time, cost 5 % of the gateway's CPU.)
-  const credentials = new Map(entities.keyauth_credentials.map((c) => [c.key, c]));
-  const consumers = new Map<string, Consumer>();
-  for (const c of entities.consumers) {
-    consumers.set(c.id, c);
-    if (c.username) consumers.set(c.username, c);
-  }
-  return {
-    findCredentialByKey(key) {
-      const found = credentials.get(key);
-      if (!found) return undefined;
-      if (found.ttl && Date.now() >= loadedAt + found.ttl * 1000) return undefined;
-      return found;
-    },
-    findConsumer: (idOrUsername) => consumers.get(idOrUsername),
-  };
-}
-
-/** Each route's plugin chain: one slot per plugin name, highest priority first. */
-function pluginSlots(route: Route, instances: PluginInstance[]): PluginSlot[] {
-  const serviceId = route.service?.id;
-  const slots = new Map<string, PluginSlot>();
-  for (const instance of instances) {
-    const p = instance.entity;
-    if ((p.route && p.route.id !== route.id) || (p.service && p.service.id !== serviceId)) continue;
-    let slot = slots.get(p.name);
-    if (!slot) slots.set(p.name, (slot = { name: p.name, priority: instance.priority, candidates: [] }));
-    slot.candidates.push(instance);
-  }
-  for (const slot of slots.values()) slot.candidates.sort((a, b) => scopeRank(a.entity) - scopeRank(b.entity));
-  return [...slots.values()].sort((a, b) => b.priority - a.priority);
-}
-
-/** Validates a parsed document and builds what the proxy runs on; throws DeclarativeConfigError with every problem. */
-export function loadDeclarative(doc: unknown, env: PluginEnvironment, now = Date.now()): LoadedConfig {
+/** Validates a parsed document into entities; throws DeclarativeConfigError with every problem. */
+export function validateDeclarative(doc: unknown, now = Date.now()): Entities {
   const { entities, errors } = validateDocument(doc, now);
   if (errors.length) throw new DeclarativeConfigError(errors);
-  const instances: PluginInstance[] = entities.plugins
-    .filter((p) => p.enabled)
-    .map((entity) => {
-      const definition = PLUGINS.get(entity.name)!;
-      return { entity, priority: definition.priority, handler: definition.create(entity.config, env, entity) };
-    });
-  const services = new Map(entities.services.map((s) => [s.id, s]));
-  const balancers = buildBalancers(entities);
-  const candidates = compileRoutes(
-    entities.routes
-      .filter((route) => services.get(route.service!.id)!.enabled)
-      .map((route) => ({ route, service: services.get(route.service!.id)!, plugins: pluginSlots(route, instances) })),
-  );
-  return {
-    entities,
-    hash: documentHash(doc),
-    candidates,
-    directory: buildDirectory(entities, now),
-    balancers,
-  };
-}
-
-/** A balancer for each service whose host is an upstream's name (Kong resolves the host against upstreams first). */
-function buildBalancers(entities: Entities): Map<Service, Balancer> {
-  const byName = new Map(entities.upstreams.map((u) => [u.name, u]));
-  const balancers = new Map<Service, Balancer>();
-  for (const service of entities.services) {
-    const upstream = byName.get(service.host);
-    if (!upstream) continue;
-    const targets = entities.targets.filter((t) => t.upstream.id === upstream.id);
-    balancers.set(service, new Balancer(service, upstream, targets));
-  }
-  return balancers;
+  return entities;
 }
 
 /** Kong's configuration_hash: md5 of the document, so POST /config?check_hash=1 can skip an unchanged one. */

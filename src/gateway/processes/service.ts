@@ -1,16 +1,17 @@
 /**
  * One process's proxy: the request handling (Proxy), its upstream pools,
  * and the client connections of both listeners. The gateway runs one in
- * its own process, or one in each worker process (workers.ts), which then
+ * its own process, or one in each worker process (pool.ts), which then
  * get their connections from the listening process.
  */
 import type { Socket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
-import type { LoadedConfig } from './declarative.ts';
-import { Http1Server, type ConnectionCounters } from './http1.ts';
-import { answerClientError, Proxy } from './proxy.ts';
-import { UpstreamPools } from './upstream.ts';
+import { HttpParsers } from '../http/parser.ts';
+import { Http1Server, type ConnectionCounters } from '../http/server.ts';
+import { UpstreamPools } from '../http/upstream.ts';
+import type { LoadedConfig } from '../proxy/compile.ts';
+import { Proxy } from '../proxy/proxy.ts';
 
 /** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
 const MAX_HEADER_SIZE = 16 * 1024;
@@ -36,12 +37,15 @@ export interface ProxyServiceOptions extends ProxySettings {
 export type Scheme = 'http' | 'https';
 
 export class ProxyService {
-  private readonly pools = new UpstreamPools();
+  private readonly pools: UpstreamPools;
   private readonly plain: Http1Server;
   private readonly secure: Http1Server;
   private readonly tls: TlsServer;
 
   constructor(options: ProxyServiceOptions) {
+    // One llhttp instance for both sides of every connection of this process's proxy.
+    const parsers = new HttpParsers();
+    this.pools = new UpstreamPools(parsers);
     const proxy = new Proxy({
       config: options.config,
       pools: this.pools,
@@ -51,7 +55,7 @@ export class ProxyService {
       logger: options.logger,
     });
     // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
-    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEADER_SIZE, onBadRequest: answerClientError };
+    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEADER_SIZE, parsers, onBadRequest: proxy.answerClientError };
     this.plain = new Http1Server({ ...connections, onRequest: proxy.listener('http') });
     this.secure = new Http1Server({ ...connections, onRequest: proxy.listener('https') });
     // Never listens: it takes the HTTPS listener's connections and does the handshake.

@@ -4,10 +4,8 @@
  * `kong config parse`. Exit code 0 when the file would load, 1 otherwise.
  */
 import { readFile } from 'node:fs/promises';
-import { pino } from 'pino';
-import { loadDeclarative, parseDeclarativeText } from './declarative.ts';
-import { DeclarativeConfigError } from './errors.ts';
-import { CounterStores } from './plugins/rate-limiting/counters.ts';
+import { DeclarativeConfigError } from '../errors.ts';
+import { parseDeclarativeText, validateDeclarative } from './declarative.ts';
 
 export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean; message: string }> {
   let text: string;
@@ -16,10 +14,8 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
   } catch (err) {
     return { ok: false, message: `cannot read ${file}: ${(err as Error).message}` };
   }
-  const logger = pino({ level: 'silent' });
-  const counters = new CounterStores(logger);
   try {
-    const { entities } = loadDeclarative(parseDeclarativeText(text), { counters, logger });
+    const entities = validateDeclarative(parseDeclarativeText(text));
     // Upstreams and targets are counted when the file has some.
     const counts = Object.entries(entities)
       .filter(([kind, list]) => (list as unknown[]).length > 0 || !(kind === 'upstreams' || kind === 'targets'))
@@ -28,8 +24,6 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
   } catch (err) {
     if (!(err instanceof DeclarativeConfigError)) throw err;
     return { ok: false, message: `${file}: ${err.message}` };
-  } finally {
-    await counters.close();
   }
 }
 

@@ -8,7 +8,7 @@
  * HTTP/1.1, chunked as the last coding, a clean request target, a bounded
  * head.
  */
-import { createRequire } from 'node:module';
+import { instantiateLlhttp, type Llhttp } from './llhttp.ts';
 
 export interface MessageHead {
   /** Requests: the method and the request target as sent. */
@@ -43,26 +43,6 @@ export class ParseError extends Error {
   }
 }
 
-/** llhttp's C interface, as its WebAssembly build exports it. */
-interface Llhttp {
-  memory: WebAssembly.Memory;
-  _initialize(): void;
-  malloc(size: number): number;
-  free(pointer: number): void;
-  llhttp_alloc(type: number): number;
-  llhttp_free(parser: number): void;
-  llhttp_execute(parser: number, data: number, length: number): number;
-  llhttp_finish(parser: number): number;
-  llhttp_resume_after_upgrade(parser: number): void;
-  llhttp_get_error_pos(parser: number): number;
-  llhttp_get_error_reason(parser: number): number;
-  llhttp_get_http_major(parser: number): number;
-  llhttp_get_http_minor(parser: number): number;
-  llhttp_get_method(parser: number): number;
-  llhttp_method_name(method: number): number;
-  llhttp_errno_name(errno: number): number;
-}
-
 // llhttp's enums (llhttp.h): parser types and the errors execute() returns.
 const TYPE_REQUEST = 1;
 const TYPE_RESPONSE = 2;
@@ -75,62 +55,62 @@ const SKIP_BODY = 1;
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const BAD_TARGET = /[\x00-\x20\x7f]/;
 
-/** The parser running now, and where its input chunk sits in WebAssembly memory. */
-let active: MessageParser | null = null;
-let activeChunk: Buffer = Buffer.alloc(0);
-let activeBase = 0;
+/**
+ * One llhttp instance and the parsers that share it (a proxy's client and
+ * upstream connections). llhttp's callbacks get only a parser's WebAssembly
+ * pointer, so the instance keeps which parser is running and where its
+ * input chunk sits in WebAssembly memory.
+ */
+export class HttpParsers {
+  readonly llhttp: Llhttp;
+  active: MessageParser | null = null;
+  activeChunk: Buffer = Buffer.alloc(0);
+  activeBase = 0;
+  /** The input buffer in WebAssembly memory, grown as chunks need. */
+  private input = 0;
+  private inputSize = 0;
+  private readonly methodNames: string[] = [];
+  /** Parsers whose connection was dropped without close(): llhttp's memory is freed when they are collected. */
+  readonly unclosed = new FinalizationRegistry<number>((parser) => this.llhttp.llhttp_free(parser));
 
-/** Where a span llhttp reports lies in the chunk being parsed. */
-function span(at: number, length: number): string {
-  const start = at - activeBase;
-  return activeChunk.toString('latin1', start, start + length);
-}
-
-function loadLlhttp(): Llhttp {
-  // undici's files hold the module's bytes; the SIMD build where the CPU has it, as undici does.
-  const require = createRequire(import.meta.url);
-  let module: WebAssembly.Module;
-  try {
-    module = new WebAssembly.Module(require('undici/lib/llhttp/llhttp_simd-wasm.js') as Buffer<ArrayBuffer>);
-  } catch {
-    module = new WebAssembly.Module(require('undici/lib/llhttp/llhttp-wasm.js') as Buffer<ArrayBuffer>);
-  }
-  const instance = new WebAssembly.Instance(module, {
-    env: {
-      wasm_on_message_begin: () => active!.messageBegin(),
-      wasm_on_url: (_p: number, at: number, length: number) => active!.url(span(at, length)),
+  constructor() {
+    this.llhttp = instantiateLlhttp({
+      wasm_on_message_begin: () => this.active!.messageBegin(),
+      wasm_on_url: (_p, at, length) => this.active!.url(this.span(at, length)),
       wasm_on_status: () => 0,
-      wasm_on_header_field: (_p: number, at: number, length: number) => active!.headerField(span(at, length)),
-      wasm_on_header_value: (_p: number, at: number, length: number) => active!.headerValue(span(at, length)),
-      wasm_on_headers_complete: (_p: number, statusCode: number, _upgrade: number, keepAlive: number) => active!.headersComplete(statusCode, keepAlive === 1),
-      wasm_on_body: (_p: number, at: number, length: number) => active!.body(at - activeBase, length),
-      wasm_on_message_complete: () => active!.messageComplete(),
-    },
-  });
-  const exports = instance.exports as unknown as Llhttp;
-  exports._initialize();
-  return exports;
+      wasm_on_header_field: (_p, at, length) => this.active!.headerField(this.span(at, length)),
+      wasm_on_header_value: (_p, at, length) => this.active!.headerValue(this.span(at, length)),
+      wasm_on_headers_complete: (_p, statusCode, _upgrade, keepAlive) => this.active!.headersComplete(statusCode, keepAlive === 1),
+      wasm_on_body: (_p, at, length) => this.active!.body(at - this.activeBase, length),
+      wasm_on_message_complete: () => this.active!.messageComplete(),
+    });
+  }
+
+  /** Where a span llhttp reports lies in the chunk being parsed. */
+  private span(at: number, length: number): string {
+    const start = at - this.activeBase;
+    return this.activeChunk.toString('latin1', start, start + length);
+  }
+
+  /** A NUL-terminated string in WebAssembly memory. */
+  cString(pointer: number): string {
+    const bytes = new Uint8Array(this.llhttp.memory.buffer, pointer);
+    return Buffer.from(bytes.buffer, pointer, bytes.indexOf(0)).toString('latin1');
+  }
+
+  methodName(method: number): string {
+    return (this.methodNames[method] ??= this.cString(this.llhttp.llhttp_method_name(method)));
+  }
+
+  inputFor(length: number): number {
+    if (length > this.inputSize) {
+      if (this.input) this.llhttp.free(this.input);
+      this.inputSize = Math.ceil(length / 4096) * 4096;
+      this.input = this.llhttp.malloc(this.inputSize);
+    }
+    return this.input;
+  }
 }
-
-const llhttp = loadLlhttp();
-
-/** A NUL-terminated string in WebAssembly memory. */
-function cString(pointer: number): string {
-  const bytes = new Uint8Array(llhttp.memory.buffer, pointer);
-  return Buffer.from(bytes.buffer, pointer, bytes.indexOf(0)).toString('latin1');
-}
-
-const methodNames: string[] = [];
-function methodName(method: number): string {
-  return (methodNames[method] ??= cString(llhttp.llhttp_method_name(method)));
-}
-
-/** The input buffer in WebAssembly memory, grown as chunks need. */
-let input = 0;
-let inputSize = 0;
-
-/** Parsers whose connection was dropped without close(): llhttp's memory is freed when they are collected. */
-const unclosed = new FinalizationRegistry<number>((parser) => llhttp.llhttp_free(parser));
 
 /** Checks the framing headers and measures the head; throws ParseError when the message must be refused. */
 function checkHead(kind: 'request' | 'response', url: string, raw: string[], versionMajor: number, versionMinor: number, maxHeaderSize: number): { contentLength: number | null; chunked: boolean } {
@@ -183,31 +163,33 @@ export class MessageParser {
   private readonly headLimit: number;
 
   constructor(
+    private readonly parsers: HttpParsers,
     private readonly kind: 'request' | 'response',
     private readonly events: MessageEvents,
     private readonly maxHeaderSize: number,
   ) {
-    this.pointer = llhttp.llhttp_alloc(kind === 'request' ? TYPE_REQUEST : TYPE_RESPONSE);
+    this.pointer = parsers.llhttp.llhttp_alloc(kind === 'request' ? TYPE_REQUEST : TYPE_RESPONSE);
     this.headLimit = Math.max(maxHeaderSize, 64 * 1024) + 16 * 1024;
-    unclosed.register(this, this.pointer, this);
+    parsers.unclosed.register(this, this.pointer, this);
   }
 
   /** Parses a chunk; returns the error that makes the connection unusable, if any. */
   execute(chunk: Buffer): ParseError | null {
     if (this.pointer === 0) return new ParseError('HPE_CLOSED_CONNECTION', 'the connection is closed');
+    const parsers = this.parsers;
+    const llhttp = parsers.llhttp;
     // A parser called from another's event (none does today) gets its own input buffer.
-    const nested = active !== null;
-    const base = nested ? llhttp.malloc(chunk.length) : this.inputFor(chunk.length);
+    const nested = parsers.active !== null;
+    const base = nested ? llhttp.malloc(chunk.length) : parsers.inputFor(chunk.length);
     new Uint8Array(llhttp.memory.buffer, base, chunk.length).set(chunk);
     // Saved in locals, not an object: this runs for every socket read.
-    const outerParser = active;
-    const outerChunk = activeChunk;
-    const outerBase = activeBase;
+    const outerParser = parsers.active;
+    const outerChunk = parsers.activeChunk;
+    const outerBase = parsers.activeBase;
     // llhttp's callbacks find the running parser here (they get only its WebAssembly pointer).
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
-    active = this;
-    activeChunk = chunk;
-    activeBase = base;
+    parsers.active = this;
+    parsers.activeChunk = chunk;
+    parsers.activeBase = base;
     try {
       let at = base;
       for (;;) {
@@ -224,9 +206,9 @@ export class MessageParser {
       // Thrown from the head check (or an event handler) inside a callback.
       return asParseError(err);
     } finally {
-      active = outerParser;
-      activeChunk = outerChunk;
-      activeBase = outerBase;
+      parsers.active = outerParser;
+      parsers.activeChunk = outerChunk;
+      parsers.activeBase = outerBase;
       if (nested) llhttp.free(base);
     }
   }
@@ -234,16 +216,16 @@ export class MessageParser {
   /** The peer closed: a response read to EOF ends here; anything else mid-message is an error. */
   finish(): ParseError | null {
     if (this.pointer === 0) return null;
-    const outer = active;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- as in execute()
-    active = this;
+    const parsers = this.parsers;
+    const outer = parsers.active;
+    parsers.active = this;
     try {
-      const result = llhttp.llhttp_finish(this.pointer);
+      const result = parsers.llhttp.llhttp_finish(this.pointer);
       return result === OK ? null : this.failure(result);
     } catch (err) {
       return asParseError(err);
     } finally {
-      active = outer;
+      parsers.active = outer;
     }
   }
 
@@ -255,8 +237,8 @@ export class MessageParser {
   /** The connection is gone: llhttp's memory for it is freed. */
   close(): void {
     if (this.pointer === 0) return;
-    unclosed.unregister(this);
-    llhttp.llhttp_free(this.pointer);
+    this.parsers.unclosed.unregister(this);
+    this.parsers.llhttp.llhttp_free(this.pointer);
     this.pointer = 0;
   }
 
@@ -303,12 +285,13 @@ export class MessageParser {
     if (this.field) this.headers.push(this.field, this.value.trim());
     this.field = '';
     this.inHead = false;
-    const { kind, pointer } = this;
+    const { kind, pointer, parsers } = this;
+    const llhttp = parsers.llhttp;
     const versionMinor = llhttp.llhttp_get_http_minor(pointer);
     const { contentLength, chunked } = checkHead(kind, this.target, this.headers, llhttp.llhttp_get_http_major(pointer), versionMinor, this.maxHeaderSize);
     const bodylessStatus = kind === 'response' && (statusCode < 200 || statusCode === 204 || statusCode === 304);
     const noBody = this.events.onHead({
-      method: kind === 'request' ? methodName(llhttp.llhttp_get_method(pointer)) : '',
+      method: kind === 'request' ? parsers.methodName(llhttp.llhttp_get_method(pointer)) : '',
       url: this.target,
       statusCode,
       versionMinor,
@@ -320,7 +303,8 @@ export class MessageParser {
   }
 
   body(start: number, length: number): number {
-    this.events.onBody(start === 0 && length === activeChunk.length ? activeChunk : activeChunk.subarray(start, start + length));
+    const chunk = this.parsers.activeChunk;
+    this.events.onBody(start === 0 && length === chunk.length ? chunk : chunk.subarray(start, start + length));
     return 0;
   }
 
@@ -335,17 +319,9 @@ export class MessageParser {
   }
 
   private failure(errno: number): ParseError {
+    const { llhttp } = this.parsers;
     const reason = llhttp.llhttp_get_error_reason(this.pointer);
-    return new ParseError(cString(llhttp.llhttp_errno_name(errno)), reason ? cString(reason) : 'parse error');
-  }
-
-  private inputFor(length: number): number {
-    if (length > inputSize) {
-      if (input) llhttp.free(input);
-      inputSize = Math.ceil(length / 4096) * 4096;
-      input = llhttp.malloc(inputSize);
-    }
-    return input;
+    return new ParseError(this.parsers.cString(llhttp.llhttp_errno_name(errno)), reason ? this.parsers.cString(reason) : 'parse error');
   }
 }
 

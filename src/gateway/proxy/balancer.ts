@@ -9,10 +9,9 @@
  * balancer moves to the next peer, skipping the targets that already
  * failed this request while others remain.
  */
-import { DEFAULT_TARGET_PORT, parseTarget } from './entities.ts';
-import { GatewayError, MESSAGES } from './errors.ts';
-import type { Service, Target, Upstream } from './model.ts';
-
+import { DEFAULT_TARGET_PORT, parseTarget } from '../config/entities.ts';
+import { GatewayError, MESSAGES } from '../errors.ts';
+import type { Service, Target, Upstream } from '../config/model.ts';
 
 /** One usable target: the service as it reaches that target (its own pool), and its Host header. */
 export interface Peer {

@@ -1,0 +1,109 @@
+/**
+ * The compile step: from validated entities to what the proxy runs on, done
+ * once per configuration load so that a request does no more than look
+ * things up — routes sorted into match candidates, each route's plugin
+ * chain with its handlers created, the consumer directory, a balancer per
+ * upstream-backed service.
+ */
+import { documentHash, validateDeclarative } from '../config/declarative.ts';
+import type { Consumer, Entities, Plugin, Route, Service } from '../config/model.ts';
+import { PLUGINS } from '../plugins/index.ts';
+import type { ConsumerDirectory, PluginEnvironment, PluginInstance, PluginSlot } from '../plugins/types.ts';
+import { Balancer } from './balancer.ts';
+import { compileRoutes, type RouteCandidate } from './router.ts';
+
+/** One configuration, compiled: requests keep the one they started with across a reload. */
+export interface LoadedConfig {
+  entities: Entities;
+  /** md5 of the document, Kong's `configuration_hash`. */
+  hash: string;
+  candidates: RouteCandidate[];
+  directory: ConsumerDirectory;
+  /** Services whose host names an upstream, with the balancer over its targets. */
+  balancers: Map<Service, Balancer>;
+}
+
+/** Kong's plugin precedence: consumer+route+service first, global last. */
+function scopeRank(p: Plugin): number {
+  const c = p.consumer !== null;
+  const r = p.route !== null;
+  const s = p.service !== null;
+  const order = [c && r && s, c && r && !s, c && !r && s, !c && r && s, c && !r && !s, !c && r && !s, !c && !r && s];
+  const index = order.indexOf(true);
+  return index < 0 ? order.length : index;
+}
+
+function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory {
+  // Keys are looked up by value in a Map, as Kong's own cache finds them. (A sha256 of each key per
+  // request, compared in constant time, cost 5 % of the gateway's CPU.)
+  const credentials = new Map(entities.keyauth_credentials.map((c) => [c.key, c]));
+  const consumers = new Map<string, Consumer>();
+  for (const c of entities.consumers) {
+    consumers.set(c.id, c);
+    if (c.username) consumers.set(c.username, c);
+  }
+  return {
+    findCredentialByKey(key) {
+      const found = credentials.get(key);
+      if (!found) return undefined;
+      if (found.ttl && Date.now() >= loadedAt + found.ttl * 1000) return undefined;
+      return found;
+    },
+    findConsumer: (idOrUsername) => consumers.get(idOrUsername),
+  };
+}
+
+/** Each route's plugin chain: one slot per plugin name, highest priority first. */
+function pluginSlots(route: Route, instances: PluginInstance[]): PluginSlot[] {
+  const serviceId = route.service?.id;
+  const slots = new Map<string, PluginSlot>();
+  for (const instance of instances) {
+    const p = instance.entity;
+    if ((p.route && p.route.id !== route.id) || (p.service && p.service.id !== serviceId)) continue;
+    let slot = slots.get(p.name);
+    if (!slot) slots.set(p.name, (slot = { name: p.name, priority: instance.priority, candidates: [] }));
+    slot.candidates.push(instance);
+  }
+  for (const slot of slots.values()) slot.candidates.sort((a, b) => scopeRank(a.entity) - scopeRank(b.entity));
+  return [...slots.values()].sort((a, b) => b.priority - a.priority);
+}
+
+/** Validates a parsed document and builds what the proxy runs on; throws DeclarativeConfigError with every problem. */
+export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.now()): LoadedConfig {
+  const entities = validateDeclarative(doc, now);
+  const instances: PluginInstance[] = entities.plugins
+    .filter((p) => p.enabled)
+    .map((entity) => {
+      const definition = PLUGINS.get(entity.name)!;
+      return { entity, priority: definition.priority, handler: definition.create(entity.config, env, entity) };
+    });
+  const services = new Map(entities.services.map((s) => [s.id, s]));
+  const balancers = buildBalancers(entities);
+  const candidates = compileRoutes(
+    entities.routes
+      .filter((route) => services.get(route.service!.id)!.enabled)
+      .map((route) => ({ route, service: services.get(route.service!.id)!, plugins: pluginSlots(route, instances) })),
+  );
+  return {
+    entities,
+    hash: documentHash(doc),
+    candidates,
+    directory: buildDirectory(entities, now),
+    balancers,
+  };
+}
+
+/** A balancer for each service whose host is an upstream's name (Kong resolves the host against upstreams first). */
+function buildBalancers(entities: Entities): Map<Service, Balancer> {
+  const byName = new Map(entities.upstreams.map((u) => [u.name, u]));
+  const balancers = new Map<Service, Balancer>();
+  for (const service of entities.services) {
+    const upstream = byName.get(service.host);
+    if (!upstream) continue;
+    const targets = entities.targets.filter((t) => t.upstream.id === upstream.id);
+    balancers.set(service, new Balancer(service, upstream, targets));
+  }
+  return balancers;
+}
+
+
