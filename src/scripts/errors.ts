@@ -40,6 +40,8 @@ export const serverBusy = (limit: number) =>
     'retry-after': '1',
   });
 
+export const shuttingDown = () => new ScriptError(503, 'ShuttingDown', 'the server is shutting down; try again shortly', { 'retry-after': '1' });
+
 export const httpsStarting = () =>
   new ScriptError(503, 'Starting', 'HTTPS is not up yet (waiting for its certificate)', { 'retry-after': '5' });
 

@@ -3,33 +3,18 @@
  * file; a user is identified by name"). Formats: bcrypt ($2y$/$2a$/$2b$,
  * `htpasswd -B`), apr1 MD5 (`-m`), {SHA} (`-s`) and SHA-256/512 crypt
  * ($5$/$6$, `-2`/`-5`). DES crypt and plain text are refused at start-up with
- * the line named. The file is re-read when it changes on disk.
+ * the line named. The file is re-read when it changes on disk. Passwords are
+ * checked in a worker thread, and an unknown user's password against one of
+ * the file's own hashes, so neither the event loop nor timing gives way.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import apacheMd5 from 'apache-md5';
-import bcrypt from 'bcryptjs';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { encrypt as shaCrypt } from 'unixcrypt';
 import { ConfigError } from '../common/errors.ts';
-
-// The package's typings declare an ES default export, but it is module.exports = the function.
-const aprMd5 = apacheMd5 as unknown as (password: string, salt: string) => string;
-
-type HashKind = 'bcrypt' | 'apr1' | 'sha1' | 'sha-crypt';
-
-interface Entry {
-  hash: string;
-  kind: HashKind;
-}
-
-function hashKind(hash: string): HashKind | null {
-  if (/^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/.test(hash)) return 'bcrypt';
-  if (hash.startsWith('$apr1$')) return 'apr1';
-  if (/^\{SHA\}[A-Za-z0-9+/]{27}=$/.test(hash)) return 'sha1';
-  if (/^\$[56]\$/.test(hash)) return 'sha-crypt';
-  return null;
-}
+import { startTypeScriptWorker } from '../common/worker.ts';
+import type { HashAnswer, HashCheck } from './hash-worker.ts';
+import { hashKind, type Entry } from './hashes.ts';
 
 function describeUnsupported(hash: string): string {
   if (/^[./A-Za-z0-9]{13}$/.test(hash)) return 'DES crypt (htpasswd -d) is not supported';
@@ -57,25 +42,6 @@ export function parseHtpasswd(text: string, source: string): Map<string, Entry> 
   return entries;
 }
 
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-async function passwordMatches(password: string, entry: Entry): Promise<boolean> {
-  switch (entry.kind) {
-    case 'bcrypt':
-      return bcrypt.compare(password, entry.hash);
-    case 'apr1':
-      return sameText(aprMd5(password, entry.hash), entry.hash);
-    case 'sha1':
-      return sameText(`{SHA}${createHash('sha1').update(password).digest('base64')}`, entry.hash);
-    case 'sha-crypt':
-      return sameText(shaCrypt(password, entry.hash.slice(0, entry.hash.lastIndexOf('$'))), entry.hash);
-  }
-}
-
 /** `Authorization: Basic base64(user:password)` → its parts, or null. */
 export function parseBasicAuthorization(header: string | undefined): { user: string; password: string } | null {
   const match = /^Basic ([A-Za-z0-9+/]+={0,2})$/i.exec(header?.trim() ?? '');
@@ -86,26 +52,76 @@ export function parseBasicAuthorization(header: string | undefined): { user: str
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/**
+ * Checks passwords in a worker thread, so a burst of wrong passwords (each
+ * a bcrypt) leaves the event loop free for every other request. The worker
+ * starts on first use and does not keep the process alive.
+ */
+export class HashVerifier {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, (matches: boolean) => void>();
+  private nextId = 0;
+
+  verify(password: string, entry: Entry): Promise<boolean> {
+    const worker = this.worker ?? this.startWorker();
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      worker.postMessage({ id, password, entry } satisfies HashCheck);
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
+    this.failAll();
+  }
+
+  private startWorker(): Worker {
+    const worker = startTypeScriptWorker(new URL('./hash-worker.ts', import.meta.url));
+    worker.unref();
+    worker.on('message', (answer: HashAnswer) => {
+      const resolve = this.pending.get(answer.id);
+      this.pending.delete(answer.id);
+      resolve?.(answer.matches);
+    });
+    // A worker that died takes its checks with it: they fail (401), and the next check starts a new one.
+    worker.on('error', () => {
+      if (this.worker === worker) this.worker = null;
+      this.failAll();
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(): void {
+    for (const resolve of this.pending.values()) resolve(false);
+    this.pending.clear();
+  }
+}
+
 /** Successful checks remembered, so bcrypt's cost is paid once per user and password. */
 const MAX_REMEMBERED = 1000;
 
 export class PasswordFile {
   private remembered = new Map<string, string>();
-  /** Checked instead when the user is unknown, so both cases cost about the same. */
-  private readonly decoy: Entry = { hash: bcrypt.hashSync('decoy', 5), kind: 'bcrypt' };
+  /** Keys the choice of stand-in entry for unknown users, so it cannot be predicted from outside. */
+  private readonly standInKey = randomBytes(32);
 
   private constructor(
     readonly path: string,
     private entries: Map<string, Entry>,
     private version: string,
     private readonly logger: Logger,
+    readonly verifier: HashVerifier,
   ) {}
 
-  static async load(path: string, logger: Logger): Promise<PasswordFile> {
+  static async load(path: string, logger: Logger, verifier = new HashVerifier()): Promise<PasswordFile> {
     const { text, version } = await readVersioned(path).catch((err: Error) => {
       throw new ConfigError(`cannot read --htpasswd ${path}: ${err.message}`);
     });
-    return new PasswordFile(path, parseHtpasswd(text, path), version, logger);
+    return new PasswordFile(path, parseHtpasswd(text, path), version, logger, verifier);
   }
 
   /** Re-reads the file when it changed; a broken new version is logged and the old one kept. */
@@ -123,6 +139,18 @@ export class PasswordFile {
     }
   }
 
+  /**
+   * The entry an unknown user's password is checked against: one of the
+   * file's own, always the same for a name. A name that does not exist thus
+   * costs what a user of the file costs (bcrypt or not, at its cost factor),
+   * and timing does not tell which names exist.
+   */
+  private standIn(user: string): Entry | undefined {
+    const entries = [...this.entries.values()];
+    if (!entries.length) return undefined;
+    return entries[createHmac('sha256', this.standInKey).update(user).digest().readUInt32BE(0) % entries.length];
+  }
+
   /** The user's name when the Authorization header carries a valid user and password, else null. */
   async authenticate(header: string | undefined): Promise<string | null> {
     await this.refresh();
@@ -131,11 +159,16 @@ export class PasswordFile {
     const entry = this.entries.get(credentials.user);
     const key = `${credentials.user}\0${createHash('sha256').update(credentials.password).digest('base64')}`;
     if (entry && this.remembered.get(key) === entry.hash) return credentials.user;
-    const ok = await passwordMatches(credentials.password, entry ?? this.decoy);
+    const checked = entry ?? this.standIn(credentials.user);
+    const ok = checked !== undefined && (await this.verifier.verify(credentials.password, checked));
     if (!ok || !entry) return null;
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
     this.remembered.set(key, entry.hash);
     return credentials.user;
+  }
+
+  close(): Promise<void> {
+    return this.verifier.close();
   }
 }
 

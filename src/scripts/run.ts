@@ -79,14 +79,14 @@ export interface RunOptions {
 
 export interface ScriptRun {
   pid: number;
-  /** Settles when the script has exited and its output is closed. */
+  /** Settles when the script has exited and its output is closed; once stopped, when nothing of its process group is left. */
   done: Promise<RunResult>;
   /** Ends the whole process group (client gone, server closing). */
   stop(reason: EndReason): void;
 }
 
-/** Signals every process of the group; false when none is left. */
-function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+/** Signals every process of the group (signal 0: only asks); false when none is left. */
+function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
   try {
     process.kill(-pid, signal);
     return true;
@@ -114,12 +114,23 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
   let endReason: EndReason = 'exited';
   let finished = false;
   let killTimer: NodeJS.Timeout | undefined;
+  let groupKilled = (): void => undefined;
+  const killed = new Promise<void>((resolve) => {
+    groupKilled = resolve;
+  });
+  const kill = () => {
+    signalGroup(pid, 'SIGKILL');
+    // A process that left the group (setsid) may still hold the pipes: they must not hold the run.
+    child.stdout.destroy();
+    child.stderr.destroy();
+    groupKilled();
+  };
   const stop = (reason: EndReason) => {
     if (finished || endReason !== 'exited') return;
     endReason = reason;
     signalGroup(pid, 'SIGTERM');
-    killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), KILL_GRACE_MS);
-    killTimer.unref();
+    // Not unref'd: a server closing waits for this, or a member ignoring SIGTERM would outlive it.
+    killTimer = setTimeout(kill, KILL_GRACE_MS);
     // Output paused for a slow client must flow again, or the pipes never report their end.
     child.stdout.resume();
     child.stderr.resume();
@@ -156,10 +167,12 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
 
   const done = new Promise<RunResult>((resolve) => {
     child.once('exit', (code, signal) => {
-      void outputsClosed.then(() => {
+      void outputsClosed.then(async () => {
+        // A stopped run is over once its whole group is: a member that outlived the script waits for the SIGKILL.
+        if (endReason !== 'exited' && signalGroup(pid, 0)) await killed;
         finished = true;
         clearTimeout(timeout);
-        if (killTimer) clearTimeout(killTimer);
+        clearTimeout(killTimer);
         resolve({ code, signal, reason: endReason });
       });
     });
@@ -173,6 +186,7 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
 export class RunLimiter {
   private running = 0;
   private readonly perScript = new Map<string, number>();
+  private idleWaiters: (() => void)[] = [];
 
   constructor(readonly globalLimit: number) {}
 
@@ -194,6 +208,12 @@ export class RunLimiter {
       const left = (this.perScript.get(file) ?? 1) - 1;
       if (left > 0) this.perScript.set(file, left);
       else this.perScript.delete(file);
+      if (this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     };
+  }
+
+  /** Settles once no slot is taken (at once when none is). */
+  idle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 }

@@ -25,6 +25,7 @@ import {
   scriptBusy,
   sendError,
   serverBusy,
+  shuttingDown,
   unauthorized,
 } from './errors.ts';
 import { scriptsFolder } from './examples.ts';
@@ -54,8 +55,10 @@ interface Context {
   passwords: PasswordFile | null;
   /** The authenticated user of each request, when basic authentication is on. */
   users: WeakMap<FastifyRequest, string>;
-  /** Running scripts, each with the promise of its response having ended. */
-  runs: Map<ScriptRun, Promise<void>>;
+  /** Scripts running now. */
+  runs: Set<ScriptRun>;
+  /** Set when close() starts: a run that starts after it is stopped at once. */
+  closing: boolean;
   logger: Logger;
 }
 
@@ -96,6 +99,8 @@ async function callScript(ctx: Context, request: FastifyRequest, reply: FastifyR
     parameterVariables(sources),
     process.env,
   );
+  // Closing waits for every slot taken: none may be taken once it has begun.
+  if (ctx.closing) throw shuttingDown();
   const slot = ctx.limiter.acquire(script.file, script.settings.concurrency);
   if (slot === 'script') throw scriptBusy(script.urlPath, script.settings.concurrency);
   if (slot === 'server') throw serverBusy(ctx.limiter.globalLimit);
@@ -124,15 +129,11 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
     throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
   reply.hijack();
-  // A close before the run is done is the client leaving; after, stop() does nothing.
-  const ended = new Promise<void>((resolve) =>
-    reply.raw.once('close', () => {
-      run.stop('disconnected');
-      ctx.runs.delete(run);
-      resolve();
-    }),
-  );
-  ctx.runs.set(run, ended);
+  ctx.runs.add(run);
+  void run.done.then(() => ctx.runs.delete(run));
+  // The client may have left while the script was starting: whenClosed then stops it at once.
+  response.whenClosed(() => run.stop('disconnected'));
+  if (ctx.closing) run.stop('shutdown');
   response.open();
   const result = await run.done;
   response.finish(result, `${run.pid}-${randomBytes(4).toString('hex')}`);
@@ -193,9 +194,33 @@ function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort:
   return app;
 }
 
+/** After the runs have ended, how long responses may take to reach clients before connections are cut. */
+const DRAIN_MS = 1000;
+
+/**
+ * Stops listening, stops every run (each process group: SIGTERM, SIGKILL
+ * after a grace) and waits for them, then lets the last output go out for a
+ * moment before cutting connections whose clients do not read or never
+ * finished sending: closing is bounded whatever the clients do.
+ */
+async function closeServer(ctx: Context, apps: FastifyInstance[]): Promise<void> {
+  ctx.closing = true;
+  const closed = Promise.all(apps.map((app) => app.close()));
+  for (const run of ctx.runs) run.stop('shutdown');
+  await ctx.limiter.idle();
+  // Keep-alive connections whose last run just ended are idle now; close() ended only those idle at its start.
+  for (const app of apps) app.server.closeIdleConnections();
+  const cut = setTimeout(() => {
+    for (const app of apps) app.server.closeAllConnections();
+  }, DRAIN_MS);
+  await closed;
+  clearTimeout(cut);
+  await ctx.passwords?.close();
+}
+
 const noAcme = () => new Error('no ACME certificate: start with --acme');
 
-/** Starts the server; close() stops running scripts, then the listeners. */
+/** Starts the server; close() stops running scripts and the listeners (see closeServer). */
 export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtras = {}): Promise<RunningScripts> {
   const options = withDefaults(scriptsOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'scripts');
@@ -206,18 +231,12 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     limiter: new RunLimiter(options.maxRunning),
     passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
     users: new WeakMap(),
-    runs: new Map(),
+    runs: new Set(),
+    closing: false,
     logger,
   };
   const credentials = [`scripts folder: ${folder}`];
   if (ctx.passwords) credentials.push(`basic authentication: users of ${options.htpasswd}`);
-  /** Ends every run and waits until their responses are over, so closing finds idle connections only. */
-  const stopRuns = async () => {
-    const ending = [...ctx.runs.values()];
-    for (const run of ctx.runs.keys()) run.stop('shutdown');
-    await Promise.all(ending);
-  };
-
   if (!options.acme && !options.tls && !options.tlsCert && !options.tlsKey) {
     const app = scriptApp(ctx, null);
     const url = await listen(app, { host: options.host, port: options.port, component: 'scripts' });
@@ -225,10 +244,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     return {
       urls: [{ label: 'scripts (index at /)', url: `${url}/` }],
       credentials,
-      close: async () => {
-        await stopRuns();
-        await app.close();
-      },
+      close: () => closeServer(ctx, [app]),
       renewCertificate: () => Promise.reject(noAcme()),
     };
   }
@@ -264,8 +280,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
       caCertPath: tls.caCertPath,
       close: async () => {
         manager?.stop();
-        await stopRuns();
-        await Promise.all([httpsApp.close(), redirect.close()]);
+        await closeServer(ctx, [httpsApp, redirect]);
       },
       renewCertificate: async () => {
         if (!manager) throw noAcme();

@@ -57,6 +57,12 @@ export class ScriptResponse implements RunOutput {
     return this.res.write(stream === 'stdout' ? `data: ${line}\n\n` : `event: stderr\ndata: ${line}\n\n`);
   }
 
+  /** Calls `listener` once the connection is gone or the response over (at once if it already is). */
+  whenClosed(listener: () => void): void {
+    if (this.closed) listener();
+    else this.res.once('close', listener);
+  }
+
   onDrain(resume: () => void): void {
     if (this.closed) resume();
     else this.res.once('drain', resume);

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { request } from 'undici';
-import { parseBasicAuthorization } from '../../src/scripts/htpasswd.ts';
+import pino from 'pino';
+import type { Entry } from '../../src/scripts/hashes.ts';
+import { HashVerifier, parseBasicAuthorization, PasswordFile } from '../../src/scripts/htpasswd.ts';
 import { startScripts } from '../../src/scripts/server.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { callStream, dataLines, startHarness } from './helpers.ts';
@@ -80,4 +83,56 @@ test('R-SCRIPT-6 a password file with an unsupported line stops start-up naming 
 test('R-SCRIPT-6 Basic credentials parse with a colon inside the password', () => {
   assert.deepEqual(parseBasicAuthorization(basic('u', 'a:b:c')), { user: 'u', password: 'a:b:c' });
   assert.equal(parseBasicAuthorization('Basic'), null);
+});
+
+/** The real verifier, noting which hashes it was asked to check against. */
+class NotingVerifier extends HashVerifier {
+  readonly checked: string[] = [];
+
+  override verify(password: string, entry: Entry): Promise<boolean> {
+    this.checked.push(entry.hash);
+    return super.verify(password, entry);
+  }
+}
+
+test('R-SCRIPT-6 an unknown user costs what a user of the file costs: the password is checked against one of its own hashes', async (t) => {
+  const verifier = new NotingVerifier();
+  const file = await PasswordFile.load(passwordFile, pino({ level: 'silent' }), verifier);
+  t.after(() => file.close());
+  const fileHashes = readFileSync(passwordFile, 'utf8').trim().split('\n').map((line) => line.slice(line.indexOf(':') + 1));
+  assert.equal(await file.authenticate(basic('bcrypt', 'wrong')), null);
+  assert.deepEqual(verifier.checked, [fileHashes[1]], 'a known user: their own hash');
+  for (const name of ['nobody', 'admin', 'root']) {
+    verifier.checked.length = 0;
+    assert.equal(await file.authenticate(basic(name, 'pw-bcrypt')), null);
+    assert.equal(await file.authenticate(basic(name, 'other')), null);
+    assert.equal(verifier.checked.length, 2, `${name}: one check per attempt, as for a real user`);
+    assert.ok(fileHashes.includes(verifier.checked[0]!), `${name}: checked against a hash of the file`);
+    assert.equal(verifier.checked[1], verifier.checked[0], `${name}: the same stand-in every time`);
+  }
+});
+
+test('R-SCRIPT-6 password checks run off the event loop: /health keeps answering while wrong bcrypt passwords are checked', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const file = join(dataDir, 'costly.htpasswd');
+  execFileSync(htpasswd, ['-c', '-b', '-B', '-C', '11', file, 'costly', 'right']);
+  const costly = await startHarness(t, { htpasswd: file });
+  await costly.script('hello.sh', '#!/bin/sh\necho hello\n');
+  let wrongAnswered = 0;
+  const wrong = Array.from({ length: 8 }, async () => {
+    const answer = await request(`${costly.base}/hello`, { headers: { authorization: basic('costly', `wrong`) } });
+    await answer.body.dump();
+    assert.equal(answer.statusCode, 401);
+    wrongAnswered++;
+  });
+  // Sequential probes while the checks run: with hashing on the event loop, each waits for bcrypt work in between.
+  let probesBeforeLastCheck = 0;
+  while (wrongAnswered < wrong.length) {
+    const health = await request(`${costly.base}/health`);
+    await health.body.dump();
+    assert.equal(health.statusCode, 200);
+    if (wrongAnswered < wrong.length) probesBeforeLastCheck++;
+  }
+  await Promise.all(wrong);
+  assert.ok(probesBeforeLastCheck >= 10, `/health answered ${probesBeforeLastCheck} times while 8 bcrypt checks ran`);
 });
