@@ -3,16 +3,17 @@
  * bodies for script endpoints (§7), so every error is JSON
  * `{"error":{"code","message"}}` with a status that says what went wrong.
  */
-import type { FastifyReply } from 'fastify';
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 
-export class ScriptError extends Error {
+export class ScriptError extends WireError {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(status, code, message);
   }
 }
 
@@ -53,17 +54,16 @@ export const unauthorized = (realm: string) =>
     'www-authenticate': `Basic realm="${realm}", charset="UTF-8"`,
   });
 
-export function errorBody(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message } });
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+
+function answer(status: number, code: string, message: string, headers: Record<string, string> = {}): WireAnswer {
+  return { status, headers: { ...headers, ...JSON_TYPE }, body: JSON.stringify({ error: { code, message } }) };
 }
 
-/** Sends any error raised while handling a request in the interface's shape. */
-export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
-  if (error instanceof ScriptError) {
-    return reply.code(error.status).headers(error.headers).type('application/json').send(errorBody(error.code, error.message));
-  }
-  const status = (error as { statusCode?: number }).statusCode ?? 500;
-  const code = status === 413 ? 'BodyTooLarge' : status >= 500 ? 'InternalError' : 'BadRequest';
-  const message = status >= 500 ? 'internal error' : (error as Error).message;
-  return reply.code(status).type('application/json').send(errorBody(code, message));
+/** Any failure while handling a request, in the interface's shape. */
+export function toWireError(error: unknown): WireAnswer {
+  if (error instanceof ScriptError) return answer(error.status, error.code, error.message, error.headers);
+  const status = clientErrorStatus(error);
+  if (status === undefined) return answer(500, 'InternalError', 'internal error');
+  return answer(status, status === 413 ? 'BodyTooLarge' : 'BadRequest', (error as Error).message);
 }

@@ -10,7 +10,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Logger } from 'pino';
 import type { RunningComponent } from '../common/component.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls, type TlsMaterial } from '../common/tls.ts';
 import { CertificateManager, type Certificate } from './acme.ts';
@@ -23,7 +23,7 @@ import {
   methodNotAllowed,
   notFound,
   scriptBusy,
-  sendError,
+  toWireError,
   serverBusy,
   shuttingDown,
   unauthorized,
@@ -145,7 +145,7 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
 
 /** Errors fastify raises before routing, in our shape. */
 const frameworkErrors = (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) =>
-  sendError(reply, error.code === 'FST_ERR_BAD_URL' ? badPath() : error);
+  void sendWireAnswer(reply, toWireError(error.code === 'FST_ERR_BAD_URL' ? badPath() : error));
 
 /** The app that serves the scripts (HTTP, or HTTPS when `tls` is given). */
 function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
@@ -166,12 +166,10 @@ function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
     return renderIndex(reply, scripts, base, wantsJson ? 'json' : 'html');
   });
   app.route({ method: ROUTE_METHODS, url: '/*', exposeHeadRoute: false, handler: (request, reply) => callScript(ctx, request, reply) });
-  app.setNotFoundHandler(async (request, reply) => sendError(reply, notFound(shownPath(splitUrl(request.url).path))));
-  app.setErrorHandler(async (error, _request, reply) => {
-    sendError(reply, error);
-    if (reply.statusCode >= 500) ctx.logger.error({ err: error }, 'request failed');
-    return reply;
+  app.setNotFoundHandler(async (request) => {
+    throw notFound(shownPath(splitUrl(request.url).path));
   });
+  installErrorHandler(app, { logger: ctx.logger, toWire: toWireError });
   return app;
 }
 
@@ -180,17 +178,17 @@ function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort:
   const app = createHttpServer({ logger, withoutProbes: true, bodyLimit: 1024, frameworkErrors });
   app.get<{ Params: { token: string } }>('/.well-known/acme-challenge/:token', async (request, reply) => {
     const answer = challenges.get(request.params.token);
-    if (answer === undefined) return sendError(reply, notFound(shownPath(request.url)));
+    if (answer === undefined) throw notFound(shownPath(request.url));
     return reply.type('text/plain').send(answer);
   });
   app.setNotFoundHandler(async (request, reply) => {
     const port = httpsPort();
-    if (port === null) return sendError(reply, httpsStarting());
+    if (port === null) throw httpsStarting();
     const hostHeader = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d+)?$/.exec(request.headers.host ?? '');
     const host = hostHeader?.[1] ?? fallbackHost;
     return reply.redirect(`https://${host}${port === 443 ? '' : `:${port}`}${request.url}`, 301);
   });
-  app.setErrorHandler(async (error, _request, reply) => sendError(reply, error));
+  installErrorHandler(app, { logger, toWire: toWireError });
   return app;
 }
 
