@@ -19,7 +19,7 @@ import { availableParallelism } from 'node:os';
 import Fastify from 'fastify';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { startScoring } from '../../src/scoring/container.ts';
+import { startScoring } from '../../src/scoring/server.ts';
 import { normalizeInput, readerPixelTransform, serverSessionOptions, softmax } from '../../src/scoring/classifier.ts';
 import { imageToPixels, scoreRequestBody } from '../../src/scoring/client.ts';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.ts';

@@ -6,13 +6,12 @@
  */
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { StartupError } from '../common/errors.ts';
 import type { Logger } from 'pino';
-import type { FastifyReply } from 'fastify';
 import { checkServiceName } from './devsvc.ts';
-import { InvalidDeviceNameError, TEXT, toHttpError } from './errors.ts';
+import { InvalidDeviceNameError, TEXT, toWireError } from './errors.ts';
 import { deviceNameFromPath } from './names.ts';
 import { devdataOptions } from './options.ts';
 import { DevSvcPool } from './pool.ts';
@@ -49,16 +48,11 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
     throw new StartupError(`devdata: cannot watch ${serviceName} in the ${registry.where}: ${(err as Error).message}`);
   });
   const pool = new DevSvcPool(watch, options.deadlineMs, logger);
-  const sendError = (error: unknown, reply: FastifyReply) => {
-    const { status, text } = toHttpError(error);
-    if (status >= 500) logger.error({ err: error }, 'request failed');
-    return reply.code(status).type(TEXT).send(text);
-  };
   const app = createHttpServer({
     logger,
     bodyLimit: 1024,
     ready: () => watch.nodes().length > 0,
-    frameworkErrors: (error, _request, reply) => void sendError(error, reply),
+    frameworkErrors: (error, _request, reply) => void sendWireAnswer(reply, toWireError(error)),
   });
 
   app.route({
@@ -83,7 +77,7 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
     handler: async () => undefined,
   });
   app.setNotFoundHandler(async (request, reply) => reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]?.slice(0, 200)}`));
-  app.setErrorHandler(async (error, _request, reply) => sendError(error, reply));
+  installErrorHandler(app, { logger, toWire: toWireError });
 
   let url: string;
   try {

@@ -4,15 +4,15 @@
  * caller (§4.4.1, §7), so only name validation reaches the wire. The DevSvc
  * answers an unknown name with an empty Device, so it needs no wire errors.
  */
-import { OffcloudError, StartupError } from '../common/errors.ts';
+import { OffcloudError, StartupError, WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 
 export const TEXT = 'text/plain; charset=utf-8';
 
 /** A device name that is too long, empty, broken or holds characters we refuse. */
-export class InvalidDeviceNameError extends Error {
-  readonly statusCode = 400;
+export class InvalidDeviceNameError extends WireError {
   constructor(readonly reason: string) {
-    super(`invalid device name: ${reason}`);
+    super(400, 'InvalidDeviceName', `invalid device name: ${reason}`);
   }
 }
 
@@ -30,11 +30,14 @@ export function registryUnreachable(kind: string, address: string, cause: string
   );
 }
 
-/** The HTTP status and text for an error thrown while serving /data. */
-export function toHttpError(error: unknown): { status: number; text: string } {
-  if (error instanceof InvalidDeviceNameError) return { status: 400, text: error.message };
+const TEXT_TYPE = { 'content-type': TEXT };
+
+/** The data service's answer to an error thrown while serving /data: plain text. */
+export function toWireError(error: unknown): WireAnswer {
+  if (error instanceof WireError) return { status: error.status, headers: TEXT_TYPE, body: error.message };
   // fastify refuses a URL whose percent-encoding or UTF-8 is broken before any route runs.
-  if ((error as { code?: string }).code === 'FST_ERR_BAD_URL') return toHttpError(new InvalidDeviceNameError('broken percent-encoding or UTF-8'));
-  const status = (error as { statusCode?: number }).statusCode ?? 500;
-  return { status, text: status >= 500 ? 'internal error' : (error as Error).message };
+  if ((error as { code?: string }).code === 'FST_ERR_BAD_URL') return toWireError(new InvalidDeviceNameError('broken percent-encoding or UTF-8'));
+  const status = clientErrorStatus(error);
+  if (status !== undefined) return { status, headers: TEXT_TYPE, body: (error as Error).message };
+  return { status: 500, headers: TEXT_TYPE, body: 'internal error' };
 }

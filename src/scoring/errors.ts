@@ -3,21 +3,21 @@
  * error statuses and bodies open (§7: "not shown"); ours is one JSON envelope
  * for every failure: `{"error": {"code", "message", "path"?}}`.
  */
-import type { FastifyReply } from 'fastify';
-import type { Logger } from 'pino';
+import { ConfigError, WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 
-export class ScoringError extends Error {
+export class ScoringError extends WireError {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
     /** Where in the request body the problem is (`data[0][2][17]`), when it is in the body. */
     readonly path?: string,
   ) {
-    super(message);
-    this.name = 'ScoringError';
+    super(status, code, message);
   }
 }
+
 
 /** The body is not JSON, or not the JSON a request needs (wrong shape, a non-number). */
 export function invalidBody(message: string, path?: string): ScoringError {
@@ -53,28 +53,26 @@ export function bodyTooLarge(limit: number): ScoringError {
   return new ScoringError(413, 'PayloadTooLarge', `the body is larger than ${limit} bytes (--max-body-bytes)`);
 }
 
-/** What the error mapping needs from its server: where to log, and the body limit a 413 names. */
-export interface ErrorContext {
-  logger: Logger;
-  bodyLimit: number;
-}
-
 /** Fastify's own errors (body too large, bad content length) carry a statusCode; keep it. */
-function fromFrameworkError(error: unknown, bodyLimit: number): ScoringError {
-  const status = (error as { statusCode?: number }).statusCode ?? 500;
+function fromOtherError(error: unknown, bodyLimit: number): ScoringError {
+  const status = clientErrorStatus(error);
   if (status === 413) return bodyTooLarge(bodyLimit);
-  if (status >= 400 && status < 500) return new ScoringError(status, 'BadRequest', (error as Error).message);
+  if (status !== undefined) return new ScoringError(status, 'BadRequest', (error as Error).message);
+  // The front-end's keys file was damaged while running: refuse (fail closed); the log says why.
+  if (error instanceof ConfigError) return notReady('the front-end cannot read its keys; see its log');
   return new ScoringError(500, 'InternalError', 'internal error');
 }
+
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
 /**
  * The one place a failure becomes a response, for both servers. Routes of the
  * open inference protocol (KServe/Triton v2) answer in that protocol's own
  * error shape, `{"error": "<message>"}`.
  */
-export function sendError(reply: FastifyReply, error: unknown, context: ErrorContext, style: 'envelope' | 'open-inference' = 'envelope'): FastifyReply {
-  const mapped = error instanceof ScoringError ? error : fromFrameworkError(error, context.bodyLimit);
-  if (mapped.status >= 500 && !(error instanceof ScoringError)) context.logger.error({ err: error }, 'request failed');
+export function toWireError(error: unknown, bodyLimit: number, style: 'envelope' | 'open-inference' = 'envelope'): WireAnswer {
+  const mapped = error instanceof ScoringError ? error : fromOtherError(error, bodyLimit);
   const body = style === 'open-inference' ? { error: mapped.message } : errorBody(mapped.code, mapped.message, mapped.path);
-  return reply.code(mapped.status).type('application/json; charset=utf-8').send(body);
+  const headers = mapped.status === 401 ? { ...JSON_TYPE, 'www-authenticate': 'Bearer' } : JSON_TYPE;
+  return { status: mapped.status, headers, body };
 }

@@ -8,12 +8,12 @@ import type { FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { acceptRawBodies } from './container.ts';
-import { invalidBody, notFound, notReady, ScoringError, sendError, unauthorized } from './errors.ts';
-import { checkServiceName, KeyStore, keysFilePath, UnknownServiceError, type KeyType } from './keys.ts';
+import { acceptRawBodies } from './server.ts';
+import { invalidBody, notFound, ScoringError, toWireError, unauthorized } from './errors.ts';
+import { checkServiceName, KeyStore, keysFilePath, type KeyType } from './keys.ts';
 import { frontendOptions } from './options.ts';
 import { ReplicaSet } from './replicas.ts';
 
@@ -119,17 +119,8 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
   app.setNotFoundHandler(async (request) => {
     throw notFound(`no route ${request.method} ${request.url.split('?')[0]}; scoring is POST /api/v1/service/<service_name>/score`);
   });
-  const errors = { logger, bodyLimit: options.maxBodyBytes };
-  app.setErrorHandler(async (error, _request, reply) => {
-    if (error instanceof UnknownServiceError) return sendError(reply, notFound(error.message), errors);
-    if (error instanceof ConfigError) {
-      // The keys file was damaged while running: refuse (fail closed) and say why in the log only.
-      logger.error({ err: error }, 'cannot read the keys file');
-      return sendError(reply, notReady('the front-end cannot read its keys; see its log'), errors);
-    }
-    if (error instanceof ScoringError && error.status === 401) reply.header('www-authenticate', 'Bearer');
-    return sendError(reply, error, errors);
-  });
+  installErrorHandler(app, { logger, toWire: (error) => toWireError(error, options.maxBodyBytes) });
+
 
   let url: string;
   try {

@@ -8,7 +8,7 @@ export const scoring = defineComponent({
   name: 'scoring',
   summary: 'ImageNet scoring container: POST /score with {"data": [1,3,224,224]} → 1000 probabilities and the time (§4.1)',
   options: scoringOptions,
-  start: async (options) => (await import('./container.ts')).startScoring(options),
+  start: async (options) => (await import('./server.ts')).startScoring(options),
   subcommands: { score: scoreCommand, keys: keysCommand },
 });
 

@@ -10,6 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../common/errors.ts';
+import { ScoringError } from './errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
 
 export interface ServiceKeys {
@@ -63,9 +64,10 @@ function isKeyFile(value: unknown): value is KeyFile {
   );
 }
 
-export class UnknownServiceError extends Error {
+/** A service the front-end has no keys for: its routes answer 404. */
+export class UnknownServiceError extends ScoringError {
   constructor(readonly service: string) {
-    super(`no keys for service "${service}"`);
+    super(404, 'NotFound', `no keys for service "${service}"`);
   }
 }
 

@@ -6,16 +6,18 @@
  * entries of the response's `errors` array (see analyze.ts).
  */
 import type { BillingRefusal } from '../cognitive/index.ts';
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 
-export class TextAnalyticsError extends Error {
+export class TextAnalyticsError extends WireError {
   constructor(
-    readonly statusCode: number,
-    readonly code: string,
+    status: number,
+    code: string,
     readonly innerCode: string,
     message: string,
     readonly outerMessage = 'Invalid request',
   ) {
-    super(message);
+    super(status, code, message);
   }
 }
 
@@ -23,9 +25,10 @@ export function badRequest(innerCode: string, message: string): TextAnalyticsErr
   return new TextAnalyticsError(400, 'BadRequest', innerCode, message);
 }
 
-export interface WireError {
-  statusCode: number;
-  body: { code: string; message: string; innerError?: { code: string; message: string } };
+export interface ErrorBody {
+  code: string;
+  message: string;
+  innerError?: { code: string; message: string };
 }
 
 export const MESSAGES = {
@@ -36,21 +39,20 @@ export const MESSAGES = {
 } as const;
 
 /** Maps anything thrown while handling a request to the v2 wire error. */
-export function toWireError(error: unknown, maxBytes: number): WireError {
+export function toWireError(error: unknown, maxBytes: number): WireAnswer & { body: ErrorBody } {
   if (error instanceof TextAnalyticsError) {
-    return { statusCode: error.statusCode, body: { code: error.code, message: error.outerMessage, innerError: { code: error.innerCode, message: error.message } } };
+    return { status: error.status, body: { code: error.code, message: error.outerMessage, innerError: { code: error.innerCode, message: error.message } } };
   }
   const fastifyCode = (error as { code?: string }).code;
   if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return toWireError(badRequest('InvalidRequestBodyFormat', MESSAGES.tooLarge(maxBytes)), maxBytes);
   if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return { statusCode: 415, body: { code: 'UnsupportedMediaType', message: MESSAGES.badMediaType } };
+    return { status: 415, body: { code: 'UnsupportedMediaType', message: MESSAGES.badMediaType } };
   }
-  const statusCode = (error as { statusCode?: number }).statusCode ?? 500;
-  if (statusCode < 500) return toWireError(badRequest('InvalidRequestBodyFormat', (error as Error).message), maxBytes);
-  return { statusCode: 500, body: { code: 'InternalServerError', message: 'Internal error.' } };
+  if (clientErrorStatus(error) !== undefined) return toWireError(badRequest('InvalidRequestBodyFormat', (error as Error).message), maxBytes);
+  return { status: 500, body: { code: 'InternalServerError', message: 'Internal error.' } };
 }
 
 /** A billing refusal in the same shape (`code` is the billing status: CouldNotConnect, OutOfQuota, …). */
-export function refusalBody(refusal: BillingRefusal): WireError['body'] {
+export function refusalBody(refusal: BillingRefusal): ErrorBody {
   return { code: refusal.code, message: refusal.message };
 }

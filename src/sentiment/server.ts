@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
 import { billingGate, CONTAINER_KINDS, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
@@ -87,11 +87,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ code: 'NotFound', message: `No operation at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.` }),
   );
-  app.setErrorHandler(async (error, _request, reply) => {
-    const wire = toWireError(error, options.maxRequestBytes);
-    if (wire.statusCode >= 500) logger.error({ err: error }, 'sentiment request failed');
-    return reply.code(wire.statusCode).send(wire.body);
-  });
+  installErrorHandler(app, { logger, toWire: (error) => toWireError(error, options.maxRequestBytes) });
 
   let url: string;
   try {

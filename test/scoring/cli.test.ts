@@ -5,7 +5,7 @@ import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import sharp from 'sharp';
-import { startScoring } from '../../src/scoring/container.ts';
+import { startScoring } from '../../src/scoring/server.ts';
 import { startScoringFrontend } from '../../src/scoring/frontend.ts';
 import { imageToPixels, loadLabels } from '../../src/scoring/client.ts';
 import { DEFAULT_MODEL, IMAGENET_LABELS } from '../../src/models/catalogue.ts';

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { Pool, request } from 'undici';
-import { startScoring } from '../../src/scoring/container.ts';
+import { startScoring } from '../../src/scoring/server.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { argmax, breakBody, crosswordSvg, honeycombSvg, pictureBody, pictureFile, seededRandom, topIndices } from './fixtures.ts';

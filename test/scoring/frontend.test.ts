@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { Agent, Pool, request } from 'undici';
-import { startScoring } from '../../src/scoring/container.ts';
+import { startScoring } from '../../src/scoring/server.ts';
 import { startScoringFrontend } from '../../src/scoring/frontend.ts';
 import { manageKeys } from '../../src/scoring/commands.ts';
 import { scoringFrontend } from '../../src/scoring/index.ts';

@@ -7,12 +7,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { scoreAnswer } from './answer.ts';
 import { ImageClassifier } from './classifier.ts';
-import { bodyTooLarge, notReady, ScoringError, sendError } from './errors.ts';
+import { bodyTooLarge, notReady, ScoringError, toWireError } from './errors.ts';
 import { DEFAULT_MODEL } from '../models/catalogue.ts';
 import { OPEN_INFERENCE_MODEL_NAME, registerOpenInferenceRoutes } from './open-inference.ts';
 import { scoringOptions, type InputScale, type ModelOutput } from './options.ts';
@@ -118,8 +118,10 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   let classifier: ImageClassifier | null = null;
   const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
   acceptRawBodies(app, options.maxBodyBytes);
-  const errors = { logger, bodyLimit: options.maxBodyBytes };
-  app.setErrorHandler(async (error, request, reply) => sendError(reply, error, errors, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'));
+  installErrorHandler(app, {
+    logger,
+    toWire: (error, request) => toWireError(error, options.maxBodyBytes, request.url.startsWith('/v2') ? 'open-inference' : 'envelope'),
+  });
   const loaded = (): ImageClassifier => {
     if (!classifier) throw notReady('the model is still loading');
     return classifier;
