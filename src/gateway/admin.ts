@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { documentHash, parseDeclarativeText, toDeclarativeYaml } from './config/declarative.ts';
 import type { Entities } from './config/model.ts';
-import { adminError, GatewayError } from './errors.ts';
+import { GatewayError, toWireError } from './errors.ts';
 import type { ConnectionCounters } from './http/server.ts';
 import { PLUGINS } from './plugins/index.ts';
 import type { PluginEnvironment } from './plugins/types.ts';
@@ -154,11 +154,7 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     });
   }
   app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ message: 'Not found' }));
-  app.setErrorHandler(async (error, _request, reply) => {
-    const { status, body } = error instanceof GatewayError ? { status: error.status, body: { message: error.message } } : adminError(error);
-    if (status >= 500) options.logger.error({ err: error }, 'admin request failed');
-    return reply.code(status).send(body);
-  });
+  installErrorHandler(app, { logger: options.logger, toWire: toWireError });
   const url = await listen(app, { host: options.host, port: options.port, component: 'gateway', portKey: 'adminPort' });
   return { url, close: () => app.close() };
 }

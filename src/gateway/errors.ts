@@ -3,19 +3,26 @@
  * (no route, auth, rate limit, upstream failures, bad requests) is a
  * GatewayError rendered the way Kong 3.x renders `kong.response.error`: the
  * body follows the request's Accept header (JSON by default) and carries the
- * request id.
+ * request id. The admin API answers Kong's `{ "message": … }` (toWireError).
  */
+import { STATUS_CODES } from 'node:http';
 import { XMLBuilder } from 'fast-xml-parser';
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 import { ParseError } from './http/parser.ts';
 
-export class GatewayError extends Error {
+/** A stable code per status, from its reason phrase (404 → NotFound, 429 → TooManyRequests). */
+function codeFor(status: number): string {
+  return (STATUS_CODES[status] ?? 'Error').replace(/[^A-Za-z]/g, '');
+}
+
+export class GatewayError extends WireError {
   constructor(
-    readonly status: number,
+    status: number,
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
-    this.name = 'GatewayError';
+    super(status, codeFor(status), message);
   }
 }
 
@@ -108,15 +115,14 @@ export function renderError(message: string, requestId: string, accept: string |
 }
 
 /** A declarative configuration that failed validation: every problem with its path. */
-export class DeclarativeConfigError extends Error {
+export class DeclarativeConfigError extends WireError {
   constructor(readonly errors: { path: string; message: string }[]) {
-    super(`invalid declarative configuration:\n${errors.map((e) => `  ${e.path || '(top level)'}: ${e.message}`).join('\n')}`);
-    this.name = 'DeclarativeConfigError';
+    super(400, 'InvalidDeclarativeConfig', `invalid declarative configuration:\n${errors.map((e) => `  ${e.path || '(top level)'}: ${e.message}`).join('\n')}`);
   }
 }
 
 /** The admin API's error answer, Kong-style `{ "message": … }` (plus the field list for a bad config). */
-export function adminError(err: unknown): { status: number; body: Record<string, unknown> } {
+export function toWireError(err: unknown): WireAnswer {
   if (err instanceof DeclarativeConfigError) {
     const first = err.errors[0];
     return {
@@ -130,7 +136,8 @@ export function adminError(err: unknown): { status: number; body: Record<string,
       },
     };
   }
-  const status = (err as { statusCode?: number }).statusCode ?? 500;
+  if (err instanceof GatewayError) return { status: err.status, headers: err.headers, body: { message: err.message } };
+  const status = clientErrorStatus(err) ?? 500;
   const messages: Record<number, string> = { 404: 'Not found', 405: 'Method not allowed', 413: 'Payload too large', 415: 'Unsupported Media Type' };
   const message = status >= 500 ? MESSAGES.unexpected : messages[status] ?? (err as Error).message;
   return { status, body: { message } };

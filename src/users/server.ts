@@ -4,8 +4,9 @@
  */
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
+import { toWireError } from './errors.ts';
 import { usersOptions } from './options.ts';
 import { findUser, loadUsers, usersFile } from './store.ts';
 
@@ -29,11 +30,7 @@ export async function startUsers(given: Partial<UsersOptions> & RuntimeExtras = 
     handler: async (_request, reply) => reply.code(405).header('allow', 'GET, HEAD').send(notAllowed),
   });
   app.setNotFoundHandler(async (request, reply) => reply.code(404).send({ message: `not found: ${request.url.split('?')[0]!.slice(0, 200)}` }));
-  app.setErrorHandler(async (error, _request, reply) => {
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) logger.error({ err: error }, 'request failed');
-    return reply.code(status).send({ message: status >= 500 ? 'internal error' : (error as Error).message });
-  });
+  installErrorHandler(app, { logger, toWire: toWireError });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'users' });
   logger.info({ url, file: usersFile(options.dataDir), users: users.length }, 'user API listening');

@@ -1,0 +1,10 @@
+/** The user API's one error mapping: `{ "message": … }`, and no detail of an internal failure. */
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+
+export function toWireError(error: unknown): WireAnswer {
+  if (error instanceof WireError) return { status: error.status, body: { message: error.message } };
+  const status = clientErrorStatus(error);
+  if (status !== undefined) return { status, body: { message: (error as Error).message } };
+  return { status: 500, body: { message: 'internal error' } };
+}
