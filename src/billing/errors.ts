@@ -3,15 +3,18 @@
  * container turns into its billing status carries `{apiStatus,
  * apiStatusMessage}`; a malformed call gets `{error:{code,message}}`.
  */
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
 import { API_STATUS_MESSAGES, type ApiStatus } from '../cognitive/protocol.ts';
 
-export class BillingRefusalError extends Error {
+/** A key or quota refusal; its code is the billing status the container acts on. */
+export class BillingRefusalError extends WireError {
   constructor(
-    readonly statusCode: number,
+    status: number,
     readonly apiStatus: ApiStatus,
     message = API_STATUS_MESSAGES[apiStatus],
   ) {
-    super(message);
+    super(status, apiStatus, message);
   }
 }
 
@@ -33,22 +36,17 @@ export class QuotaExceededError extends BillingRefusalError {
   }
 }
 
-export class InvalidReportError extends Error {
-  readonly statusCode = 400;
-}
-
-export interface WireError {
-  statusCode: number;
-  body: object;
+export class InvalidReportError extends WireError {
+  constructor(message: string) {
+    super(400, 'InvalidRequest', message);
+  }
 }
 
 /** Maps any error to the billing endpoint's answer. */
-export function toWireError(error: unknown): WireError {
-  if (error instanceof BillingRefusalError) {
-    return { statusCode: error.statusCode, body: { apiStatus: error.apiStatus, apiStatusMessage: error.message } };
-  }
-  if (error instanceof InvalidReportError) return { statusCode: 400, body: { error: { code: 'InvalidRequest', message: error.message } } };
-  const statusCode = (error as { statusCode?: number }).statusCode ?? 500;
-  if (statusCode < 500) return { statusCode, body: { error: { code: 'InvalidRequest', message: (error as Error).message } } };
-  return { statusCode: 500, body: { error: { code: 'InternalError', message: 'internal error' } } };
+export function toWireError(error: unknown): WireAnswer {
+  if (error instanceof BillingRefusalError) return { status: error.status, body: { apiStatus: error.apiStatus, apiStatusMessage: error.message } };
+  if (error instanceof WireError) return { status: error.status, body: { error: { code: error.code, message: error.message } } };
+  const status = clientErrorStatus(error);
+  if (status !== undefined) return { status, body: { error: { code: 'InvalidRequest', message: (error as Error).message } } };
+  return { status: 500, body: { error: { code: 'InternalError', message: 'internal error' } } };
 }

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { writeFileAtomic } from '../common/files.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { API_KEY_HEADER, API_STATUS_MESSAGES, BILLING_PATHS, CONTAINER_KIND_NAMES, type ContainerKind } from '../cognitive/protocol.ts';
 import { toWireError } from './errors.ts';
@@ -21,6 +21,7 @@ export type BillingOptions = OptionValues<typeof billingOptions>;
 /** Keys of the demo resources, kept in the data dir so restarts reuse them. */
 async function ensureDemoResources(store: BillingStore): Promise<Record<ContainerKind, string>> {
   const path = join(store.dir, 'demo-keys.json');
+  await removeStaleTemporaries(path);
   const known = await readFile(path, 'utf8').then((text) => JSON.parse(text) as Partial<Record<ContainerKind, string>>, () => ({}) as Partial<Record<ContainerKind, string>>);
   const keys = {} as Record<ContainerKind, string>;
   let changed = false;
@@ -42,7 +43,8 @@ export async function startBilling(given: Partial<BillingOptions> & RuntimeExtra
   const logger = given.logger ?? createLogger(options.logLevel, 'billing');
   const store = await BillingStore.open(options.dataDir);
   const demoKeys = options.demoResources ? await ensureDemoResources(store) : null;
-  const app = createHttpServer({ logger, bodyLimit: 64 * 1024 });
+  // A URL fastify cannot decode is a malformed call in billing's own error shape too.
+  const app = createHttpServer({ logger, bodyLimit: 64 * 1024, frameworkErrors: (error, _request, reply) => void sendWireAnswer(reply, toWireError(error)) });
   const keyOf = (headers: Record<string, string | string[] | undefined>) => {
     const value = headers[API_KEY_HEADER];
     return typeof value === 'string' ? value : undefined;
@@ -60,11 +62,7 @@ export async function startBilling(given: Partial<BillingOptions> & RuntimeExtra
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ error: { code: 'NotFound', message: `no billing operation at ${request.method} ${request.url.split('?')[0]}` } }),
   );
-  app.setErrorHandler(async (error, _request, reply) => {
-    const wire = toWireError(error);
-    if (wire.statusCode >= 500) logger.error({ err: error }, 'billing request failed');
-    return reply.code(wire.statusCode).send(wire.body);
-  });
+  installErrorHandler(app, { logger, toWire: toWireError });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'billing' });
   logger.info({ url }, 'billing endpoint listening');

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { open, readFile, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../common/files.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
 import { CONTAINER_KINDS, type ContainerKind, type UsageReport } from '../cognitive/protocol.ts';
 import { QuotaExceededError, UnknownResourceError } from './errors.ts';
 
@@ -55,10 +55,15 @@ export function periodOf(isoTime: string, period: Period): string {
   return isoTime.slice(0, period === 'month' ? 7 : period === 'day' ? 10 : 13);
 }
 
+function reportKey(resourceId: string, reportId: string): string {
+  return `${resourceId} ${reportId}`;
+}
+
 export class BillingStore {
   #resources: Resource[] = [];
   #resourcesMtime = 0;
   #usage: UsageRecord[] = [];
+  /** `<resource id> <report id>` of every recorded report: ids are unique per resource, not across resources. */
   #reportIds = new Set<string>();
   #appending: Promise<void> = Promise.resolve();
 
@@ -67,6 +72,7 @@ export class BillingStore {
   /** Loads resources and the usage log (cutting off a torn last line). */
   static async open(dataDir: string): Promise<BillingStore> {
     const store = new BillingStore(billingDir(dataDir));
+    await removeStaleTemporaries(store.#resourcesPath);
     await store.refreshResources();
     const log = await readFile(store.#usagePath, 'utf8').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return '';
@@ -78,7 +84,7 @@ export class BillingStore {
       if (!line) continue;
       const record = JSON.parse(line) as UsageRecord;
       store.#usage.push(record);
-      store.#reportIds.add(record.reportId);
+      store.#reportIds.add(reportKey(record.resourceId, record.reportId));
     }
     return store;
   }
@@ -149,12 +155,14 @@ export class BillingStore {
 
   /**
    * Appends a report to the log and fsyncs it before returning. A report id
-   * seen before is acknowledged without counting again (the container retries
-   * a batch whose answer it lost).
+   * this resource sent before is acknowledged without counting again (the
+   * container retries a batch whose answer it lost); another resource's ids
+   * are its own business.
    */
   recordUsage(resource: Resource, report: UsageReport & { reportId: string }): Promise<void> {
     const write = this.#appending.then(async () => {
-      if (this.#reportIds.has(report.reportId) || report.meters.length === 0) return;
+      const key = reportKey(resource.id, report.reportId);
+      if (this.#reportIds.has(key) || report.meters.length === 0) return;
       const record: UsageRecord = { ...report, resourceId: resource.id, receivedAt: new Date().toISOString() };
       const handle = await open(this.#usagePath, 'a', 0o600);
       try {
@@ -164,7 +172,7 @@ export class BillingStore {
         await handle.close();
       }
       this.#usage.push(record);
-      this.#reportIds.add(record.reportId);
+      this.#reportIds.add(key);
     });
     this.#appending = write.catch(() => undefined);
     return write;

@@ -1,5 +1,5 @@
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 /**
@@ -22,6 +22,20 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     await rm(temp, { force: true });
     throw err;
   }
+}
+
+/**
+ * Removes the temporary files writeFileAtomic leaves beside `path` when the process
+ * dies mid-write; the file's owner calls it at start, before anyone writes it.
+ */
+export async function removeStaleTemporaries(path: string): Promise<void> {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [];
+    throw err;
+  });
+  await Promise.all(names.filter((name) => name.startsWith(prefix) && name.endsWith('.tmp')).map((name) => rm(join(dir, name), { force: true })));
 }
 
 /**

@@ -1,19 +1,25 @@
 /**
- * The storage service's wire errors: every error is an XML <Error> body plus
- * an `x-ms-error-code` header equal to its <Code> (the SDK's createIfNotExists
- * and exists() key on that header). HEAD errors carry the header only.
+ * The storage service's wire errors and their one mapping: every error is an XML
+ * <Error> body plus an `x-ms-error-code` header equal to its <Code> (the SDK's
+ * createIfNotExists and exists() key on that header). HEAD errors carry the header only.
  */
-export class StorageError extends Error {
+import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { errorXml } from './xml.ts';
+
+export class StorageError extends WireError {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
     /** <AuthenticationErrorDetail>, for authentication failures. */
     readonly authenticationDetail?: string,
     /** Extra response headers (the 401 challenge). */
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(status, code, message);
   }
 }
 
@@ -55,3 +61,32 @@ export const errors = {
   unsupportedOperation: () => new StorageError(400, 'UnsupportedHttpVerb', 'The resource doesn\'t support specified Http Verb.'),
   internal: () => new StorageError(500, 'InternalError', 'The server encountered an internal error. Please retry the request.'),
 };
+
+/** Each request's `x-ms-request-id`, given when it arrives, so that its error body names the same id. */
+const requestIds = new WeakMap<FastifyRequest, string>();
+
+export function assignRequestId(request: FastifyRequest): string {
+  const id = randomUUID();
+  requestIds.set(request, id);
+  return id;
+}
+
+/** What fastify refused before a handler ran, in the service's terms. */
+function storageErrorOf(error: unknown): StorageError {
+  if (error instanceof StorageError) return error;
+  const status = clientErrorStatus(error);
+  if (status === 413) return errors.requestBodyTooLarge();
+  if (status !== undefined) return errors.invalidUri();
+  return errors.internal();
+}
+
+/** The one mapping from any failure to the storage error answer. */
+export function toWireError(error: unknown, request: FastifyRequest): WireAnswer {
+  const storageError = storageErrorOf(error);
+  const requestId = requestIds.get(request) ?? randomUUID();
+  return {
+    status: storageError.status,
+    headers: { 'x-ms-request-id': requestId, 'x-ms-error-code': storageError.code, ...storageError.headers, 'content-type': 'application/xml' },
+    body: request.method === 'HEAD' ? '' : errorXml(storageError, requestId),
+  };
+}

@@ -4,19 +4,17 @@
  * (<account>.blob.<suffix>/<container>/<blob>); every request is authenticated
  * (bearer token or Shared Key), authorized, then dispatched by method and `comp`.
  */
-import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import type { IssuerStyle } from '../identity/issuer.ts';
 import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authentication/index.ts';
-import { errors, StorageError } from './errors.ts';
+import { assignRequestId, errors, toWireError } from './errors.ts';
 import { storageOptions } from './options.ts';
-import { errorXml } from './xml.ts';
 import { AccountStore } from './persistence/store.ts';
 import { loadAccounts, type StorageAccount } from './persistence/accounts.ts';
 import { serviceOperation } from './handlers/service.ts';
@@ -63,14 +61,6 @@ function resolveTarget(request: FastifyRequest, scheme: string): Target {
   return { account, container, blob: blobPath ? decode(blobPath) : undefined, endpoint, rawPath };
 }
 
-function sendError(reply: FastifyReply, request: FastifyRequest, error: StorageError): FastifyReply {
-  const requestId = String(reply.getHeader('x-ms-request-id') ?? randomUUID());
-  reply.code(error.status).header('x-ms-error-code', error.code);
-  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  if (request.method === 'HEAD') return reply.send();
-  return reply.type('application/xml').send(errorXml(error, requestId));
-}
-
 interface StorageServerContext {
   logger: Logger;
   accounts: Map<string, StorageAccount>;
@@ -87,22 +77,17 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
   app.addHook('onRequest', async (request, reply) => {
     const version = request.headers['x-ms-version'];
     reply
-      .header('x-ms-request-id', randomUUID())
+      .header('x-ms-request-id', assignRequestId(request))
       .header('x-ms-version', typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) ? version : NEWEST_VERSION)
       .header('server', 'offcloud-storage');
     const clientRequestId = request.headers['x-ms-client-request-id'];
     if (typeof clientRequestId === 'string' && clientRequestId.length <= 1024) reply.header('x-ms-client-request-id', clientRequestId);
   });
 
-  app.setErrorHandler(async (error, request, reply) => {
-    if (error instanceof StorageError) return sendError(reply, request, error);
-    const status = (error as { statusCode?: number }).statusCode;
-    if (status === 413) return sendError(reply, request, errors.requestBodyTooLarge());
-    if (status && status < 500) return sendError(reply, request, errors.invalidUri());
-    ctx.logger.error({ err: error }, 'storage request failed');
-    return sendError(reply, request, errors.internal());
+  installErrorHandler(app, { logger: ctx.logger, toWire: toWireError });
+  app.setNotFoundHandler(async () => {
+    throw errors.invalidUri();
   });
-  app.setNotFoundHandler(async (request, reply) => sendError(reply, request, errors.invalidUri()));
 
   app.route({
     method: ['GET', 'HEAD', 'PUT', 'DELETE', 'POST', 'PATCH', 'OPTIONS'],
@@ -164,13 +149,15 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
     limits: { maxBlobBytes: options.maxBlobSize, maxBlockBytes: options.maxBlockSize },
   };
   const tls = await resolveTls(options);
-  const https = createHttpServer({ logger, tls });
+  // A URL fastify cannot decode (`/devstoreaccount1/c/%zz`) is refused before routing: answer it as the service does.
+  const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) => void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
+  const https = createHttpServer({ logger, tls, frameworkErrors });
   registerRoutes(https, ctx, true);
   const url = await listen(https, { host: options.host, port: options.port, component: 'storage' });
   let http: FastifyInstance | null = null;
   let httpUrl = '';
   if (options.httpPort >= 0) {
-    http = createHttpServer({ logger });
+    http = createHttpServer({ logger, frameworkErrors });
     registerRoutes(http, ctx, false);
     try {
       httpUrl = await listen(http, { host: options.host, port: options.httpPort, component: 'storage', portKey: 'httpPort' });

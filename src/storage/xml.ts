@@ -1,7 +1,6 @@
 /** The service's XML bodies (listings, errors) and the block list parser, via fast-xml-parser. */
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { BlobRecord, ContainerRecord } from './persistence/store.ts';
-import { errors, type StorageError } from './errors.ts';
 
 const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@', suppressEmptyNode: true, processEntities: true });
 const DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>';
@@ -14,7 +13,7 @@ export function httpDate(ms: number): string {
   return new Date(ms).toUTCString();
 }
 
-export function errorXml(error: StorageError, requestId: string): string {
+export function errorXml(error: { code: string; message: string; authenticationDetail?: string | undefined }, requestId: string): string {
   return xml({
     Error: {
       Code: error.code,
@@ -111,20 +110,20 @@ export function blobListXml(
 
 export type BlockListEntry = { id: string; from: 'Latest' | 'Committed' | 'Uncommitted' };
 
-/** `<BlockList><Latest>id</Latest>…</BlockList>`, in document order. */
-export function parseBlockList(body: string): BlockListEntry[] {
+/** `<BlockList><Latest>id</Latest>…</BlockList>`, in document order; null when the body is no block list. */
+export function parseBlockList(body: string): BlockListEntry[] | null {
   let parsed: unknown;
   try {
     parsed = new XMLParser({ ignoreAttributes: true, parseTagValue: false, preserveOrder: true }).parse(body);
   } catch {
-    throw errors.invalidXml();
+    return null;
   }
   const root = (parsed as Record<string, unknown>[]).find((node) => 'BlockList' in node);
-  if (!root) throw errors.invalidXml();
+  if (!root) return null;
   const entries: BlockListEntry[] = [];
   for (const node of root.BlockList as Record<string, { '#text'?: string }[]>[]) {
     const [tag] = Object.keys(node);
-    if (tag !== 'Latest' && tag !== 'Committed' && tag !== 'Uncommitted') throw errors.invalidXml();
+    if (tag !== 'Latest' && tag !== 'Committed' && tag !== 'Uncommitted') return null;
     const id = node[tag]?.[0]?.['#text'] ?? '';
     entries.push({ id, from: tag });
   }

@@ -152,3 +152,19 @@ test('billing under offcloud up makes demo resources once and publishes their ke
   assert.equal((await call(second.exports!.billingUrl!, '/billing/v1/validate', keys['apiKey.face']!, identity)).body.apiStatus, 'Valid');
   assert.equal((await BillingStore.open(dataDir)).resources.length, 2);
 });
+
+test('R-SENT-9 report ids are de-duplicated per resource: another resource reusing an id is recorded, before and after a restart (issue 19 row 14)', async (t) => {
+  const { base, key, dataDir, billing } = await startWithResource(t);
+  const otherKey = await createResource(dataDir, 'sentiment');
+  const shared = randomUUID();
+  assert.equal((await call(base, '/billing/v1/usage', key, report(5, { reportId: shared }))).status, 200);
+  assert.equal((await call(base, '/billing/v1/usage', otherKey, report(7, { reportId: shared }))).status, 200);
+  await billing.close();
+  const restarted = await startBilling({ ...quiet, dataDir });
+  t.after(() => restarted.close());
+  const again = restarted.exports!.billingUrl!;
+  assert.equal((await call(again, '/billing/v1/usage', key, report(5, { reportId: shared }))).status, 200, 'a retry is acknowledged');
+  assert.equal((await call(again, '/billing/v1/usage', otherKey, report(7, { reportId: shared }))).status, 200, 'a retry is acknowledged');
+  const totals = JSON.parse(await command(dataDir, ['usage', '--period', 'all', '--format', 'json'])) as { resourceName: string; quantity: number }[];
+  assert.deepEqual(totals.map((x) => [x.resourceName, x.quantity]).sort(), [['sentiment-1', 5], ['sentiment-2', 7]]);
+});

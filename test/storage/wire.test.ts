@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { XMLParser } from 'fast-xml-parser';
@@ -199,4 +200,57 @@ test('fuzz: bad container names, path tricks in blob names, broken encodings, hu
   const stillThere = await stack.get('/?comp=list', auth);
   assert.equal(stillThere.status, 200);
   assert.ok(stillThere.body.includes('<Name>alpha</Name>'));
+});
+
+/** Signs List Containers with the account key as the documented Shared Key scheme says (written here, apart from the server's code). */
+async function sharedKeyListing(dates: { 'x-ms-date'?: string; date?: string }): Promise<{ status: number; detail: unknown }> {
+  const accounts = JSON.parse(await readFile(join(stack.dataDir, 'storage', 'accounts.json'), 'utf8')) as { accounts: { name: string; keys: string[] }[] };
+  const key = accounts.accounts.find((a) => a.name === 'devstoreaccount1')!.keys[0]!;
+  const headers: Record<string, string> = { 'x-ms-version': '2026-04-06', ...dates };
+  const canonicalHeaders = Object.keys(headers)
+    .filter((name) => name.startsWith('x-ms-'))
+    .sort()
+    .map((name) => `${name}:${headers[name]}\n`)
+    .join('');
+  const stringToSign = `GET\n\n\n\n\n\n${dates.date ?? ''}\n\n\n\n\n\n${canonicalHeaders}/devstoreaccount1/devstoreaccount1/\ncomp:list`;
+  const signature = createHmac('sha256', Buffer.from(key, 'base64')).update(stringToSign).digest('base64');
+  const answer = await stack.get('/?comp=list', { ...headers, authorization: `SharedKey devstoreaccount1:${signature}` });
+  return { status: answer.status, detail: errorCode(answer).detail };
+}
+
+test('Shared Key requests must carry a date within 15 minutes: a captured request cannot be replayed later (issue 19 row 4)', async () => {
+  const at = (offsetMinutes: number) => new Date(Date.now() + offsetMinutes * 60_000).toUTCString();
+  assert.equal((await sharedKeyListing({ 'x-ms-date': at(0) })).status, 200, 'a fresh signed request is served');
+  assert.equal((await sharedKeyListing({ date: at(-1) })).status, 200, 'the Date header stands in for x-ms-date');
+  for (const [dates, detail] of [
+    [{}, /^Request date header not specified/],
+    [{ 'x-ms-date': at(-20) }, /^Request date header too old/],
+    [{ 'x-ms-date': 'Thu, 01 Jan 1970 00:00:00 GMT' }, /^Request date header too old/],
+    [{ 'x-ms-date': 'Thu, 01 Jan 2099 00:00:00 GMT' }, /^Request date header too far in the future/],
+    [{ 'x-ms-date': at(16) }, /^Request date header too far in the future/],
+    [{ 'x-ms-date': 'garbage' }, /not a valid HTTP date/],
+    [{ date: at(-30) }, /^Request date header too old/],
+  ] as const) {
+    const answer = await sharedKeyListing(dates);
+    assert.equal(answer.status, 403, JSON.stringify(dates));
+    assert.match(String(answer.detail), detail, JSON.stringify(dates));
+  }
+});
+
+test('broken percent-encoding anywhere in a path answers the storage XML error with x-ms-error-code, over HTTPS and HTTP (issue 19 row 13)', async () => {
+  const { request } = await import('undici');
+  const httpUrl = stack.storage.urls.find((u) => u.url.startsWith('http:'))!.url;
+  const origin = (endpoint: string) => endpoint.replace('/devstoreaccount1', '');
+  for (const base of [stack.blobEndpoint, httpUrl]) {
+    for (const path of ['/devstoreaccount1/alpha/%zz', '/devstoreaccount1/alpha/a%', '/devstoreaccount1/al%ZZpha?restype=container', '/%zz/alpha', '/devstoreaccount1/alpha/%E0%A4%A', '/devstoreaccount1/alpha/%C0%AF?comp=list']) {
+      const answer = await request(origin(base) + path, { method: 'GET', headers: V, ...(base.startsWith('https') ? { dispatcher: stack.identity.dispatcher } : {}) });
+      const body = await answer.body.text();
+      assert.equal(answer.statusCode, 400, path);
+      assert.match(String(answer.headers['content-type']), /xml/, path);
+      const { header, code } = errorCode({ headers: answer.headers, body });
+      assert.equal(header, 'InvalidUri', path);
+      assert.equal(code, 'InvalidUri', path);
+    }
+  }
+  assert.equal((await stack.get('/?comp=list', { ...V, authorization: `Bearer ${token}` })).status, 200, 'still serving');
 });

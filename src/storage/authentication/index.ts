@@ -85,10 +85,28 @@ export function sharedKeyStringToSign(request: AuthRequest, languageFirst: boole
   return `${standard}\n${canonicalHeaders}${canonicalResource}`;
 }
 
+/** How far a signed request's date may be from this server's clock, as the service allows. */
+export const SHARED_KEY_CLOCK_SKEW_MS = 15 * 60 * 1000;
+
+/**
+ * A Shared Key request is signed together with its date (`x-ms-date`, else `Date`), so
+ * that a captured request cannot be replayed once that date is more than 15 minutes away.
+ */
+function checkRequestDate(headers: IncomingHttpHeaders): void {
+  const given = header(headers, 'x-ms-date') || header(headers, 'date');
+  if (!given) throw errors.authenticationFailed('Request date header not specified.');
+  const date = Date.parse(given);
+  if (Number.isNaN(date)) throw errors.authenticationFailed(`The date header in the request is not a valid HTTP date: '${given}'.`);
+  const now = Date.now();
+  if (date < now - SHARED_KEY_CLOCK_SKEW_MS) throw errors.authenticationFailed(`Request date header too old: '${given}'`);
+  if (date > now + SHARED_KEY_CLOCK_SKEW_MS) throw errors.authenticationFailed(`Request date header too far in the future: '${given}'`);
+}
+
 function verifySharedKey(request: AuthRequest, credential: string): void {
   const match = /^SharedKey ([^:\s]+):([A-Za-z0-9+/=]+)$/.exec(credential);
   if (!match) throw errors.invalidAuthenticationInfo();
   if (match[1] !== request.account.name) throw errors.authenticationFailed(`The account ${match[1]} in the Authorization header does not match the account of the request.`);
+  checkRequestDate(request.headers);
   const given = Buffer.from(match[2]!, 'base64');
   for (const key of request.account.keys) {
     for (const languageFirst of [false, true]) {

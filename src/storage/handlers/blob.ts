@@ -117,6 +117,7 @@ export async function putBlockList(op: Operation, container: string, name: strin
   await op.authorize('write');
   op.store.getContainer(container);
   const list = parseBlockList(await smallBody(op, MAX_BLOCK_LIST_BYTES));
+  if (!list) throw errors.invalidXml();
   if (list.some((entry) => !entry.id)) throw errors.invalidBlockList();
   const blob = await op.store.commitBlockList(container, name, list, {
     properties: blobProperties(op, false),

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../common/files.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../../common/files.ts';
 import { StartupError } from '../../common/errors.ts';
 
 export interface StorageAccount {
@@ -25,6 +25,7 @@ function newKey(): string {
 export async function loadAccounts(dataDir: string, defaultAccount: string): Promise<StorageAccount[]> {
   const path = join(dataDir, 'storage', 'accounts.json');
   let accounts: StorageAccount[] = [];
+  await removeStaleTemporaries(path);
   try {
     accounts = (JSON.parse(await readFile(path, 'utf8')) as { accounts: StorageAccount[] }).accounts;
   } catch (err) {
