@@ -1,5 +1,5 @@
 // The device data service in its own process, finding the replicas through mdns.
-import { startDevData } from '../../src/devices/devdata.ts';
+import { startDevData } from '../../src/devices/devdata-server.ts';
 import { announce } from '../common/child.ts';
 
 const devdata = await startDevData({

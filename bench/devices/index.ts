@@ -103,7 +103,7 @@ export async function run(): Promise<BenchResult[]> {
     const first = await startChildServers<{ address: string; registry: string }>(new URL('./replica.ts', import.meta.url));
     children.push(first);
     if (first.info.registry !== 'mdns') throw new Error('multicast DNS is not available here; the benchmark needs it');
-    const devdata = await startChildServers<{ url: string }>(new URL('./devdata.ts', import.meta.url));
+    const devdata = await startChildServers<{ url: string }>(new URL('./devdata-server.ts', import.meta.url));
     children.push(devdata);
     const one = await measure(devdata.info.url, [first.info.address]);
     const second = await startChildServers<{ address: string }>(new URL('./replica.ts', import.meta.url));

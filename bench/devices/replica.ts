@@ -1,5 +1,5 @@
 // One DevSvc replica in its own process, registered over mdns under the bench's service name.
-import { startDevSvc } from '../../src/devices/devsvc.ts';
+import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { announce } from '../common/child.ts';
 
 const devsvc = await startDevSvc({

@@ -5,12 +5,12 @@
  */
 import type { Logger } from 'pino';
 import type { OptionValues } from '../common/config.ts';
-import { BillingConnection } from './metering.ts';
+import { BillingConnection } from './billing-connection.ts';
 import { validateContainerStart, type containerOptions } from './startup.ts';
 import type { ContainerKind } from './protocol.ts';
 
 export { containerOptions, containerWireUp, validateContainerStart } from './startup.ts';
-export { BillingConnection, type BillingRefusal } from './metering.ts';
+export { BillingConnection, type BillingRefusal } from './billing-connection.ts';
 export { billingGate, defaultRefusalBody, openApiDocument, registerContainerSurface, OPENAPI_PATH, type OpenApiPaths } from './surface.ts';
 export { API_STATUSES, CONTAINER_KINDS, type ApiStatus, type ContainerKind } from './protocol.ts';
 

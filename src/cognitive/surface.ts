@@ -6,7 +6,7 @@
  * from createHttpServer.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BillingConnection, BillingRefusal } from './metering.ts';
+import type { BillingConnection, BillingRefusal } from './billing-connection.ts';
 
 /** An OpenAPI 3 operation, as much of it as the page and the document use. */
 export interface OpenApiOperation {

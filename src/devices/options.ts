@@ -1,6 +1,6 @@
 /** Options of DevSvc and the device data service, apart from their servers so the CLI can list them without loading gRPC. */
 import { commonOptions, portOption, type OptionSchema } from '../common/config.ts';
-import { registryOptions } from './registry/index.ts';
+import { registryOptions } from './discovery/index.ts';
 
 export const serviceNameOption = {
   serviceName: {

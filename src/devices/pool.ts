@@ -6,7 +6,7 @@
 import { Metadata, status } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { devSvcClient, type DevSvcClient } from './proto.ts';
-import type { NodeWatch, ServiceNode } from './registry/types.ts';
+import type { NodeWatch, ServiceNode } from './discovery/types.ts';
 import type { Device } from './store.ts';
 
 /** How long a node whose call failed is left out of the rotation. */

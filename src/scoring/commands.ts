@@ -11,7 +11,7 @@ import { commandDataDir, parseCommandArgs, toStdout, type Print } from '../commo
 import { UsageError } from '../common/errors.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { DEFAULT_SERVICE } from './options.ts';
-import { KeyStore, keysFilePath, UnknownServiceError } from './keys.ts';
+import { KeyStore, keysFilePath, UnknownServiceError } from './api-keys.ts';
 import { IMAGENET_LABELS } from '../models/catalogue.ts';
 
 const SCORE_USAGE =

@@ -16,7 +16,7 @@ export const scoringFrontend = defineComponent({
   name: 'scoring-frontend',
   summary: 'scoring front-end: POST /api/v1/service/<name>/score with bearer primary/secondary key, forwarded to scoring replicas (§4.2)',
   options: frontendOptions,
-  start: async (options) => (await import('./frontend.ts')).startScoringFrontend(options),
+  start: async (options) => (await import('./frontend-server.ts')).startScoringFrontend(options),
   // Under `offcloud up` the one service forwards to the scoring container started just before.
   wireUp: (started) => {
     const url = started.get('scoring')?.exports?.scoringUrl;

@@ -6,7 +6,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { credentials, loadPackageDefinition, Metadata, status, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { DEBIAN_PYTHON, debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
-import { startDevSvc } from '../../src/devices/devsvc.ts';
+import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { devSvcClient, PROTO_PATH } from '../../src/devices/proto.ts';
 import { lifo } from './helpers.ts';
 

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import sharp from 'sharp';
 import { startScoring } from '../../src/scoring/server.ts';
-import { startScoringFrontend } from '../../src/scoring/frontend.ts';
+import { startScoringFrontend } from '../../src/scoring/frontend-server.ts';
 import { imageToPixels, loadLabels } from '../../src/scoring/client.ts';
 import { DEFAULT_MODEL, IMAGENET_LABELS } from '../../src/models/catalogue.ts';
 import { ChecksumError, sha256OfFile } from '../../src/models/pull.ts';

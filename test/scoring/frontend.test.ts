@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { Agent, Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/server.ts';
-import { startScoringFrontend } from '../../src/scoring/frontend.ts';
+import { startScoringFrontend } from '../../src/scoring/frontend-server.ts';
 import { manageKeys } from '../../src/scoring/commands.ts';
 import { scoringFrontend } from '../../src/scoring/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';

@@ -16,9 +16,9 @@ import { translateListenError } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { devsvcOptions } from './options.ts';
 import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
-import { openRegistry } from './registry/index.ts';
-import { staticRegistry } from './registry/static.ts';
-import { serviceRecord, type Registry } from './registry/types.ts';
+import { openRegistry } from './discovery/index.ts';
+import { staticRegistry } from './discovery/static.ts';
+import { serviceRecord, type Registry } from './discovery/types.ts';
 import { DeviceStore, deviceFilePath, type Device } from './store.ts';
 
 /** go-micro-style service names: one key segment, one DNS label. */

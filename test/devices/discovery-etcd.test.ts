@@ -4,8 +4,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import { quiet, tempDataDir } from '../helpers/index.ts';
-import { startDevSvc } from '../../src/devices/devsvc.ts';
-import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
+import { startDevSvc } from '../../src/devices/devsvc-server.ts';
+import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
 import { StartupError } from '../../src/common/errors.ts';
 import { baseOf, freePort, get, lifo, spawnDevSvc, startEtcd, stop, uniqueServiceName } from './helpers.ts';
 

@@ -10,12 +10,12 @@ import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '.
 import { createLogger } from '../common/log.ts';
 import { StartupError } from '../common/errors.ts';
 import type { Logger } from 'pino';
-import { checkServiceName } from './devsvc.ts';
+import { checkServiceName } from './devsvc-server.ts';
 import { InvalidDeviceNameError, TEXT, toWireError } from './errors.ts';
 import { deviceNameFromPath } from './names.ts';
 import { devdataOptions } from './options.ts';
 import { DevSvcPool } from './pool.ts';
-import { openRegistry } from './registry/index.ts';
+import { openRegistry } from './discovery/index.ts';
 
 /** Line 2 of every answer (§2.5): this service has no device data to give. */
 export const NO_DATA_SENTENCE = 'No device data is returned by this service.';

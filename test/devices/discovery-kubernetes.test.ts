@@ -12,10 +12,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { once } from 'node:events';
 import { text } from 'node:stream/consumers';
 import { quiet, tempDataDir } from '../helpers/index.ts';
-import { startDevSvc } from '../../src/devices/devsvc.ts';
-import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
-import { connectKubernetesRegistry, inClusterOptions } from '../../src/devices/registry/kubernetes.ts';
-import { serviceRecord } from '../../src/devices/registry/types.ts';
+import { startDevSvc } from '../../src/devices/devsvc-server.ts';
+import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
+import { connectKubernetesRegistry, inClusterOptions } from '../../src/devices/discovery/kubernetes.ts';
+import { serviceRecord } from '../../src/devices/discovery/types.ts';
 import { StartupError } from '../../src/common/errors.ts';
 import { baseOf, freePort, get, lifo, uniqueServiceName } from './helpers.ts';
 

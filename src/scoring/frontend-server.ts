@@ -13,7 +13,7 @@ import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { acceptRawBodies } from './server.ts';
 import { invalidBody, notFound, ScoringError, toWireError, unauthorized } from './errors.ts';
-import { checkServiceName, KeyStore, keysFilePath, type KeyType } from './keys.ts';
+import { checkServiceName, KeyStore, keysFilePath, type KeyType } from './api-keys.ts';
 import { frontendOptions } from './options.ts';
 import { ReplicaSet } from './replicas.ts';
 

@@ -4,8 +4,8 @@ import { inflateSync } from 'node:zlib';
 import makeMdns from 'multicast-dns';
 import type { Answer } from 'dns-packet';
 import { quiet, tempDataDir } from '../helpers/index.ts';
-import { startDevSvc } from '../../src/devices/devsvc.ts';
-import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata.ts';
+import { startDevSvc } from '../../src/devices/devsvc-server.ts';
+import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
 import { devdata as devdataComponent } from '../../src/devices/index.ts';
 import { baseOf, get, lifo, spawnDevSvc, stop, uniqueServiceName } from './helpers.ts';
 
