@@ -1,6 +1,7 @@
 /** The hub's options, apart from its servers so the CLI can list them without loading MQTT, Redis or fastify. */
 import { commonOptions, portOption, tlsOptions } from '../common/config.ts';
 import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
+import { DEFAULT_CLIENT_LIMITS } from './mqtt/limits.ts';
 
 export const hubOptions = {
   ...commonOptions,
@@ -16,5 +17,12 @@ export const hubOptions = {
   demoDevice: { type: 'string', default: 'demo-device', description: 'device made on start if missing, printed with its connection string ("" = none)' },
   twinMaxDepth: { type: 'integer', default: DEFAULT_TWIN_LIMITS.maxDepth, min: 1, max: 32, description: 'deepest nesting allowed in a twin section' },
   c2dTtlSeconds: { type: 'integer', default: 3600, min: 1, max: 172800, description: 'default time a cloud-to-device message waits for its device' },
+  connectTimeoutMs: {
+    type: 'integer',
+    default: DEFAULT_CLIENT_LIMITS.connectTimeoutMs,
+    min: 100,
+    max: 600000,
+    description: 'milliseconds a device connection has to finish its TLS handshake, and then again to send CONNECT',
+  },
   telemetryLogSize: { type: 'integer', default: 10000, min: 1, max: 1000000, description: 'telemetry messages kept for GET /messages/events' },
 } as const;

@@ -7,6 +7,7 @@ import { DeviceHub } from './domain/hub.ts';
 import { connectionString, identityKey } from './domain/registry.ts';
 import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
 import { startMqttEndpoint } from './mqtt/endpoint.ts';
+import { DEFAULT_CLIENT_LIMITS } from './mqtt/limits.ts';
 import { hubOptions } from './options.ts';
 import { openState } from './persistence/open.ts';
 import { startRestApi } from './rest.ts';
@@ -29,7 +30,8 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   let mqtt;
   let rest;
   try {
-    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger });
+    const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
+    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger, limits });
     rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger });
   } catch (err) {
     await mqtt?.close();

@@ -89,11 +89,19 @@ function checkKey(key: string, limits: TwinLimits, path: string): void {
   }
 }
 
-function checkValue(value: unknown, limits: TwinLimits, path: string, inPatch: boolean): void {
-  if (value === null) {
-    if (!inPatch) throw invalidArgument(`null is not allowed inside an array (${path})`);
-    return;
-  }
+/** A value still to check, with where it sits. */
+interface PendingValue {
+  value: unknown;
+  path: string;
+  /** Inside a patch null deletes; inside an array it is refused. */
+  inPatch: boolean;
+  /** Objects around it (the twin's depth; arrays do not count, as in depthOf). */
+  depth: number;
+  /** Objects and arrays around it. */
+  nesting: number;
+}
+
+function checkScalar(value: unknown, limits: TwinLimits, path: string): void {
   switch (typeof value) {
     case 'boolean':
       return;
@@ -107,24 +115,41 @@ function checkValue(value: unknown, limits: TwinLimits, path: string, inPatch: b
         throw invalidArgument(`string at ${path} is longer than ${limits.maxStringBytes} bytes`);
       }
       return;
-    case 'object':
-      if (Array.isArray(value)) {
-        value.forEach((item, i) => checkValue(item, limits, `${path}/${i}`, false));
-        return;
-      }
-      for (const [key, member] of Object.entries(value)) {
-        checkKey(key, limits, path);
-        checkValue(member, limits, `${path}/${key}`, inPatch);
-      }
-      return;
     default:
       throw invalidArgument(`unsupported value at ${path}`);
   }
 }
 
-/** Checks names and values of a patch (null members allowed: they delete). */
+/**
+ * Checks names, values and depth of a patch (null members allowed: they
+ * delete). A loop over a stack, not recursion: a hostile patch nested
+ * thousands deep must get its 400, not overflow the call stack. Arrays do
+ * not count towards the twin's depth, but nesting of any kind stops at twice
+ * it, so everything after this check (merge, size, JSON.stringify) stays shallow.
+ */
 export function validatePatch(patch: JsonObject, limits: TwinLimits): void {
-  checkValue(patch, limits, '', true);
+  const pending: PendingValue[] = [{ value: patch, path: '', inPatch: true, depth: 0, nesting: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path, inPatch, depth, nesting } = next;
+    if (value === null) {
+      if (!inPatch) throw invalidArgument(`null is not allowed inside an array (${path})`);
+      continue;
+    }
+    if (typeof value !== 'object') {
+      checkScalar(value, limits, path);
+      continue;
+    }
+    const isArray = Array.isArray(value);
+    if (!isArray && depth + 1 > limits.maxDepth) throw invalidArgument(`the patch is nested deeper than ${limits.maxDepth} levels`);
+    if (nesting + 1 > 2 * limits.maxDepth) throw invalidArgument(`the patch nests arrays and objects deeper than ${2 * limits.maxDepth} levels`);
+    const members: [string, unknown][] = isArray ? value.map((item, i) => [String(i), item]) : Object.entries(value);
+    // Pushed last to first, so members are checked (and the first fault reported) in document order.
+    for (let i = members.length - 1; i >= 0; i--) {
+      const [key, member] = members[i]!;
+      if (!isArray) checkKey(key, limits, path);
+      pending.push({ value: member, path: `${path}/${key}`, inPatch: inPatch && !isArray, depth: isArray ? depth : depth + 1, nesting: nesting + 1 });
+    }
+  }
 }
 
 /** RFC 7396 merge: objects merge recursively, null deletes, everything else replaces. */

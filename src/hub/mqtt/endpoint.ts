@@ -15,6 +15,7 @@ import type { DeviceHub } from '../domain/hub.ts';
 import { onPuback } from './c2d.ts';
 import { connectHandlers, onClientDisconnect, onClientReady } from './connect.ts';
 import { onHubEvent } from './events.ts';
+import { capPacketSize, type ClientLimits } from './limits.ts';
 import { authorizePublish } from './publish.ts';
 import { Sessions, type EndpointContext } from './session.ts';
 import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
@@ -24,6 +25,7 @@ export interface MqttEndpointOptions {
   port: number;
   tls: TlsMaterial;
   logger: Logger;
+  limits: ClientLimits;
 }
 
 export interface MqttEndpoint {
@@ -33,12 +35,13 @@ export interface MqttEndpoint {
 }
 
 export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOptions): Promise<MqttEndpoint> {
-  const { logger } = options;
+  const { logger, limits } = options;
   const context: EndpointContext = { hub, sessions: new Sessions(), logger };
   const broker = await Aedes.createBroker({
     ...connectHandlers(context),
     authorizeSubscribe: authorizeSubscribe(context),
     authorizePublish: authorizePublish(context),
+    connectTimeout: limits.connectTimeoutMs,
   });
   hub.onEvent((event) => onHubEvent(context, event));
   broker.on('clientReady', (client) => onClientReady(context, client));
@@ -48,11 +51,17 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   broker.on('clientDisconnect', (client) => onClientDisconnect(context, client));
   broker.on('clientError', (client, err) => logger.debug({ clientId: client.id?.slice(0, 256), err: err.message }, 'device connection error'));
 
-  const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, (socket) => {
-    broker.handle(socket);
+  const server: Server = createServer(
+    { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs },
+    (socket) => capPacketSize(broker.handle(socket), limits),
+  );
+  // A failed or timed-out handshake (an untrusting client, a port scan, a client that never
+  // speaks) is that connection's problem only. With a listener here Node leaves the socket
+  // open, so it is ended here, or it would stay for ever.
+  server.on('tlsClientError', (err, socket) => {
+    logger.debug({ err: err.message }, 'TLS handshake failed');
+    socket.destroy();
   });
-  // A failed handshake (an untrusting client, a port scan) is that connection's problem only.
-  server.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'TLS handshake failed'));
   // The broker ends the devices it accepted on close; these are the others.
   const unused = new UnusedConnections(server);
   broker.on('client', (client) => unused.used(client.conn as Socket));
