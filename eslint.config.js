@@ -15,4 +15,11 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // The console's page: plain ES modules that run in the browser.
+    files: ['src/console/assets/**/*.js'],
+    languageOptions: {
+      globals: { window: 'readonly', document: 'readonly', location: 'readonly', navigator: 'readonly', fetch: 'readonly', EventSource: 'readonly', FormData: 'readonly', URLSearchParams: 'readonly', TextDecoderStream: 'readonly', addEventListener: 'readonly', removeEventListener: 'readonly', AbortController: 'readonly' },
+    },
+  },
 );

@@ -14,8 +14,9 @@ import { sentiment } from './sentiment/index.ts';
 import { face } from './face/index.ts';
 import { scoreCommands, scoring, scoringFrontend } from './scoring/index.ts';
 import { modelsCommands } from './models/commands.ts';
+import { webConsole } from './console/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend, webConsole] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands, scoreCommands];

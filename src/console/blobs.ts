@@ -1,0 +1,114 @@
+/**
+ * The blob storage page's operations, through the storage SDK with the
+ * account's Shared Key (the SDK signs; nothing here builds a signature).
+ */
+import { Agent as HttpsAgent } from 'node:https';
+import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { BlobServiceClient, type BlobItem, type StoragePipelineOptions } from '@azure/storage-blob';
+import { InvalidInputError } from './errors.ts';
+
+/** Blobs per listing page: enough for a screen, small enough for 10,000-blob containers. */
+export const BLOB_PAGE_SIZE = 200;
+
+export interface ContainerSummary {
+  name: string;
+  lastModified: string;
+}
+
+export interface BlobSummary {
+  name: string;
+  size: number;
+  contentType: string;
+  lastModified: string;
+}
+
+export interface BlobDownload {
+  contentType: string;
+  contentLength: number;
+  body: Readable;
+}
+
+export function openBlobService(connectionString: string, caFile: string): BlobServiceClient {
+  // The SDK's pipeline takes a Node agent: through it, HTTPS trusts the components' CA.
+  const agent = new HttpsAgent({ keepAlive: true, ...(caFile ? { ca: readFileSync(caFile, 'utf8') } : {}) });
+  const options = { agent, retryOptions: { maxTries: 1 } } as StoragePipelineOptions;
+  try {
+    return BlobServiceClient.fromConnectionString(connectionString, options);
+  } catch (err) {
+    throw new InvalidInputError(`the storage connection string is not usable: ${(err as Error).message}`);
+  }
+}
+
+export class BlobBrowser {
+  constructor(private readonly service: BlobServiceClient) {}
+
+  async listContainers(): Promise<ContainerSummary[]> {
+    const out: ContainerSummary[] = [];
+    for await (const c of this.service.listContainers()) out.push({ name: c.name, lastModified: c.properties.lastModified.toISOString() });
+    return out;
+  }
+
+  async createContainer(name: string): Promise<void> {
+    await this.service.getContainerClient(name).create();
+  }
+
+  async deleteContainer(name: string): Promise<void> {
+    await this.service.getContainerClient(name).delete();
+  }
+
+  /** One page of a container's blobs, from `marker` (the previous page's `next`). */
+  async listBlobs(container: string, prefix: string, marker: string | undefined): Promise<{ blobs: BlobSummary[]; next: string | null }> {
+    const pages = this.service
+      .getContainerClient(container)
+      .listBlobsFlat({ prefix })
+      .byPage({ maxPageSize: BLOB_PAGE_SIZE, ...(marker ? { continuationToken: marker } : {}) });
+    const page = (await pages.next()).value;
+    if (!page) return { blobs: [], next: null };
+    const blobs = page.segment.blobItems.map((b: BlobItem) => ({
+      name: b.name,
+      size: b.properties.contentLength ?? 0,
+      contentType: b.properties.contentType ?? '',
+      lastModified: b.properties.lastModified.toISOString(),
+    }));
+    return { blobs, next: page.continuationToken || null };
+  }
+
+  async upload(container: string, blob: string, data: Buffer, contentType: string): Promise<void> {
+    await this.service.getContainerClient(container).getBlockBlobClient(blob).uploadData(data, { blobHTTPHeaders: { blobContentType: contentType } });
+  }
+
+  async download(container: string, blob: string): Promise<BlobDownload> {
+    const answer = await this.service.getContainerClient(container).getBlobClient(blob).download();
+    return {
+      contentType: answer.contentType ?? 'application/octet-stream',
+      contentLength: answer.contentLength ?? 0,
+      body: answer.readableStreamBody as Readable,
+    };
+  }
+
+  async properties(container: string, blob: string): Promise<Record<string, unknown>> {
+    const p = await this.service.getContainerClient(container).getBlobClient(blob).getProperties();
+    return {
+      contentType: p.contentType,
+      contentLength: p.contentLength,
+      contentMD5: p.contentMD5 ? Buffer.from(p.contentMD5).toString('base64') : null,
+      etag: p.etag,
+      lastModified: p.lastModified?.toISOString(),
+      createdOn: p.createdOn?.toISOString(),
+      blobType: p.blobType,
+      accessTier: p.accessTier,
+      leaseState: p.leaseState,
+      metadata: p.metadata ?? {},
+    };
+  }
+
+  async delete(container: string, blob: string): Promise<void> {
+    await this.service.getContainerClient(container).getBlobClient(blob).delete();
+  }
+}
+
+export function blobName(raw: string): string {
+  if (!raw || raw.length > 1024) throw new InvalidInputError('a blob name has 1 to 1024 characters');
+  return raw;
+}

@@ -1,0 +1,191 @@
+/**
+ * The console: one page (preact + htm, served from memory) and the /api calls
+ * it makes. The API is thin: each call goes to one component's public
+ * interface (forwarded as is, or through the storage SDK, gRPC, JWKS) and
+ * the component's answer — its errors included — comes back unchanged.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
+import type { RunningComponent } from '../common/component.ts';
+import { createHttpServer, listen } from '../common/http.ts';
+import { createLogger } from '../common/log.ts';
+import { ConsoleAccess, SESSION_COOKIE } from './access.ts';
+import { loadAssets } from './assets.ts';
+import { BlobBrowser, blobName, openBlobService } from './blobs.ts';
+import { LoginRequiredError, NotConfiguredError, toWireError } from './errors.ts';
+import { hubServiceToken } from './hub-token.ts';
+import { componentEntries, probeComponent } from './overview.ts';
+import { consoleOptions } from './options.ts';
+import { createDispatcher, forward, type Upstream } from './upstream.ts';
+import { registerIdentityRoutes } from './identity.ts';
+
+export type ConsoleOptions = OptionValues<typeof consoleOptions>;
+
+/** Largest body the page sends on: a photo, a blob. */
+const BODY_LIMIT = 32 * 1024 * 1024;
+
+function required(value: string, what: string, option: string): string {
+  if (!value) throw new NotConfiguredError(what, option);
+  return value;
+}
+
+/** The /api/<name>/* calls that go to a component as they are. */
+function forwardedUpstreams(options: ConsoleOptions): Record<string, () => Upstream> {
+  const scriptsAuth = options.scriptsUser ? { authorization: `Basic ${Buffer.from(options.scriptsUser).toString('base64')}` } : undefined;
+  return {
+    hub: () => {
+      const token = hubServiceToken(required(options.hubConnectionString, "the hub's service connection string", 'hub-connection-string'));
+      return { what: 'the hub', base: required(options.hubUrl, "the hub's REST URL", 'hub-url'), headers: () => ({ authorization: token() }) };
+    },
+    gateway: () => ({ what: "the gateway's admin API", base: required(options.gatewayAdminUrl, "the gateway's admin URL", 'gateway-admin-url'), methods: ['GET'] }),
+    scripts: () => ({ what: 'the scripts server', base: required(options.scriptsUrl, "the scripts server's URL", 'scripts-url'), ...(scriptsAuth ? { headers: () => scriptsAuth } : {}) }),
+    sentiment: () => ({ what: 'the sentiment container', base: required(options.sentimentUrl, "the sentiment container's URL", 'sentiment-url'), methods: ['GET', 'POST'] }),
+    face: () => ({ what: 'the face container', base: required(options.faceUrl, "the face container's URL", 'face-url'), methods: ['GET', 'POST'] }),
+    devdata: () => ({ what: 'the device data service', base: required(options.devdataUrl, "the device data service's URL", 'devdata-url'), methods: ['GET'] }),
+    scoring: () => ({
+      what: 'the scoring front end',
+      base: required(options.scoringUrl, "a scoring service's URL", 'scoring-url'),
+      methods: ['POST'],
+      headers: () => ({ authorization: `Bearer ${options.scoringKey}` }),
+    }),
+  };
+}
+
+function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: string): void {
+  const dispatcher = createDispatcher(caFile);
+  app.addHook('onClose', () => dispatcher.close());
+
+  app.get('/api/overview', async () => {
+    const components = await Promise.all(componentEntries(options).map((c) => probeComponent(dispatcher, c)));
+    return {
+      components,
+      caFile: caFile || null,
+      settings: {
+        hubDeviceConnectionString: options.hubDeviceConnectionString,
+        storageConnectionString: options.storageConnectionString,
+        identityUrl: options.identityUrl,
+        identityTenant: options.identityTenant,
+        gatewayProxyUrl: options.gatewayProxyUrl,
+        scriptsUrl: options.scriptsUrl,
+      },
+    };
+  });
+  app.get('/api/ca.crt', async (_request, reply) => {
+    const pem = await readFile(required(caFile, 'a CA file', 'ca-file'));
+    return reply.type('application/x-pem-file').header('content-disposition', 'attachment; filename="offcloud-ca.crt"').send(pem);
+  });
+
+  // Bodies reach the components byte for byte: no parsing on the way.
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_request, body, done) => done(null, body));
+    for (const [name, upstream] of Object.entries(forwardedUpstreams(options))) {
+      const prefix = `/api/${name}/`;
+      scope.all(`${prefix}*`, async (request, reply) => forward(dispatcher, upstream(), request, reply, request.url.slice(prefix.length).split('?')[0]!));
+    }
+    registerBlobRoutes(scope, options, caFile);
+  });
+  registerIdentityRoutes(app, options, dispatcher);
+}
+
+function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFile: string): void {
+  let browser: BlobBrowser | undefined;
+  const blobs = () => (browser ??= new BlobBrowser(openBlobService(required(options.storageConnectionString, 'a storage connection string', 'storage-connection-string'), caFile)));
+  type Container = { Params: { container: string } };
+  type Blob = { Params: { container: string; '*': string }; Querystring: { prefix?: string; marker?: string } };
+  app.get('/api/storage/containers', async () => blobs().listContainers());
+  app.put<Container>('/api/storage/containers/:container', async (request, reply) => {
+    await blobs().createContainer(request.params.container);
+    return reply.code(201).send({ name: request.params.container });
+  });
+  app.delete<Container>('/api/storage/containers/:container', async (request, reply) => {
+    await blobs().deleteContainer(request.params.container);
+    return reply.code(204).send();
+  });
+  app.get<Blob>('/api/storage/containers/:container/blobs', async (request) =>
+    blobs().listBlobs(request.params.container, String(request.query.prefix ?? ''), request.query.marker ? String(request.query.marker) : undefined),
+  );
+  app.put<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
+    const data = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
+    await blobs().upload(request.params.container, blobName(request.params['*']), data, request.headers['content-type'] ?? 'application/octet-stream');
+    return reply.code(201).send({ name: request.params['*'], size: data.length });
+  });
+  app.get<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
+    const blob = await blobs().download(request.params.container, blobName(request.params['*']));
+    const file = request.params['*'].split('/').pop() ?? 'blob';
+    return reply
+      .type(blob.contentType)
+      .header('content-length', blob.contentLength)
+      .header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent(file)}`)
+      .send(blob.body);
+  });
+  app.delete<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
+    await blobs().delete(request.params.container, blobName(request.params['*']));
+    return reply.code(204).send();
+  });
+  app.get<Blob>('/api/storage/containers/:container/properties/*', async (request) => blobs().properties(request.params.container, blobName(request.params['*'])));
+}
+
+function registerPage(app: FastifyInstance, access: ConsoleAccess): void {
+  const assets = loadAssets();
+  const send = (name: string, request: FastifyRequest, reply: FastifyReply) => {
+    const asset = assets.get(name);
+    if (!asset) return reply.code(404).send({ error: { code: 'NotFound', message: `no file ${name}` } });
+    reply.header('etag', asset.etag).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
+    if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+    return reply.type(asset.type).send(asset.body);
+  };
+  // The page's one inline script is its import map, allowed by its hash.
+  const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(assets.get('index.html')!.body.toString('utf8'))![1]!;
+  const policy = [
+    "default-src 'self'",
+    `script-src 'self' 'sha256-${createHash('sha256').update(importMap).digest('base64')}'`,
+    "img-src 'self' blob: data:",
+    "style-src 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+  app.get('/', async (request, reply) => {
+    reply.header('content-security-policy', policy);
+    return send('index.html', request, reply);
+  });
+  app.get<{ Params: { '*': string } }>('/assets/*', async (request, reply) => send(request.params['*'], request, reply));
+  app.get('/api/session', async (request) => ({ loginRequired: access.loginToken !== null, loggedIn: access.loggedIn(request) }));
+  app.post<{ Body: { token?: unknown } }>('/api/login', async (request, reply) => {
+    const session = access.login(request.body?.token);
+    if (!session) throw new LoginRequiredError(access.loginToken === null ? 'this console asks for no login' : 'wrong login token');
+    return reply.header('set-cookie', `${SESSION_COOKIE}=${session}; HttpOnly; SameSite=Strict; Path=/`).code(204).send();
+  });
+}
+
+export async function startConsole(given: Partial<ConsoleOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+  const options = withDefaults(consoleOptions, given);
+  const logger = given.logger ?? createLogger(options.logLevel, 'console');
+  const access = new ConsoleAccess(options.host, options.loginToken);
+  // The data dir's local CA is what `offcloud up` and a component started alone with that data dir use.
+  const localCa = resolve(options.dataDir, 'ca', 'ca.crt');
+  const caFile = options.caFile || (existsSync(localCa) ? localCa : '');
+  const app = createHttpServer({ logger, bodyLimit: BODY_LIMIT });
+  app.addHook('onRequest', async (request) => {
+    if (request.url.startsWith('/api/') && !request.url.startsWith('/api/session') && !request.url.startsWith('/api/login')) access.check(request);
+  });
+  app.setErrorHandler(async (error, _request, reply) => {
+    const wire = toWireError(error);
+    if (wire.statusCode >= 500 && wire.statusCode !== 502) logger.error({ err: error }, 'console request failed');
+    return reply.code(wire.statusCode).send(wire.body);
+  });
+  app.setNotFoundHandler(async (request, reply) => reply.code(404).send({ error: { code: 'NotFound', message: `no console call at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` } }));
+  registerPage(app, access);
+  registerApi(app, options, caFile);
+
+  const url = await listen(app, { host: options.host, port: options.port, component: 'console' });
+  logger.info({ url, login: access.loginToken !== null }, 'console listening');
+  return {
+    urls: [{ label: 'web console', url: `${url}/` }],
+    credentials: access.loginToken ? [`login token ${access.loginToken} (shown once)`] : [],
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * The console in a real browser (headless Debian chromium through
+ * playwright-core) against real components: every page renders their data,
+ * and what is done in a page reaches the component and its clients (the
+ * vendor device SDK, the storage SDK). One browser and one set of components
+ * for the whole file; screenshots go to test-artifacts/console/.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { Agent as HttpsAgent } from 'node:https';
+import { after, test } from 'node:test';
+import { BlobServiceClient, type StoragePipelineOptions } from '@azure/storage-blob';
+import deviceSdk from 'azure-iot-device';
+import mqttTransport from 'azure-iot-device-mqtt';
+import type { Page } from 'playwright-core';
+import { request } from 'undici';
+import { Cleanup, launchBrowser, screenshot, startNamed, startStack } from './harness.ts';
+
+const { Client, Message } = deviceSdk;
+
+const cleanup = new Cleanup(after);
+const stack = await startStack(cleanup, {
+  'hello.sh': '#!/bin/sh\necho "hello $PARAM_NAME"\nsleep 0.3\necho "second line"\nsleep 0.3\necho "third line"\n',
+});
+const browser = await launchBrowser(cleanup);
+const ca = await readFile(stack.caPath, 'utf8');
+
+/** A credential line a component printed, by pattern (the first group). */
+function printed(component: string, pattern: RegExp): string {
+  for (const line of stack.started.get(component)?.credentials ?? []) {
+    const match = pattern.exec(line);
+    if (match) return match[1]!;
+  }
+  throw new Error(`${component} printed no line matching ${pattern}`);
+}
+
+async function openPage(name: string): Promise<Page> {
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(err.message));
+  cleanup.add(async () => {
+    await page.close();
+    assert.deepEqual(problems, [], `script errors on the ${name} page`);
+  });
+  await page.goto(`${stack.base}/#/${name}`);
+  await page.waitForSelector(`main[data-page="${name}"]`);
+  return page;
+}
+
+async function openDevice() {
+  const client = Client.fromConnectionString(printed('hub', /^device demo-device: (HostName=.*)$/), mqttTransport.Mqtt);
+  await client.setOptions({ ca });
+  await client.open();
+  cleanup.add(() => client.close());
+  return client;
+}
+
+test('the overview lists every component with its health, URLs and keys, and serves the CA file', async () => {
+  const page = await openPage('overview');
+  for (const name of ['hub', 'storage', 'identity', 'gateway', 'scripts', 'calculator']) {
+    await page.locator('section', { has: page.locator(`h2:text-is("${name}")`) }).locator('.probe-up').first().waitFor();
+  }
+  const hubCard = page.locator('section', { has: page.locator('h2:text-is("hub")') });
+  assert.match(await hubCard.textContent() ?? '', /SharedAccessKeyName=iothubowner/);
+  assert.match(await page.locator('.snippet').first().textContent() ?? '', /DeviceId=demo-device/);
+  const download = await page.evaluate(() => fetch('/api/ca.crt').then((r) => r.text()));
+  assert.equal(download, ca);
+  await screenshot(page, 'overview');
+  // Phone width: one column, the pages behind a menu button, nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByRole('button', { name: 'menu' }).click();
+  await page.getByRole('link', { name: 'Device hub' }).waitFor();
+  assert.ok(await page.evaluate(() => document.scrollingElement!.scrollWidth <= innerWidth + 1));
+  await screenshot(page, 'overview-phone');
+});
+
+test('the pages are reachable from the keyboard alone', async () => {
+  const page = await openPage('overview');
+  await page.keyboard.press('Tab'); // the skip link
+  await page.keyboard.press('Tab'); // Overview
+  await page.keyboard.press('Tab'); // Device hub
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('main[data-page="hub"]');
+});
+
+test('hub: telemetry sent by the vendor device SDK appears on the page within a second, with its properties', async () => {
+  const device = await openDevice();
+  const page = await openPage('hub');
+  await page.waitForSelector('ol.telemetry[data-following="true"]', { state: 'attached' });
+  const message = new Message(JSON.stringify({ temperature: 23.25, unique: 'from-the-sdk' }));
+  message.properties.add('alert', 'high');
+  await device.sendEvent(message);
+  const shown = page.locator('ol.telemetry li', { hasText: 'from-the-sdk' });
+  await shown.waitFor({ timeout: 1000 });
+  assert.match(await shown.textContent() ?? '', /demo-device.*temperature.*alert=high/s);
+  await page.getByRole('button', { name: 'open demo-device' }).click();
+  await page.getByText('Twin of demo-device').waitFor();
+  await screenshot(page, 'hub');
+});
+
+test('hub: a desired property edited in the page reaches the device, a C2D message and a direct method too', async () => {
+  const device = await openDevice();
+  const twin = await device.getTwin();
+  const desired = new Promise<Record<string, unknown>>((resolve) => {
+    twin.on('properties.desired', (patch: Record<string, unknown>) => {
+      if (patch.interval === 42) resolve(patch);
+    });
+  });
+  const c2d = new Promise<InstanceType<typeof Message>>((resolve) => device.on('message', resolve));
+  device.onDeviceMethod('reboot', (methodRequest, response) => {
+    response.send(200, { rebooting: true, delay: (methodRequest.payload as { delay: number }).delay }, () => {});
+  });
+  const page = await openPage('hub');
+  await page.getByRole('button', { name: 'open demo-device' }).click();
+
+  await page.getByLabel(/Desired properties to merge/).fill('{"interval": 42}');
+  await page.getByRole('button', { name: 'Update desired' }).click();
+  assert.equal((await desired).interval, 42);
+  await page.getByText(/Desired properties now at version \d+/).waitFor();
+
+  await page.getByLabel('Body').fill('hello device');
+  await page.getByLabel(/^Properties/).fill('kind=greeting');
+  await page.getByRole('button', { name: 'Send' }).click();
+  const received = await c2d;
+  assert.equal(received.getData().toString(), 'hello device');
+  assert.equal(received.properties.getValue('kind'), 'greeting');
+  await device.complete(received);
+
+  await page.getByLabel('Method name').fill('reboot');
+  await page.getByLabel('Payload (JSON)').fill('{"delay": 5}');
+  await page.getByRole('button', { name: 'Invoke' }).click();
+  await page.getByText('Status 200').waitFor();
+  assert.match(await page.locator('form[aria-label="invoke a direct method"]').textContent() ?? '', /"rebooting": true/);
+});
+
+test('hub: bad input in its forms shows the reason, the hub\'s own message when the hub refuses', async () => {
+  const page = await openPage('hub');
+  await page.getByRole('button', { name: 'open demo-device' }).click();
+  await page.getByLabel(/Desired properties to merge/).fill('{not json');
+  await page.getByRole('button', { name: 'Update desired' }).click();
+  await page.getByRole('alert').filter({ hasText: 'desired properties are JSON' }).waitFor();
+  // A name the hub does not allow in a twin: its message comes back as it wrote it.
+  await page.getByLabel(/Desired properties to merge/).fill('{"bad name": 1}');
+  await page.getByRole('button', { name: 'Update desired' }).click();
+  await page.getByRole('alert').filter({ hasText: /^400 · ErrorCode:/ }).waitFor();
+  await page.getByLabel('Method name').fill('nobody-listens');
+  await page.getByRole('button', { name: 'Invoke' }).click();
+  await page.getByRole('alert').filter({ hasText: /ErrorCode:/ }).last().waitFor();
+  await screenshot(page, 'hub-errors');
+});
+
+function blobService(): BlobServiceClient {
+  const agent = new HttpsAgent({ ca });
+  return BlobServiceClient.fromConnectionString(printed('storage', /^connection string: (.*)$/), { agent } as StoragePipelineOptions);
+}
+
+test('storage: a container made and a blob uploaded in the page are read back by the storage SDK; a bad name shows storage\'s message', async () => {
+  const page = await openPage('storage');
+  await page.getByLabel('New container').fill('photos');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await page.getByText('Blobs in photos').waitFor();
+  const content = Buffer.from('a blob from the browser\n'.repeat(100));
+  await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'note.txt', mimeType: 'text/plain', buffer: content });
+  await page.getByLabel('Blob name').fill('dir/note.txt');
+  await page.getByRole('button', { name: 'Upload' }).click();
+  await page.getByRole('link', { name: 'dir/note.txt' }).waitFor();
+
+  const blob = blobService().getContainerClient('photos').getBlobClient('dir/note.txt');
+  assert.deepEqual(await blob.downloadToBuffer(), content);
+  assert.equal((await blob.getProperties()).contentType, 'text/plain');
+
+  await page.getByRole('button', { name: 'properties' }).click();
+  await page.getByText('Properties of dir/note.txt').waitFor();
+  await screenshot(page, 'storage');
+
+  await page.getByLabel('New container').fill('Not_A_Name');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await page.getByRole('alert').filter({ hasText: /^400 · InvalidResourceName/ }).waitFor();
+  await page.getByRole('button', { name: 'delete dir/note.txt' }).click();
+  await page.getByText('No blobs.').waitFor();
+  assert.equal(await blob.exists(), false);
+});
+
+test('identity: a token got in one click verifies against the JWKS; a changed one does not, and says why', async () => {
+  const page = await openPage('identity');
+  await page.getByRole('table', { name: 'clients' }).waitFor();
+  await page.getByLabel('Client secret').fill('wrong secret');
+  await page.getByRole('button', { name: 'Get token' }).click();
+  await page.getByRole('alert').filter({ hasText: 'invalid_client' }).waitFor();
+
+  await page.getByLabel('Client secret').fill(printed('identity', /^demo client \S+ secret (\S+)/));
+  await page.getByRole('button', { name: 'Get token' }).click();
+  await page.getByText('Token issued').waitFor();
+  await page.getByRole('button', { name: 'Decode and verify' }).click();
+  await page.getByRole('status').filter({ hasText: /^Verifies: signature and lifetime verified/ }).waitFor();
+  assert.match(await page.locator('section', { hasText: 'Token decoder' }).textContent() ?? '', /"aud": "api:\/\/offcloud-demo-api"|"roles"/);
+  await screenshot(page, 'identity');
+
+  const token = await page.getByLabel('Token (JWT)').inputValue();
+  const [head, body] = token.split('.');
+  const claims = JSON.parse(Buffer.from(body!, 'base64url').toString());
+  const forged = `${head}.${Buffer.from(JSON.stringify({ ...claims, roles: ['Admin'] })).toString('base64url')}.${token.split('.')[2]}`;
+  await page.getByLabel('Token (JWT)').fill(forged);
+  await page.getByRole('button', { name: 'Decode and verify' }).click();
+  await page.getByRole('status').filter({ hasText: /^Does not verify: ERR_JWS_SIGNATURE_VERIFICATION_FAILED/ }).waitFor();
+
+  await page.getByLabel('Token (JWT)').fill('not a token');
+  await page.getByRole('button', { name: 'Decode and verify' }).click();
+  await page.getByRole('alert').filter({ hasText: /^400 · InvalidInput: not a JWT/ }).waitFor();
+});
+
+test('gateway: services, routes, consumers and plugins from the admin API', async () => {
+  const page = await openPage('gateway');
+  await page.getByRole('heading', { name: 'routes (3)' }).waitFor();
+  for (const name of ['users', 'calculator', 'calc-v1-add', 'demo', 'key-auth', 'rate-limiting']) {
+    assert.ok(await page.getByText(name, { exact: true }).count() > 0, name);
+  }
+  await screenshot(page, 'gateway');
+});
+
+test('scripts: a script run from the page streams its lines in order; a bad parameter shows the server\'s message', async () => {
+  const page = await openPage('scripts');
+  await page.getByRole('button', { name: 'open /hello' }).click();
+  await page.getByLabel(/Parameters/).fill('name=console');
+  await page.getByRole('button', { name: 'Run /hello (GET)' }).click();
+  const output = page.getByLabel('output');
+  // The first line is on the page before the script has printed its last one.
+  await output.filter({ hasText: 'hello console' }).waitFor();
+  assert.doesNotMatch(await output.textContent() ?? '', /third line/);
+  await page.getByText('exit 0 (exited)').waitFor();
+  assert.equal(await output.textContent(), 'hello console\nsecond line\nthird line\n');
+  await screenshot(page, 'scripts');
+
+  await page.getByLabel(/Parameters/).fill('1x=2');
+  await page.getByRole('button', { name: 'Run /hello (GET)' }).click();
+  await page.getByRole('alert').filter({ hasText: /^400 · InvalidParameter/ }).waitFor();
+});
+
+test('the console API refuses calls from other sites, paths out of a component, and answers bad bodies in its own shape', async () => {
+  const call = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+    request(`${stack.base}${path}`, { method: (init.method ?? 'GET') as 'GET', headers: init.headers ?? {}, body: init.body ?? null });
+  const expect = async (answer: Awaited<ReturnType<typeof call>>, status: number, code: string) => {
+    assert.equal(answer.statusCode, status);
+    assert.equal(((await answer.body.json()) as { error: { code: string } }).error.code, code);
+  };
+  await expect(await call('/api/hub/devices/x', { method: 'DELETE' }), 403, 'ForeignRequest');
+  await expect(await call('/api/overview', { headers: { 'sec-fetch-site': 'cross-site' } }), 403, 'ForeignRequest');
+  await expect(await call('/api/overview', { headers: { host: 'attacker.example:8090' } }), 403, 'ForeignRequest');
+  await expect(await call('/api/hub/..%2f..%2fadmin'), 400, 'InvalidInput');
+  await expect(await call('/api/gateway/services', { method: 'POST', headers: { 'x-offcloud-console': '1' }, body: '{}' }), 400, 'InvalidInput');
+  const json = { 'x-offcloud-console': '1', 'content-type': 'application/json' };
+  await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: '{"token": 5}' }), 400, 'InvalidInput');
+  await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: '{broken' }), 400, 'InvalidRequest');
+  await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: JSON.stringify({ token: 'x'.repeat(33 * 1024 * 1024) }) }), 413, 'InvalidRequest');
+  await expect(await call('/api/nothing-here'), 404, 'NotFound');
+  assert.equal((await call('/assets/../../package.json')).statusCode, 404);
+  assert.equal((await call('/api/overview')).statusCode, 200);
+});
+
+test('bound off loopback, the console wants its login token: a wrong one is refused, the right one opens it', async () => {
+  // 127.0.0.2 is this machine, but not a loopback address the console trusts without a login.
+  const running = await startNamed(cleanup, 'console', new Map(stack.started), { host: '127.0.0.2', dataDir: stack.dataDir });
+  const token = /^login token (\S+) \(shown once\)$/.exec(running.credentials![0]!)![1]!;
+  const base = running.urls[0]!.url.replace(/\/$/, '');
+  assert.equal((await request(`${base}/api/overview`)).statusCode, 401);
+
+  const page = await browser.newPage();
+  cleanup.add(() => page.close());
+  await page.goto(`${base}/`);
+  await page.getByLabel(/Login token/).fill(`${token}x`);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('alert').filter({ hasText: '401 · LoginRequired: wrong login token' }).waitFor();
+  assert.equal(await page.evaluate(() => fetch('/api/overview').then((r) => r.status)), 401);
+  await screenshot(page, 'login-refused');
+
+  await page.getByLabel(/Login token/).fill(token);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForSelector('main[data-page="overview"]');
+  assert.equal(await page.evaluate(() => fetch('/api/overview').then((r) => r.status)), 200);
+});

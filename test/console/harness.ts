@@ -1,0 +1,104 @@
+/**
+ * Real components on port 0 (started through their component definitions,
+ * as `offcloud up` starts them), the console wired to them by its wireUp,
+ * and one headless Debian chromium for the whole file.
+ */
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { ensureLocalCa } from '../../src/common/ca.ts';
+import type { RunningComponent } from '../../src/common/component.ts';
+import { resolveConfig } from '../../src/common/config.ts';
+import { components } from '../../src/components.ts';
+import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+
+/** Screenshots go here (CI keeps the folder as the run's artifacts). */
+export const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
+
+/**
+ * Clean-ups run last-registered-first, in one `after`: pages and device
+ * clients close before the browser, the browser before the console (whose
+ * close waits for the browser's open event streams), the console before the
+ * components it calls.
+ */
+export class Cleanup {
+  private readonly steps: (() => unknown)[] = [];
+
+  constructor(after: (fn: () => unknown) => void) {
+    after(async () => {
+      const failures: unknown[] = [];
+      for (const step of this.steps.reverse()) await Promise.resolve().then(step).catch((err: unknown) => failures.push(err));
+      if (failures.length) throw failures[0];
+    });
+  }
+
+  add(step: () => unknown): void {
+    this.steps.push(step);
+  }
+}
+
+export interface Stack {
+  dataDir: string;
+  caPath: string;
+  started: Map<string, RunningComponent>;
+  console: RunningComponent;
+  base: string;
+}
+
+/** Starts a component by name with the options `offcloud up` would give it, plus `own`. */
+export async function startNamed(cleanup: Cleanup, name: string, started: Map<string, RunningComponent>, own: Record<string, unknown>): Promise<RunningComponent> {
+  const definition = components.find((c) => c.name === name);
+  if (!definition) throw new Error(`no component ${name}`);
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quiet, ...own };
+  const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
+  started.set(name, running);
+  cleanup.add(() => running.close());
+  return running;
+}
+
+export async function startStack(cleanup: Cleanup, scripts: Record<string, string>, consoleOptions: Record<string, unknown> = {}): Promise<Stack> {
+  const dataDir = await tempDataDir({ after: () => {} });
+  const { caCertPath } = await ensureLocalCa(dataDir);
+  const scriptsDir = join(dataDir, 'scripts');
+  await mkdir(scriptsDir, { recursive: true });
+  for (const [name, body] of Object.entries(scripts)) {
+    await writeFile(join(scriptsDir, name), body);
+    await chmod(join(scriptsDir, name), 0o755);
+  }
+  const started = new Map<string, RunningComponent>();
+  const common = { dataDir };
+  await startNamed(cleanup, 'calculator', started, common);
+  await startNamed(cleanup, 'users', started, common);
+  await startNamed(cleanup, 'gateway', started, { ...common, httpsPort: 0, adminPort: 0 });
+  await startNamed(cleanup, 'identity', started, { ...common, imdsPort: 0 });
+  await startNamed(cleanup, 'storage', started, common);
+  await startNamed(cleanup, 'scripts', started, { ...common, scriptsDir });
+  await startNamed(cleanup, 'hub', started, { ...common, restPort: 0 });
+  const running = await startNamed(cleanup, 'console', started, { ...common, ...consoleOptions });
+  return { dataDir, caPath: caCertPath, started, console: running, base: running.urls[0]!.url.replace(/\/$/, '') };
+}
+
+/** One headless chromium with a fresh profile (playwright passes it as --user-data-dir). */
+export async function launchBrowser(cleanup: Cleanup): Promise<BrowserContext> {
+  const profile = await mkdtemp(join(tmpdir(), 'offcloud-chromium-'));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: debianProgram('chromium', '/usr/bin/chromium'),
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    // Without the background-networking flags Chromium's own connections are refused here and slow it down.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // A page that waits too long fails the test in 10 s, not playwright's 30.
+  browser.setDefaultTimeout(10_000);
+  cleanup.add(async () => {
+    await browser.close();
+    await rm(profile, { recursive: true, force: true });
+  });
+  return browser;
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
