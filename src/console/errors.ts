@@ -3,15 +3,10 @@
  * A component's error answer is not one of these: it is passed on as the
  * component sent it, so the page shows the component's own message.
  */
-export class ConsoleError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { WireError } from '../common/errors.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+
+export class ConsoleError extends WireError {}
 
 export class LoginRequiredError extends ConsoleError {
   constructor(message = 'log in with the token printed when the console started') {
@@ -44,24 +39,21 @@ export class UnreachableError extends ConsoleError {
   }
 }
 
-export interface WireError {
-  statusCode: number;
-  body: { error: { code: string; message: string } };
-}
-
 /**
  * The console's errors as they are; a storage SDK error (RestError) with the
  * status and code storage answered, or as unreachable when storage did not
  * answer; a request fastify refused (bad JSON, too large) as InvalidRequest.
  */
-export function toWireError(error: unknown): WireError {
-  if (error instanceof ConsoleError) return { statusCode: error.statusCode, body: { error: { code: error.code, message: error.message } } };
+export function toWireError(error: unknown): WireAnswer {
+  const answer = (status: number, code: string, message: string) => ({ status, body: { error: { code, message } } });
+  if (error instanceof ConsoleError) return answer(error.status, error.code, error.message);
   const { statusCode, code, name, message } = error as { statusCode?: number; code?: unknown; name?: string; message?: string };
   const firstLine = String(message ?? '').split('\n')[0]!;
-  if (name === 'RestError' && statusCode === undefined) return toWireError(new UnreachableError('storage', new Error(firstLine)));
-  if (statusCode !== undefined && statusCode < 500) {
-    const serviceCode = name === 'RestError' && typeof code === 'string' ? code : 'InvalidRequest';
-    return { statusCode, body: { error: { code: serviceCode, message: firstLine } } };
+  if (name === 'RestError') {
+    if (statusCode === undefined) return toWireError(new UnreachableError('storage', new Error(firstLine)));
+    if (statusCode < 500) return answer(statusCode, typeof code === 'string' ? code : 'InvalidRequest', firstLine);
   }
-  return { statusCode: 500, body: { error: { code: 'InternalError', message: 'internal error' } } };
+  const status = clientErrorStatus(error);
+  if (status !== undefined) return answer(status, 'InvalidRequest', firstLine);
+  return answer(500, 'InternalError', 'internal error');
 }

@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { ConsoleAccess, SESSION_COOKIE } from './access.ts';
 import { loadAssets } from './assets.ts';
@@ -172,11 +172,7 @@ export async function startConsole(given: Partial<ConsoleOptions> & RuntimeExtra
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/api/') && !request.url.startsWith('/api/session') && !request.url.startsWith('/api/login')) access.check(request);
   });
-  app.setErrorHandler(async (error, _request, reply) => {
-    const wire = toWireError(error);
-    if (wire.statusCode >= 500 && wire.statusCode !== 502) logger.error({ err: error }, 'console request failed');
-    return reply.code(wire.statusCode).send(wire.body);
-  });
+  installErrorHandler(app, { logger, toWire: toWireError });
   app.setNotFoundHandler(async (request, reply) => reply.code(404).send({ error: { code: 'NotFound', message: `no console call at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` } }));
   registerPage(app, access);
   registerApi(app, options, caFile);
