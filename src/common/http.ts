@@ -8,6 +8,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { Logger } from 'pino';
 import { UnusedConnections } from './connections.ts';
 import { StartupError, WireError } from './errors.ts';
+import { ComponentMetrics, HttpMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
 import type { TlsMaterial } from './tls.ts';
 
@@ -27,6 +28,12 @@ export interface HttpServerOptions {
    * fastify's JSON error when absent.
    */
   frameworkErrors?: FastifyServerOptions['frameworkErrors'];
+  /**
+   * Where GET /metrics and the request metrics go: the component's own
+   * registry when it counts things of its own, a new one by default, none
+   * (`false`) for a server that only redirects.
+   */
+  metrics?: ComponentMetrics | false;
 }
 
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
@@ -56,6 +63,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');
   });
+  const metrics = options.metrics ?? (options.withoutProbes ? false : new ComponentMetrics(componentOf(options.logger)));
+  if (metrics) serveMetrics(app, metrics);
   if (!options.withoutProbes) {
     const ready = options.ready ?? (() => true);
     app.get('/health', async () => ({ status: 'ok' }));
@@ -65,6 +74,24 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     });
   }
   return app;
+}
+
+function componentOf(logger: Logger): string {
+  const { component } = logger.bindings() as { component?: unknown };
+  return typeof component === 'string' ? component : 'offcloud';
+}
+
+/** GET /metrics in Prometheus' text format, with every request counted by route and status. */
+function serveMetrics(app: FastifyInstance, metrics: ComponentMetrics): void {
+  const http = new HttpMetrics(metrics);
+  metrics.connectionsOf(app.server);
+  app.addHook('onResponse', async (request, reply) => {
+    http.observe(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, body } = await metrics.render();
+    return reply.type(contentType).send(body);
+  });
 }
 
 /** What a failed request answers: status, body, and the headers the interface wants with it. */

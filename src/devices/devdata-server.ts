@@ -10,6 +10,8 @@ import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '.
 import { createLogger } from '../common/log.ts';
 import { StartupError } from '../common/errors.ts';
 import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { checkServiceName } from './devsvc-server.ts';
 import { InvalidDeviceNameError, TEXT, toWireError } from './errors.ts';
 import { deviceNameFromPath } from './names.ts';
@@ -28,11 +30,13 @@ export function deviceDataText(active: boolean): string {
 }
 
 /** §4.4.1: the returned flag, or false when the lookup failed; the failure is logged, not returned. */
-export async function reportDeviceActive(pool: DevSvcPool, name: string, logger: Logger): Promise<{ active: boolean; node?: string }> {
+export async function reportDeviceActive(pool: DevSvcPool, name: string, logger: Logger, lookups: Counter<'outcome'>): Promise<{ active: boolean; node?: string }> {
   try {
     const { device, node } = await pool.get(name);
+    lookups.inc({ outcome: device.active ? 'active' : 'inactive' });
     return { active: device.active, node: node.id };
   } catch (err) {
+    lookups.inc({ outcome: 'failed' });
     logger.warn({ device: name, err: (err as Error).message }, 'device lookup failed; reporting active false');
     return { active: false };
   }
@@ -48,8 +52,11 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
     throw new StartupError(`devdata: cannot watch ${serviceName} in the ${registry.where}: ${(err as Error).message}`);
   });
   const pool = new DevSvcPool(watch, options.deadlineMs, logger);
+  const metrics = new ComponentMetrics('devdata');
+  const lookups = metrics.counter('devdata_lookups_total', 'device lookups through DevSvc, by outcome', ['outcome']);
   const app = createHttpServer({
     logger,
+    metrics,
     bodyLimit: 1024,
     ready: () => watch.nodes().length > 0,
     frameworkErrors: (error, _request, reply) => void sendWireAnswer(reply, toWireError(error)),
@@ -63,7 +70,7 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
       const segment = request.url.slice('/data/'.length).split('?')[0] ?? '';
       if (segment.includes('/')) throw new InvalidDeviceNameError('a device name is one path segment');
       const name = deviceNameFromPath(segment);
-      const { active, node } = await reportDeviceActive(pool, name, logger);
+      const { active, node } = await reportDeviceActive(pool, name, logger, lookups);
       // Which DevSvc replica answered, for operators; not device data.
       if (node) reply.header('x-devsvc-node', node);
       return reply.type(TEXT).send(deviceDataText(active));

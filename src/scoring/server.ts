@@ -8,6 +8,7 @@ import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/c
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { scoreAnswer } from './answer.ts';
@@ -116,7 +117,10 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   const modelPath = resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, explicit: options.model || undefined, dataDir: options.dataDir });
 
   let classifier: ImageClassifier | null = null;
-  const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null });
+  const metrics = new ComponentMetrics('scoring');
+  const scored = metrics.counter('scoring_images_scored_total', 'images scored by POST /score');
+  const inference = metrics.histogram('scoring_inference_seconds', 'model run time per image');
+  const app = createHttpServer({ logger, bodyLimit: options.maxBodyBytes, ready: () => classifier !== null, metrics });
   acceptRawBodies(app, options.maxBodyBytes);
   installErrorHandler(app, {
     logger,
@@ -137,6 +141,8 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
         const model = loaded();
         // No body at all (Content-Length: 0) reaches here without the reader.
         const classification = await model.classify(request.body ?? readTensorBody(Buffer.alloc(0)));
+        scored.inc();
+        inference.observe(classification.time);
         return reply.type('application/json; charset=utf-8').send(scoreAnswer(classification.result, classification.time));
       } finally {
         // The body's input array: the one it was read into as it arrived, or the whole-body reader's own.

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
 import { billingGate, CONTAINER_KINDS, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
@@ -73,7 +74,9 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   const scorers = new Map<string, LanguageScorer>(V2_LANGUAGES.map((language) => [language, (texts, max) => pool.score(language, texts, max)]));
   const limits = { maxDocuments: options.maxDocuments, maxDocumentGraphemes: options.maxDocumentGraphemes };
 
-  const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes });
+  const metrics = new ComponentMetrics('sentiment');
+  const documents = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
+  const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes, metrics });
   acceptJsonBodies(app);
   registerContainerSurface(app, { connection, title: 'Sentiment (Text Analytics v2)', version: CONTAINER_VERSION, paths: sentimentPaths, schemas: sentimentSchemas });
   const gate = billingGate(connection, refusalBody);
@@ -81,6 +84,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     app.post(`/text/analytics/${version}/sentiment`, { preHandler: gate }, async (request) => {
       const { result, usage } = await analyzeSentiment(request.body, { limits, scorers, showStats: showStatsOf(request) });
       connection.record({ [SENTIMENT_METERS.documents]: usage.documents, [SENTIMENT_METERS.transactions]: usage.transactions });
+      documents.inc(usage.documents);
       return result;
     });
   }

@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { startCalculator } from '../../src/calculator/server.ts';
 import { MAX_DIGITS } from '../../src/calculator/add.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
-import { quiet } from '../helpers/index.ts';
+import { quiet, readMetric } from '../helpers/index.ts';
 
 let calculator: RunningComponent;
 let base: string;
@@ -109,4 +109,19 @@ test('R-CALC-1 fuzz: broken encodings, path tricks and huge URLs get clean error
 test('GET /health and /ready answer', async () => {
   assert.deepEqual(JSON.parse((await get('/health')).body), { status: 'ok' });
   assert.equal((await get('/ready')).status, 200);
+});
+
+test('metrics: GET /metrics counts requests by route and status and shows open connections', async () => {
+  const ok = { method: 'GET', route: '/add/*', status: '200', component: 'calculator' };
+  const bad = { ...ok, status: '400' };
+  const before = { ok: (await readMetric(base, 'offcloud_http_requests_total', ok)) ?? 0, bad: (await readMetric(base, 'offcloud_http_requests_total', bad)) ?? 0 };
+  for (let i = 0; i < 3; i++) assert.equal((await request(`${base}/add/${i}/1`)).statusCode, 200);
+  assert.equal((await request(`${base}/add/x/1`)).statusCode, 400);
+  assert.equal(await readMetric(base, 'offcloud_http_requests_total', ok), before.ok + 3);
+  assert.equal(await readMetric(base, 'offcloud_http_requests_total', bad), before.bad + 1);
+  // A URL of its own is counted under its route's pattern, never as a label of its own.
+  assert.equal(await readMetric(base, 'offcloud_http_requests_total', { route: '/add/0/1' }), undefined);
+  assert.ok(((await readMetric(base, 'offcloud_http_request_duration_seconds_count', { route: '/add/*' })) ?? 0) >= 4);
+  assert.ok(((await readMetric(base, 'offcloud_open_connections')) ?? 0) >= 1);
+  assert.ok(((await readMetric(base, 'offcloud_process_resident_memory_bytes')) ?? 0) > 1e6);
 });

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { text } from 'node:stream/consumers';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { tempDataDir, quiet } from '../helpers/index.ts';
+import { tempDataDir, quiet, readMetric } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
 import { devSvcDefinition } from '../../src/devices/proto.ts';
@@ -154,4 +154,18 @@ test('fuzz: junk names get 400 in plain text, and the service keeps serving', as
   assert.equal((await get(`${base}/data/sensor-1?x=%ff`)).body, answer(true));
   assert.equal((await get(`${base}/health`)).status, 200);
   assert.equal((await get(`${base}/ready`)).status, 200);
+});
+
+test('metrics: device lookups are counted by outcome (active, inactive, failed)', async (context) => {
+  const t = lifo(context);
+  const { base, devsvc } = await devsvcAndDevdata(t, { deadlineMs: 2_000 });
+  await get(`${base}/data/sensor-1`);
+  await get(`${base}/data/sensor-1`);
+  await get(`${base}/data/sensor-2`);
+  assert.equal(await readMetric(base, 'offcloud_devdata_lookups_total', { outcome: 'active' }), 2);
+  assert.equal(await readMetric(base, 'offcloud_devdata_lookups_total', { outcome: 'inactive' }), 1);
+  await devsvc.close();
+  assert.equal((await get(`${base}/data/sensor-1`)).body, answer(false));
+  assert.equal(await readMetric(base, 'offcloud_devdata_lookups_total', { outcome: 'failed' }), 1);
+  assert.equal(await readMetric(base, 'offcloud_http_requests_total', { route: '/data/*', status: '200' }), 4);
 });

@@ -95,3 +95,21 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+/**
+ * One sample of a Prometheus metric read from `<base>/metrics`: the value of
+ * the line whose name and labels match (labels not given may be anything),
+ * or undefined when no such line exists.
+ */
+export async function readMetric(base: string, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const response = await fetch(`${base}/metrics`);
+  if (response.status !== 200) throw new Error(`GET ${base}/metrics answered ${response.status}`);
+  if (!response.headers.get('content-type')?.startsWith('text/plain')) throw new Error('/metrics is not in the text format');
+  for (const line of (await response.text()).split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([key, value]) => found[key] === value)) return Number(match[3]);
+  }
+  return undefined;
+}

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { Pool, request } from 'undici';
 import { startScoring } from '../../src/scoring/server.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
-import { quiet, tempDataDir } from '../helpers/index.ts';
+import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import { argmax, breakBody, crosswordSvg, honeycombSvg, pictureBody, pictureFile, seededRandom, topIndices } from './fixtures.ts';
 
 const HONEYCOMB = 599;
@@ -286,4 +286,18 @@ test('R-SCORE-3 good and refused requests in flight together: each good one gets
       else assert.deepEqual((answer.json() as unknown as ScoreBody).result, alone[kind], `request ${i} (${kind}) in round ${round}`);
     });
   }
+});
+
+test('metrics: images scored and the model run time per image, beside the request counts', async () => {
+  const scoredBefore = (await readMetric(base, 'offcloud_scoring_images_scored_total')) ?? 0;
+  const runsBefore = (await readMetric(base, 'offcloud_scoring_inference_seconds_count')) ?? 0;
+  const timeBefore = (await readMetric(base, 'offcloud_scoring_inference_seconds_sum')) ?? 0;
+  const answered = (await readMetric(base, 'offcloud_http_requests_total', { route: '/score', status: '200' })) ?? 0;
+  for (let i = 0; i < 2; i++) assert.equal((await post('/score', honeycomb)).status, 200);
+  assert.equal((await post('/score', '{"data": "no"}')).status, 400);
+  assert.equal(await readMetric(base, 'offcloud_scoring_images_scored_total'), scoredBefore + 2);
+  assert.equal(await readMetric(base, 'offcloud_scoring_inference_seconds_count'), runsBefore + 2);
+  assert.ok((await readMetric(base, 'offcloud_scoring_inference_seconds_sum'))! > timeBefore);
+  assert.equal(await readMetric(base, 'offcloud_http_requests_total', { route: '/score', status: '200' }), answered + 2);
+  assert.ok(((await readMetric(base, 'offcloud_http_requests_total', { route: '/score', status: '400' })) ?? 0) >= 1);
 });

@@ -11,7 +11,7 @@ import { PACKAGE_ROOT } from '../../src/common/models.ts';
 import { withDefaults } from '../../src/common/config.ts';
 import { billing } from '../../src/billing/index.ts';
 import { sentiment } from '../../src/sentiment/index.ts';
-import { quiet, tempDataDir } from '../helpers/index.ts';
+import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import { SENTIMENT_V20, startSetup } from './helpers.ts';
 
 interface Status {
@@ -136,4 +136,12 @@ test('R-SENT-8 under offcloud up the container takes the billing URL and the dem
   const container = await sentiment.start(withDefaults(sentiment.options, { ...quiet, dataDir, ...wired }));
   t.after(() => container.close());
   assert.equal((await status(new URL(container.urls[0]!.url).origin)).apiStatus, 'Valid');
+});
+
+test('metrics: documents scored are counted as billed, with the request counts', async (t) => {
+  const setup = await startSetup(t);
+  assert.equal((await score(setup.base, ['A wonderful film.', 'Dull and far too long.', 'Fine.'])).status, 200);
+  assert.equal((await score(setup.base, ['Again.'])).status, 200);
+  assert.equal(await readMetric(setup.base, 'offcloud_sentiment_documents_total'), 4);
+  assert.equal(await readMetric(setup.base, 'offcloud_http_requests_total', { route: SENTIMENT_V20, status: '200', component: 'sentiment' }), 2);
 });

@@ -1,0 +1,81 @@
+/**
+ * Prometheus metrics, one registry per running component (no process-wide
+ * default registry: `offcloud up` runs many components in one process, and
+ * each serves only its own figures). Every HTTP component gets request
+ * counts by route and status, a latency histogram and its open connections
+ * from createHttpServer; components add their own counters through
+ * `counter()`, `gauge()` and `histogram()`. Names carry the `offcloud_` prefix.
+ */
+import type { Server } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Buckets for request latency in seconds: 0.5 ms to 10 s. */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class ComponentMetrics {
+  readonly registry = new Registry();
+
+  constructor(readonly component: string) {
+    this.registry.setDefaultLabels({ component });
+    // The process's own figures, read when scraped. prom-client's default
+    // collectors are not used: each call adds observers that live as long as
+    // the process, and tests start hundreds of servers in one process.
+    this.gauge('process_resident_memory_bytes', 'resident memory of the process', [], (gauge) => gauge.set(process.memoryUsage().rss));
+    this.gauge('process_cpu_seconds_total', 'user and system CPU time of the process', [], (gauge) => {
+      const { user, system } = process.cpuUsage();
+      gauge.set((user + system) / 1e6);
+    });
+  }
+
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return new Counter({ name: `offcloud_${name}`, help, labelNames, registers: [this.registry] });
+  }
+
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (gauge: Gauge<L>) => void | Promise<void>): Gauge<L> {
+    return new Gauge({
+      name: `offcloud_${name}`,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(collect ? { async collect(this: Gauge<L>) { await collect(this); } } : {}),
+    });
+  }
+
+  histogram<L extends string>(name: string, help: string, labelNames: readonly L[] = [], buckets = LATENCY_BUCKETS): Histogram<L> {
+    return new Histogram({ name: `offcloud_${name}`, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  /** Open connections of a listening server, read when scraped. */
+  connectionsOf(server: Server, name = 'open_connections', help = 'connections open now'): Gauge {
+    return this.gauge(name, help, [], (gauge) =>
+      new Promise<void>((done) => {
+        server.getConnections((err, count) => {
+          if (!err) gauge.set(count);
+          done();
+        });
+      }),
+    );
+  }
+
+  /** The text exposition format, as GET /metrics answers it. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Request counts and latency by route (the route's pattern, not the URL, so ids do not explode the label set). */
+export class HttpMetrics {
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly latency: Histogram<'method' | 'route'>;
+
+  constructor(metrics: ComponentMetrics) {
+    this.requests = metrics.counter('http_requests_total', 'HTTP requests answered, by route and status', ['method', 'route', 'status']);
+    this.latency = metrics.histogram('http_request_duration_seconds', 'time from request to the end of the answer', ['method', 'route']);
+  }
+
+  observe(method: string, route: string | undefined, status: number, seconds: number): void {
+    const labels = { method, route: route ?? 'unmatched' };
+    this.requests.inc({ ...labels, status: String(status) });
+    this.latency.observe(labels, seconds);
+  }
+}
