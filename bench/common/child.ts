@@ -7,20 +7,26 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 
+/** How long servers get to stop after SIGTERM. */
+const STOP_GRACE_MS = 10_000;
+
 export interface ChildServers<T> {
   info: T;
   stop(): Promise<void>;
 }
 
-export async function startChildServers<T>(module: URL): Promise<ChildServers<T>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', module.pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startChildServers<T>(module: URL, args: string[] = []): Promise<ChildServers<T>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', module.pathname, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const [first] = (await Promise.race([once(lines, 'line'), once(child, 'exit').then(() => { throw new Error(`${module.pathname} exited before it was ready`); })])) as [string];
   return {
     info: JSON.parse(first) as T,
     stop: async () => {
       child.kill('SIGTERM');
-      if (child.exitCode === null) await once(child, 'exit');
+      // A server that does not stop must not hold the bench: it gets SIGKILL.
+      const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+      clearTimeout(kill);
     },
   };
 }

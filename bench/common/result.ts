@@ -15,3 +15,11 @@ export interface BenchResult {
 export function result(fields: Omit<BenchResult, 'ratio'>): BenchResult {
   return { ...fields, ratio: fields.ours / fields.baselineValue };
 }
+
+/** What bench/run.ts hands a bench's run(). */
+export interface BenchContext {
+  /** Prints a figure at once, so it survives a later round failing or the timeout. */
+  report(result: BenchResult): void;
+  /** Aborted at the timeout: the bench should stop and end its servers. */
+  signal: AbortSignal;
+}

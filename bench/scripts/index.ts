@@ -1,36 +1,60 @@
 /**
  * Script-trigger server against Debian's `webhook` serving the same two-line
- * script in the same run: calls/s with p50/p99 at concurrency 1 and 8
- * (autocannon, alternating rounds), and the delay from a line being printed
- * to it reaching the client (webhook answers only when the script ends).
+ * script in the same run: calls/s with p50/p99 and CPU time per call (the
+ * server and the scripts it ran) at concurrency 1 and 8 (autocannon,
+ * alternating rounds); the floors of creating that process (Node's
+ * `child_process.spawn` in a small and a large process, posix_spawn from a
+ * small helper); and the delay from a line being printed to it reaching the
+ * client (webhook answers only when the script ends).
+ *
+ * Each step reports its figure as soon as it has it; a step that fails is
+ * named at the end and the others still run; every server is ended.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { request } from 'undici';
-import { startScripts } from '../../src/scripts/server.ts';
+import { startChildServers } from '../common/child.ts';
+import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { alternate, median } from '../common/load.ts';
-import { result, type BenchResult } from '../common/result.ts';
+import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 
 const WEBHOOK = '/usr/bin/webhook';
 const SECONDS = 4;
 const ROUNDS = 3;
+const FLOOR_CALLS = 200;
+/** No single step may take longer than this (the load rounds take 2 × ROUNDS × SECONDS). */
+const STEP_LIMIT_MS = 120_000;
 const TWO_LINES = '#!/bin/sh\necho "hello $PARAM_NAME"\necho "second line"\n';
 const TIMESTAMPS = '#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8 9 10; do date +%s%N; sleep 0.05; done\n';
+const run$ = promisify(execFile);
 
 interface Load {
   rps: number;
   p50: number;
   p99: number;
   errors: number;
+  /** CPU time of the server and the scripts it ran, per call. */
+  cpuMsPerCall: number;
 }
 
-async function load(url: string, connections: number): Promise<Load> {
+async function load(url: string, connections: number, serverPid: number, signal: AbortSignal): Promise<Load> {
+  signal.throwIfAborted();
+  const cpuBefore = cpuWithEndedChildren(serverPid);
   const out = await autocannon({ url, connections, duration: SECONDS });
-  return { rps: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.errors + out.non2xx };
+  const calls = out.requests.total;
+  return {
+    rps: out.requests.average,
+    p50: out.latency.p50,
+    p99: out.latency.p99,
+    errors: out.errors + out.non2xx,
+    cpuMsPerCall: calls ? (cpuWithEndedChildren(serverPid) - cpuBefore) / calls : NaN,
+  };
 }
 
 /** Starts webhook with one hook per script and waits until it answers (it logs nothing unless -verbose). */
@@ -49,28 +73,37 @@ async function startWebhook(dir: string, port: number, scripts: Record<string, s
       await (await request(`http://127.0.0.1:${port}/`)).body.dump();
       return child;
     } catch (err) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`webhook did not start: ${(err as Error).message}`);
+      if (Date.now() > deadline || child.exitCode !== null) {
+        child.kill();
+        throw new Error(`webhook did not start: ${(err as Error).message}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }
 
-/** Sequential bare `child_process.spawn` of the script, reading its output: the floor any Node server pays. */
-async function spawnFloor(file: string, calls = 100): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < calls; i++) {
-    await new Promise((resolve) => {
-      const child = spawn(file, [], { stdio: ['ignore', 'pipe', 'ignore'] });
-      child.stdout!.resume();
-      child.once('close', resolve);
-    });
-  }
-  return (calls * 1000) / (performance.now() - started);
+interface Floor {
+  perSecond: number;
+  cpuMsPerCall: number;
+}
+
+/** Node's spawn of the script in a fresh process grown to `ballastMb`. */
+async function nodeSpawnFloor(file: string, concurrency: number, ballastMb: number, signal: AbortSignal): Promise<Floor & { rssMb: number }> {
+  const floor = new URL('./floor.ts', import.meta.url).pathname;
+  const { stdout } = await run$(process.execPath, ['--import', 'tsx', floor, file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], { signal, timeout: STEP_LIMIT_MS });
+  return JSON.parse(stdout) as Floor & { rssMb: number };
+}
+
+/** posix_spawn from a small Python process: what a helper that only creates processes would pay. */
+async function posixSpawnFloor(file: string, signal: AbortSignal): Promise<Floor> {
+  const helper = new URL('./posix-spawn.py', import.meta.url).pathname;
+  const { stdout } = await run$('/usr/bin/python3', [helper, file, String(FLOOR_CALLS)], { signal, timeout: STEP_LIMIT_MS });
+  return JSON.parse(stdout) as Floor;
 }
 
 /** ms between each line's printing (its own timestamp) and its arrival, over one call. */
-async function lineDelays(url: string): Promise<number[]> {
-  const response = await request(url);
+async function lineDelays(url: string, signal: AbortSignal): Promise<number[]> {
+  const response = await request(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
   const delays: number[] = [];
   let pending = '';
   for await (const chunk of response.body) {
@@ -86,7 +119,15 @@ async function lineDelays(url: string): Promise<number[]> {
   return delays;
 }
 
-export async function run(): Promise<BenchResult[]> {
+const summary = (runs: Load[]) => ({
+  rps: median(runs.map((r) => r.rps)),
+  p50: median(runs.map((r) => r.p50)),
+  p99: median(runs.map((r) => r.p99)),
+  cpuMsPerCall: median(runs.map((r) => r.cpuMsPerCall)),
+  errors: runs.reduce((sum, r) => sum + r.errors, 0),
+});
+
+export async function run({ report, signal }: BenchContext): Promise<BenchResult[]> {
   if (!existsSync(WEBHOOK)) throw new Error(`${WEBHOOK} is missing: apt-get install webhook`);
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-scripts-'));
   const folder = join(dir, 'scripts');
@@ -95,57 +136,84 @@ export async function run(): Promise<BenchResult[]> {
     await writeFile(join(folder, name), text);
     await chmod(join(folder, name), 0o755);
   }
-  const ours = await startScripts({ port: 0, logLevel: 'silent', dataDir: dir, scriptsDir: folder, maxRunning: 64 });
-  const ourBase = ours.urls[0]!.url.replace(/\/$/, '');
+  const hello = join(folder, 'hello.sh');
+  const failures: string[] = [];
+  const results: BenchResult[] = [];
+  const step = async (what: string, measure: () => Promise<BenchResult>) => {
+    try {
+      const figure = await measure();
+      results.push(figure);
+      report(figure);
+    } catch (err) {
+      failures.push(`${what}: ${(err as Error).message}`);
+      console.error(`scripts bench: ${what} failed: ${(err as Error).message}`);
+    }
+  };
+  const ours = await startChildServers<{ url: string; pid: number; rssMb: number }>(new URL('./server.ts', import.meta.url), [dir, folder]);
   const webhookPort = 20000 + Math.floor(Math.random() * 20000);
-  const webhook = await startWebhook(dir, webhookPort, { hello: join(folder, 'hello.sh'), stamps: join(folder, 'stamps.sh') });
-  const webhookBase = `http://127.0.0.1:${webhookPort}/hooks`;
+  let webhook: ChildProcess | null = null;
   try {
-    const results: BenchResult[] = [];
+    webhook = await startWebhook(dir, webhookPort, { hello, stamps: join(folder, 'stamps.sh') });
+    const webhookPid = webhook.pid!;
+    const webhookBase = `http://127.0.0.1:${webhookPort}/hooks`;
     for (const connections of [1, 8]) {
-      const rounds = await alternate(
-        ROUNDS,
-        () => load(`${ourBase}/hello?name=bench`, connections),
-        () => load(`${webhookBase}/hello?name=bench`, connections),
-      );
-      const summary = (runs: Load[]) => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
-      const a = summary(rounds.a);
-      const b = summary(rounds.b);
-      results.push(
-        result({
+      await step(`load at concurrency ${connections}`, async () => {
+        const rounds = await alternate(
+          ROUNDS,
+          () => load(`${ours.info.url}/hello?name=bench`, connections, ours.info.pid, signal),
+          () => load(`${webhookBase}/hello?name=bench`, connections, webhookPid, signal),
+        );
+        const a = summary(rounds.a);
+        const b = summary(rounds.b);
+        return result({
           name: `scripts two-line script calls/s, concurrency ${connections}`,
           unit: 'calls/s',
           ours: a.rps,
           baseline: 'Debian webhook 2.8.0',
           baselineValue: b.rps,
           better: 'higher',
-          details: {
-            ours: a,
-            webhook: b,
-            rounds,
-            secondsPerRound: SECONDS,
-            ...(connections === 1 ? { bareNodeSpawnPerSecond: await spawnFloor(join(folder, 'hello.sh')), loadAverage: loadavg() } : {}),
-          },
-        }),
-      );
+          details: { ours: a, webhook: b, rounds, secondsPerRound: SECONDS, ourServerRssMb: ours.info.rssMb, loadAverage: loadavg() },
+        });
+      });
     }
-    const delays = await alternate(3, () => lineDelays(`${ourBase}/stamps`), () => lineDelays(`${webhookBase}/stamps`));
-    const flat = (runs: number[][]) => runs.flat();
-    results.push(
-      result({
+    for (const concurrency of [1, 8]) {
+      await step(`spawn floors at concurrency ${concurrency}`, async () => {
+        const small = await nodeSpawnFloor(hello, concurrency, 0, signal);
+        const sized = await nodeSpawnFloor(hello, concurrency, Math.max(0, ours.info.rssMb - small.rssMb), signal);
+        const posix = concurrency === 1 ? await posixSpawnFloor(hello, signal) : null;
+        return result({
+          name: `scripts process creation: Node spawn in a process of our server's size vs a fresh one, concurrency ${concurrency}`,
+          unit: 'ms CPU per call',
+          ours: sized.cpuMsPerCall,
+          baseline: `Node spawn in a fresh ${small.rssMb} MB process`,
+          baselineValue: small.cpuMsPerCall,
+          better: 'lower',
+          details: { nodeSpawnSized: sized, nodeSpawnFresh: small, ...(posix ? { posixSpawnSmallHelper: posix } : {}), loadAverage: loadavg() },
+        });
+      });
+    }
+    await step('line delay', async () => {
+      const delays = await alternate(3, () => lineDelays(`${ours.info.url}/stamps`, signal), () => lineDelays(`${webhookBase}/stamps`, signal));
+      const ourDelays = delays.a.flat();
+      const webhookDelays = delays.b.flat();
+      return result({
         name: 'scripts delay from a line printed to it reaching the client (median of 30 lines)',
         unit: 'ms',
-        ours: median(flat(delays.a)),
+        ours: median(ourDelays),
         baseline: 'Debian webhook 2.8.0 (buffers until exit)',
-        baselineValue: median(flat(delays.b)),
+        baselineValue: median(webhookDelays),
         better: 'lower',
-        details: { oursMax: Math.max(...flat(delays.a)), webhookMax: Math.max(...flat(delays.b)), linesPerCall: 10, msBetweenLines: 50 },
-      }),
-    );
-    return results;
+        details: { oursMax: Math.max(...ourDelays), webhookMax: Math.max(...webhookDelays), linesPerCall: 10, msBetweenLines: 50 },
+      });
+    });
   } finally {
-    webhook.kill();
-    await ours.close();
+    if (webhook) {
+      webhook.kill();
+      if (webhook.exitCode === null) await once(webhook, 'exit');
+    }
+    await ours.stop();
     await rm(dir, { recursive: true, force: true });
   }
+  if (failures.length) throw new Error(`${failures.length} step(s) failed:\n${failures.join('\n')}`);
+  return results;
 }

@@ -5,8 +5,9 @@
  * pace holds the script back (stdout is paused while the client's buffer is
  * full), so a script printing gigabytes does not grow the server.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { dirname } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Script } from './catalog.ts';
@@ -102,8 +103,9 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
     cwd: dirname(script.file),
     env: options.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+    // Without a body, stdin is /dev/null: the same empty input, one pipe fewer per run.
+    stdio: [options.stdin?.length ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
@@ -138,8 +140,8 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
   const timeout = setTimeout(() => stop('timeout'), options.timeoutMs);
 
   // A script that never reads stdin closes it early: EPIPE is expected then.
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(options.stdin ?? undefined);
+  child.stdin?.on('error', () => undefined);
+  child.stdin?.end(options.stdin);
 
   const pipe = (stream: OutputStream) => {
     const source = child[stream];
