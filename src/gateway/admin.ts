@@ -3,8 +3,14 @@
  * the whole configuration is replaced at once with POST /config (validated
  * first, then swapped in one step so requests in flight finish on the
  * configuration they started with).
+ *
+ * It has no authentication (like Kong's on loopback), so it answers only
+ * requests meant for it: a Host that names this API (not a DNS-rebound
+ * name) and no foreign Origin, and POST /config only as JSON or YAML, which
+ * a web page cannot send across origins without the browser asking first.
  */
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -49,14 +55,9 @@ function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
   return { data, next: nextOffset ? `${path}?size=${size}&offset=${nextOffset}` : null, ...(nextOffset ? { offset: nextOffset } : {}) };
 }
 
-/** The body of POST /config: the document itself (JSON), `{ config: "<yaml>" }`, raw YAML, or a `config` form field. */
+/** The body of POST /config: the document itself (JSON), `{ config: "<yaml>" }`, or raw YAML. */
 function documentFrom(body: unknown): unknown {
   if (typeof body === 'string') return parseDeclarativeText(body);
-  if (body instanceof URLSearchParams) {
-    const text = body.get('config');
-    if (text === null) throw new GatewayError(400, "the form needs a 'config' field holding the declarative configuration");
-    return parseDeclarativeText(text);
-  }
   if (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof (body as { config?: unknown }).config === 'string' && !('_format_version' in body)) {
     return parseDeclarativeText((body as { config: string }).config);
   }
@@ -68,10 +69,46 @@ function byId(entities: Entities): Record<string, Record<string, unknown>> {
   return Object.fromEntries(Object.entries(entities).map(([kind, list]) => [kind, Object.fromEntries((list as { id: string }[]).map((e) => [e.id, e]))]));
 }
 
+/** Host names that mean this API: IP literals (a rebound DNS name is never one), localhost, its own address and the machine's name. */
+function ownHostName(name: string, listenHost: string): boolean {
+  const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name;
+  return isIP(bare) !== 0 || bare === 'localhost' || bare === listenHost || bare === hostname().toLowerCase();
+}
+
+/** The Host header names this API (its name, and its port when one is given). */
+function ownHost(host: string | undefined, listenHost: string, port: number): boolean {
+  if (!host) return false;
+  let url: URL;
+  try {
+    url = new URL(`http://${host}`);
+  } catch {
+    return false;
+  }
+  return url.host === host.toLowerCase() && ownHostName(url.hostname, listenHost) && (url.port === '' ? port === 80 : Number(url.port) === port);
+}
+
+/** An Origin, when the client sent one, is this API's own (what a page it served would send). */
+function ownOrigin(origin: string | undefined, listenHost: string, port: number): boolean {
+  if (origin === undefined) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return url.protocol === 'http:' && url.origin === origin.toLowerCase() && ownHost(url.host, listenHost, port);
+}
+
 export async function startAdmin(runtime: GatewayRuntime, options: { host: string; port: number; logger: Logger }) {
   const app = createHttpServer({ logger: options.logger, bodyLimit: MAX_CONFIG_BYTES });
-  app.addContentTypeParser(['text/yaml', 'application/yaml', 'application/x-yaml', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, new URLSearchParams(body as string)));
+  // JSON (fastify's own) and YAML only: form and text/plain bodies are what a page can post cross-origin unasked.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser(['text/yaml', 'application/yaml', 'application/x-yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  let port = options.port;
+  app.addHook('onRequest', async (request) => {
+    if (!ownHost(request.headers.host, options.host, port)) throw new GatewayError(403, 'Forbidden: the Host header does not name this admin API');
+    if (!ownOrigin(request.headers.origin, options.host, port)) throw new GatewayError(403, 'Forbidden: requests from another origin are refused');
+  });
   const nodeId = randomUUID();
   const entities = () => runtime.config.entities;
   const find = (kind: Kind, key: string) => (entities()[kind] as { id: string; name?: string | null; username?: string | null }[]).find((e) => e.id === key || e.name === key || e.username === key);
@@ -156,5 +193,6 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ message: 'Not found' }));
   installErrorHandler(app, { logger: options.logger, toWire: toWireError });
   const url = await listen(app, { host: options.host, port: options.port, component: 'gateway', portKey: 'adminPort' });
+  port = Number(new URL(url).port);
   return { url, close: () => app.close() };
 }

@@ -21,5 +21,7 @@ export const gatewayOptions = {
   trustedIps: { type: 'list', default: [] as string[], description: 'addresses whose X-Forwarded-* / X-Real-IP headers are believed (0.0.0.0/0 = all)' },
   maxBodySize: { type: 'integer', default: 100 * 1024 * 1024, min: 0, description: 'largest request body in bytes (0 = no limit)' },
   clientHeaderTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms a client may take to send its request headers' },
+  keepAliveTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms an idle client connection stays open (Kong: 60000)' },
+  tlsHandshakeTimeout: { type: 'integer', default: 10000, min: 100, description: 'ms a client may take to finish the TLS handshake on the HTTPS port' },
   workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'proxy processes (1 = this process; more share the listeners, like nginx worker processes)' },
 } as const satisfies OptionSchema;

@@ -107,6 +107,8 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     trustedIps: options.trustedIps,
     maxBodySize: options.maxBodySize,
     clientHeaderTimeout: options.clientHeaderTimeout,
+    keepAliveTimeout: options.keepAliveTimeout,
+    tlsHandshakeTimeout: options.tlsHandshakeTimeout,
     tls: { cert: tls.cert, key: tls.key },
   };
   const service = options.workers === 1 ? new ProxyService({ ...proxySettings, config: () => runtime.config, httpsPort: () => httpsPort, logger }) : null;

@@ -81,7 +81,7 @@ test('POST /config swaps the configuration without dropping a request in flight'
   assert.equal(await fresh.body.text(), 'slow done');
 });
 
-test('POST /config: YAML and form bodies, check_hash gives 304, an invalid document gives 400 and keeps the old one', async (t) => {
+test('POST /config: YAML bodies, check_hash gives 304, form bodies are refused, an invalid document gives 400 and keeps the old one', async (t) => {
   const backend = await echoBackend(t);
   const gw = await gatewayWith(t, doc(backend.url));
   const yamlBody = `_format_version: "3.0"\nservices:\n- name: y\n  url: ${backend.url}\n  routes:\n  - paths: ["/yaml"]\n`;
@@ -89,8 +89,9 @@ test('POST /config: YAML and form bodies, check_hash gives 304, an invalid docum
   const same = await request(`${gw.admin}/config?check_hash=1`, { method: 'POST', body: yamlBody, headers: { 'content-type': 'text/yaml' } });
   assert.equal(same.statusCode, 304);
   await same.body.dump();
+  // Issue 19 row 6: a form is what any web page can post here unasked; only JSON and YAML are taken.
   const form = await request(`${gw.admin}/config`, { method: 'POST', body: new URLSearchParams({ config: yamlBody.replace('/yaml', '/form') }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-  assert.equal(form.statusCode, 201);
+  assert.equal(form.statusCode, 415);
   await form.body.dump();
 
   const invalid = await json(`${gw.admin}/config?flatten_errors=1`, {
@@ -104,7 +105,43 @@ test('POST /config: YAML and form bodies, check_hash gives 304, an invalid docum
     { path: 'services[0].retries', message: 'expected an integer' },
     { path: 'services[0].routes[0].paths[0]', message: 'should start with: / (fixed path) or ~/ (regex path)' },
   ]);
-  const still = await request(`${gw.proxy}/form`);
+  const still = await request(`${gw.proxy}/yaml`);
   assert.equal(still.statusCode, 200, 'the last good configuration still serves');
   await still.body.dump();
+});
+
+test('POST /config from a web page is refused: form, text/plain and multipart bodies, a foreign Origin or Host; the configuration stays', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc(backend.url));
+  const { host } = new URL(gw.admin);
+  const port = new URL(gw.admin).port;
+  const takeover = `_format_version: "3.0"\nservices:\n- name: evil\n  url: ${backend.url}\n  routes:\n  - paths: ["/evil"]\n`;
+  const attempts: [string, Record<string, string>, string, number][] = [
+    ['form', { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ config: takeover }).toString(), 415],
+    ['text/plain', { 'content-type': 'text/plain' }, takeover, 415],
+    ['multipart', { 'content-type': 'multipart/form-data; boundary=b' }, `--b\r\nContent-Disposition: form-data; name="config"\r\n\r\n${takeover}\r\n--b--\r\n`, 415],
+    ['foreign Origin', { 'content-type': 'text/yaml', origin: 'http://evil.example' }, takeover, 403],
+    ['opaque Origin', { 'content-type': 'text/yaml', origin: 'null' }, takeover, 403],
+    ['own host, other port as Origin', { 'content-type': 'text/yaml', origin: `http://127.0.0.1:${Number(port) + 1}` }, takeover, 403],
+    ['DNS-rebound Host', { 'content-type': 'text/yaml', host: `evil.example:${port}` }, takeover, 403],
+    ['Host with credentials', { 'content-type': 'text/yaml', host: `evil.example@${host}` }, takeover, 403],
+  ];
+  for (const [what, headers, body, status] of attempts) {
+    const res = await request(`${gw.admin}/config`, { method: 'POST', headers, body });
+    assert.equal(res.statusCode, status, what);
+    assert.equal(typeof ((await res.body.json()) as { message: unknown }).message, 'string', what);
+  }
+  // A rebound name cannot read the configuration (it holds the API keys) either.
+  const read = await request(`${gw.admin}/config`, { headers: { host: `evil.example:${port}` } });
+  assert.equal(read.statusCode, 403);
+  await read.body.dump();
+  const evil = await request(`${gw.proxy}/evil`);
+  assert.equal(evil.statusCode, 404, 'no attempt replaced the configuration');
+  await evil.body.dump();
+  // The admin API's own origin and names are served.
+  for (const headers of [{ origin: `http://${host}` }, { host: `localhost:${port}` }]) {
+    const own = await request(`${gw.admin}/config`, { method: 'POST', headers: { 'content-type': 'text/yaml', ...headers }, body: takeover });
+    assert.equal(own.statusCode, 201, JSON.stringify(headers));
+    await own.body.dump();
+  }
 });

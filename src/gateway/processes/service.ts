@@ -15,7 +15,6 @@ import { Proxy } from '../proxy/proxy.ts';
 
 /** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
 const MAX_HEADER_SIZE = 16 * 1024;
-const KEEP_ALIVE_MS = 60_000;
 
 /** A proxy's settings from the gateway's options: the same in the gateway's process and in each worker, where they travel as they are. */
 export interface ProxySettings {
@@ -23,6 +22,10 @@ export interface ProxySettings {
   maxBodySize: number;
   /** ms a client may take to send a request head. */
   clientHeaderTimeout: number;
+  /** ms an idle client connection stays open. */
+  keepAliveTimeout: number;
+  /** ms a client may take to finish the TLS handshake. */
+  tlsHandshakeTimeout: number;
   tls: { cert: string; key: string };
 }
 
@@ -55,18 +58,26 @@ export class ProxyService {
       logger: options.logger,
     });
     // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
-    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEADER_SIZE, parsers, onBadRequest: proxy.answerClientError };
+    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: options.keepAliveTimeout, maxHeaderSize: MAX_HEADER_SIZE, parsers, onBadRequest: proxy.answerClientError };
     this.plain = new Http1Server({ ...connections, onRequest: proxy.listener('http') });
     this.secure = new Http1Server({ ...connections, onRequest: proxy.listener('https') });
-    // Never listens: it takes the HTTPS listener's connections and does the handshake.
-    this.tls = createTlsServer({ cert: options.tls.cert, key: options.tls.key, allowHalfOpen: true }, this.secure.accept);
+    // Never listens: it takes the HTTPS listener's connections and does the handshake. Until the
+    // handshake is done the connection is not half-open: a client's FIN closes it, and so does
+    // the handshake timeout (Node reports both as tlsClientError and leaves the socket open).
+    const tlsOptions = { cert: options.tls.cert, key: options.tls.key, handshakeTimeout: options.tlsHandshakeTimeout };
+    this.tls = createTlsServer(tlsOptions, (socket) => {
+      socket.allowHalfOpen = true;
+      this.secure.accept(socket);
+    });
+    this.tls.on('tlsClientError', (_err, socket) => socket.destroy());
   }
 
   /** A client connection from one of the listeners: plain HTTP, or TLS to be handshaken here. */
   accept(socket: Socket, scheme: Scheme): void {
-    socket.allowHalfOpen = true;
-    if (scheme === 'http') this.plain.accept(socket);
-    else this.tls.emit('connection', socket);
+    if (scheme === 'http') {
+      socket.allowHalfOpen = true;
+      this.plain.accept(socket);
+    } else this.tls.emit('connection', socket);
   }
 
   counters(): ConnectionCounters {
