@@ -12,7 +12,8 @@ import { ReflectionService } from '@grpc/reflection';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError, StartupError } from '../common/errors.ts';
-import { translateListenError } from '../common/http.ts';
+import { createHttpServer, listen, translateListenError } from '../common/http.ts';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
 import { devsvcOptions } from './options.ts';
 import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
@@ -86,10 +87,14 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
     throw err;
   });
 
+  const metrics = new ComponentMetrics('devsvc');
+  const lookups = metrics.counter('devsvc_lookups_total', 'DevSvc.Get calls, by whether the device is known', ['result']);
   const server = new Server();
   server.addService(devSvcDefinition, {
     Get: (call: ServerUnaryCall<{ name: string }, Device>, callback: sendUnaryData<Device>) => {
-      callback(null, lookupDevice(store, call.request.name));
+      const device = lookupDevice(store, call.request.name);
+      lookups.inc({ result: device.name ? 'known' : 'unknown' });
+      callback(null, device);
     },
   });
   const health = new HealthImplementation({ '': 'SERVING', [DEVSVC_SERVICE]: 'SERVING' });
@@ -128,17 +133,33 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
   const heartbeat = setInterval(() => {
     registry.register(record, options.registerTtl).catch((err: unknown) => logger.error({ err }, 'registry heartbeat failed; retrying on the next one'));
   }, options.registerInterval * 1000);
-  logger.info({ address, node: nodeId, registry: registry.where }, 'DevSvc listening and registered');
+  // gRPC has no /metrics: a small HTTP server beside it serves the metrics and the probes.
+  let serving = true;
+  const probes = createHttpServer({ logger, metrics, ready: () => serving });
+  let probesUrl: string;
+  try {
+    probesUrl = await listen(probes, { host: options.host, port: options.metricsPort, component: 'devsvc', portKey: 'metricsPort' });
+  } catch (err) {
+    clearInterval(heartbeat);
+    await registry.deregister(record).catch(() => undefined);
+    await registry.close();
+    server.forceShutdown();
+    store.close();
+    throw err;
+  }
+  logger.info({ address, node: nodeId, registry: registry.where, metrics: `${probesUrl}/metrics` }, 'DevSvc listening and registered');
 
   return {
     urls: [
       { label: 'gRPC DevSvc', url: `grpc://${address}` },
       { label: 'registry', url: `${registry.where}: ${serviceName} node ${nodeId}` },
+      { label: 'metrics', url: `${probesUrl}/metrics` },
     ],
     credentials: [`proto: ${PROTO_PATH}`],
     exports: { registry: registry.kind, serviceName, address: advertised },
     async close() {
       clearInterval(heartbeat);
+      serving = false;
       health.setStatus('', 'NOT_SERVING');
       health.setStatus(DEVSVC_SERVICE, 'NOT_SERVING');
       // Leave the registry first so callers stop picking this node, then drain.
@@ -151,6 +172,7 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
           resolve();
         });
       });
+      await probes.close();
       store.close();
     },
   };

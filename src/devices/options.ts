@@ -26,6 +26,7 @@ export const devsvcOptions = {
   ...registryOptions,
   registerTtl: { type: 'integer', default: 90, min: 1, max: 86_400, description: 'seconds a registration lives without a heartbeat' },
   registerInterval: { type: 'integer', default: 30, min: 1, max: 86_400, description: 'seconds between heartbeats (re-registrations)' },
+  metricsPort: portOption(0, 'HTTP port of GET /metrics, /health and /ready beside gRPC (0 = any free port)'),
 } as const satisfies OptionSchema;
 
 export const devdataOptions = {

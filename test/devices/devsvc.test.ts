@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { loadSync } from '@grpc/proto-loader';
 import { credentials, loadPackageDefinition, Metadata, status, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
-import { DEBIAN_PYTHON, debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { DEBIAN_PYTHON, debianProgram, quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { devSvcClient, PROTO_PATH } from '../../src/devices/proto.ts';
 import { lifo } from './helpers.ts';
@@ -99,4 +99,21 @@ test('R-DEV-7 DevSvc serves the standard health service and server reflection (g
   const services = (await answer).list_services_response.service.map((s) => s.name);
   stream.end();
   assert.ok(services.includes('devices.DevSvc'), services.join(','));
+});
+
+test('metrics: DevSvc serves /metrics, /health and /ready over HTTP beside gRPC and counts Get by result', async (context) => {
+  const t = lifo(context);
+  const { address, running } = await devsvc(t);
+  const base = running.urls.find((u) => u.label === 'metrics')!.url.replace(/\/metrics$/, '');
+  const client = devSvcClient(address);
+  t.after(() => client.close());
+  const get = (name: string) =>
+    new Promise<unknown>((resolve, reject) => client.Get({ name }, new Metadata(), { deadline: Date.now() + 5000 }, (e, d) => (e ? reject(e) : resolve(d))));
+  await get('camera-1');
+  await get('camera-1');
+  await get('nobody');
+  assert.equal(await readMetric(base, 'offcloud_devsvc_lookups_total', { result: 'known', component: 'devsvc' }), 2);
+  assert.equal(await readMetric(base, 'offcloud_devsvc_lookups_total', { result: 'unknown' }), 1);
+  assert.equal((await fetch(`${base}/ready`)).status, 200);
+  assert.equal((await fetch(`${base}/health`)).status, 200);
 });
