@@ -11,7 +11,7 @@ import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
 import { commandGroups, components } from './components.ts';
-import { formatTable } from './common/table.ts';
+import { formatStartTable, type FailedComponent } from './up/table.ts';
 
 interface ParsedArgs {
   flags: Record<string, string | boolean>;
@@ -70,6 +70,7 @@ function usage(): string {
     '',
     'commands:',
     '  up                 start every component on its defaults and print their URLs, keys and CA file',
+    '  env                print what a running `offcloud up` started as shell variables (eval "$(npx offcloud env)")',
     ...components.map((c) => `  ${c.name.padEnd(18)} ${c.summary}`),
     ...commandGroups.map((g) => `  ${g.name.padEnd(18)} ${g.summary}`),
     '  ca                 print the local CA file and how clients trust it',
@@ -83,20 +84,17 @@ function fileSection(path: string, component: string): Record<string, unknown> |
   return path ? readConfigFile(path)[component] : undefined;
 }
 
-function printStarted(started: Map<string, RunningComponent>): void {
-  const rows: string[][] = [];
-  for (const [name, running] of started) {
-    running.urls.forEach((endpoint, i) => {
-      rows.push([
-        i === 0 ? name : '',
-        endpoint.label,
-        endpoint.url,
-        i === 0 ? (running.credentials ?? []).join('; ') : '',
-        i === 0 ? (running.caCertPath ?? '') : '',
-      ]);
-    });
-  }
-  process.stdout.write(formatTable(['component', 'what', 'url', 'credentials / keys', 'CA file'], rows) + '\n');
+function printStarted(started: ReadonlyMap<string, RunningComponent>, failed?: ReadonlyMap<string, FailedComponent>): void {
+  process.stdout.write(formatStartTable(started, failed) + '\n');
+}
+
+/** The command that most likely fixes a failed start: the one its message names, else the component's help. */
+function fixFor(component: string, message: string): string {
+  const named = /`(offcloud [^`]+)`/.exec(message)?.[1];
+  if (named) return `${named}, then start again`;
+  const flag = /--([a-z][a-z-]*)/.exec(message)?.[1];
+  if (flag) return `give another value with --${component}-${flag} (see offcloud up --help)`;
+  return `run \`offcloud ${component} --log-level debug\` alone to see the whole error`;
 }
 
 /** Closes in reverse start order, so a container's last usage report still finds billing. */
@@ -106,38 +104,85 @@ async function closeAll(started: Map<string, RunningComponent>, logger: Logger):
   }
 }
 
+const UP_OPTIONS = {
+  strict: { type: 'boolean', default: false, description: 'exit with code 1 (after closing the rest) when any component fails to start; without it, up starts the others and names the failed one in its table' },
+} as const satisfies OptionSchema;
+
+/** A component's options as `offcloud up` gives them: its own defaults, with the ones up changes (a port that would clash). */
+function upOptionHelp(component: ComponentDefinition): string[] {
+  const schema = Object.fromEntries(
+    Object.entries(component.options)
+      // --<component>-host/-data-dir/-log-level exist, but the global ones are what a user sets.
+      .filter(([key]) => !(key in commonOptions))
+      .map(([key, spec]) => {
+        const upDefault = (component.upDefaults as Record<string, unknown> | undefined)?.[key];
+        return [key, upDefault === undefined ? spec : { ...spec, default: upDefault }];
+      }),
+  ) as OptionSchema;
+  return [`${component.name}:`, ...optionHelp(schema, `${component.name}-`)];
+}
+
+function upUsage(): string {
+  return [
+    'usage: offcloud up [options]',
+    'Starts every component on the defaults below and prints one table: URLs, keys and the CA file.',
+    'A component that cannot start (a port taken, a model file missing) is shown in the table with',
+    'the reason and the command that fixes it, and the others keep running (exit code 0 when they',
+    'close); with --strict, up closes everything and exits with code 1 instead.',
+    '`eval "$(npx offcloud env)"` sets the values as shell variables.',
+    '',
+    ...optionHelp(GLOBAL_OPTIONS),
+    ...optionHelp(UP_OPTIONS),
+    '',
+    'Each component takes its own options as --<component>-<option>:',
+    ...components.flatMap((c) => upOptionHelp(c)),
+  ].join('\n');
+}
+
 async function runUp(args: string[]): Promise<number> {
-  const known = flagNames(GLOBAL_OPTIONS);
+  const known = flagNames({ ...GLOBAL_OPTIONS, ...UP_OPTIONS });
   known.set('help', 'help');
   for (const c of components) for (const [flag, key] of flagNames(c.options, `${c.name}-`)) known.set(flag, `${c.name}.${key}`);
   const { flags, positionals } = parseArgs(args, known);
   if (flags.help) {
-    process.stdout.write(['usage: offcloud up [options]', '', ...optionHelp(GLOBAL_OPTIONS), ...components.flatMap((c) => optionHelp(c.options, `${c.name}-`))].join('\n') + '\n');
+    process.stdout.write(upUsage() + '\n');
     return 0;
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  const global = resolveConfig('', GLOBAL_OPTIONS, { flags, env: {} });
+  const global = resolveConfig('', { ...GLOBAL_OPTIONS, ...UP_OPTIONS }, { flags, env: {} });
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(global.logLevel, 'offcloud');
   await ensureLocalCa(global.dataDir);
   const started = new Map<string, RunningComponent>();
-  closeOnSignals(() => closeAll(started, logger), logger);
-  try {
-    for (const component of components) {
-      const own: Record<string, string | boolean> = {};
-      for (const [key, value] of Object.entries(flags)) {
-        if (key.startsWith(`${component.name}.`)) own[key.slice(component.name.length + 1)] = value;
-        else if (key in commonOptions) own[key] = value;
-      }
+  const failed = new Map<string, FailedComponent>();
+  const { removeUpState, writeUpState } = await import('./up/state.ts');
+  closeOnSignals(async () => {
+    await closeAll(started, logger);
+    await removeUpState(global.dataDir);
+  }, logger);
+  for (const component of components) {
+    const own: Record<string, string | boolean> = {};
+    for (const [key, value] of Object.entries(flags)) {
+      if (key.startsWith(`${component.name}.`)) own[key.slice(component.name.length + 1)] = value;
+      else if (key in commonOptions) own[key] = value;
+    }
+    try {
       const file = { ...component.upDefaults, ...component.wireUp?.(started), ...fileSection(global.config, component.name) };
       const options = resolveConfig(component.name, component.options, { flags: own, env: process.env, file, flagPrefix: `${component.name}-` });
       started.set(component.name, await component.start(options));
+    } catch (err) {
+      if (global.strict) {
+        await closeAll(started, logger);
+        throw err;
+      }
+      const message = err instanceof Error ? err.message : String(err);
+      // A start-up problem (OffcloudError) is told in one line; anything else with its stack.
+      logger.error({ component: component.name, err: err instanceof OffcloudError ? message : err }, 'component did not start; the others go on');
+      failed.set(component.name, { reason: message, fix: fixFor(component.name, message) });
     }
-  } catch (err) {
-    await closeAll(started, logger);
-    throw err;
   }
-  printStarted(started);
+  await writeUpState(global.dataDir, started, failed);
+  printStarted(started, failed);
   return -1;
 }
 
@@ -218,6 +263,12 @@ async function runCa(args: string[]): Promise<number> {
   return 0;
 }
 
+const envCommand: Subcommand = {
+  summary: 'print what a running `offcloud up` started as shell variables: URLs, CA, tenant, demo client and secret, a storage token, keys, a SAS token',
+  usage: 'offcloud env [--data-dir DIR]   (eval "$(npx offcloud env)")',
+  run: async (args) => (await import('./up/env.ts')).printEnv(args),
+};
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
@@ -226,6 +277,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (command === 'up') return runUp(args);
   if (command === 'ca') return runCa(args);
+  if (command === 'env') return runSubcommand(envCommand, args);
   const component = components.find((c) => c.name === command);
   if (component) return runComponent(component, args);
   const group = commandGroups.find((g) => g.name === command);

@@ -1,8 +1,17 @@
 import type { Logger } from 'pino';
 
+/** How often a process started by npm checks that npm is still there. */
+const PARENT_CHECK_MS = 1000;
+
 /**
  * On SIGTERM or SIGINT: run close() (stop accepting, drain in-flight work)
  * and exit 0. A second signal while draining exits at once with code 1.
+ *
+ * Started by npm (`npx offcloud up`, `npm start`), the server is npm's child:
+ * a SIGTERM to npm's PID ends npm but never reaches the server, which would
+ * live on as an orphan holding every port. So such a process also closes when
+ * its parent is gone. Started any other way (a shell, nohup, a container's
+ * init) it keeps running on its own, as servers do.
  */
 export function closeOnSignals(close: () => Promise<void>, logger: Logger): void {
   let closing = false;
@@ -23,4 +32,19 @@ export function closeOnSignals(close: () => Promise<void>, logger: Logger): void
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  if (process.env.npm_command) watchParent(() => onSignal('SIGHUP'));
+}
+
+function watchParent(onGone: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    try {
+      process.kill(parent, 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') return;
+      clearInterval(timer);
+      onGone();
+    }
+  }, PARENT_CHECK_MS);
+  timer.unref();
 }

@@ -8,7 +8,8 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
-import { extname, resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { dirname, extname, resolve } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ConfigError } from '../common/errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
@@ -528,10 +529,29 @@ export class DirectoryStore {
   }
 
   /** Creates the file with the first-start seed if it is missing; returns the seed when this call made it. */
+  /**
+   * The demo client's secret, kept beside the directory: it is a demo, and a
+   * user must be able to get it after a first start that failed half-way
+   * (`offcloud env` prints it). Secrets a user adds stay shown once.
+   */
+  get demoSecretPath(): string {
+    return resolve(dirname(this.path), 'demo-client-secret');
+  }
+
   async ensure(): Promise<SeedResult | null> {
     if (await this.file.exists()) return null;
     const seed = seedDirectory();
+    // The secret first: whoever makes the directory (identity, or storage reading it) must not lose it.
+    await writeFileAtomic(this.demoSecretPath, `${seed.directory.clients[0]!.appId} ${seed.demoClientSecret}\n`, 0o600);
     return (await createFileExclusive(this.path, serialize(this.path, seed.directory), 0o600)) ? seed : null;
+  }
+
+  /** The demo client's id and secret when the seed made them and the client still has that secret. */
+  async demoClient(): Promise<{ appId: string; secret: string } | null> {
+    const [appId, secret] = (await readFile(this.demoSecretPath, 'utf8').catch(() => '')).trim().split(' ');
+    if (!appId || !secret) return null;
+    const client = (await this.current()).clients.find((c) => c.appId === appId);
+    return client && checkClientSecret(client, secret).ok ? { appId, secret } : null;
   }
 
   current(): Promise<Directory> {

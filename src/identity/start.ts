@@ -11,7 +11,7 @@ import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { openDirectory, type SeedResult } from './directory.ts';
+import { openDirectory, type Directory } from './directory.ts';
 import { createFileExclusive } from './followed-file.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
@@ -30,16 +30,26 @@ async function resolveIdentityHeader(dataDir: string, given: string): Promise<st
   return (await readFile(path, 'utf8')).trim();
 }
 
-function credentialLines(seed: SeedResult | null, tenantId: string, imdsUrl: string, appServiceUrl: string, header: string, issuerUrl: string): string[] {
-  const demo = seed
+function credentialLines(
+  demo: { appId: string; secret: string; firstStart: boolean; path: string } | null,
+  directory: Directory,
+  tenantId: string,
+  imdsUrl: string,
+  appServiceUrl: string,
+  header: string,
+  issuerUrl: string,
+): string[] {
+  const demoLines = demo
     ? [
-        `demo client ${seed.directory.clients[0]!.appId} secret ${seed.demoClientSecret} (shown once)`,
-        `demo API scope ${seed.directory.apis[0]!.identifierUris[0]}/.default`,
+        // The demo secret is also kept in the data dir, so later starts (and `offcloud env`) show it again.
+        `demo client ${demo.appId}`,
+        `demo client secret ${demo.secret} ${demo.firstStart ? '(shown once)' : `(kept in ${demo.path})`}`,
+        `demo API scope ${directory.apis[0]?.identifierUris[0] ?? 'api://offcloud-demo-api'}/.default`,
       ]
     : ['clients and secrets: offcloud identity list / offcloud identity secret add --client <appId>'];
   return [
     `tenant ${tenantId}`,
-    ...demo,
+    ...demoLines,
     `SDKs: authorityHost ${issuerUrl} with disableInstanceDiscovery: true (msal-node: knownAuthorities ["${new URL(issuerUrl).host}"])`,
     `managed identity: AZURE_POD_IDENTITY_AUTHORITY_HOST=${imdsUrl}`,
     `App Service style: IDENTITY_ENDPOINT=${appServiceUrl} IDENTITY_HEADER=${header}`,
@@ -67,6 +77,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   });
   // Fail at start, not at the first request, when a file is unreadable.
   const first = await context();
+  const demo = await directory.demoClient();
 
   const issuer = createHttpServer({ logger, tls, bodyLimit: TOKEN_BODY_LIMIT });
   registerIssuerRoutes(issuer, { context, origin: () => issuerUrl });
@@ -91,7 +102,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
       { label: 'discovery', url: `${issuerUrl}/${tenantId}/v2.0/.well-known/openid-configuration` },
       { label: 'managed identity (IMDS)', url: `${imdsUrl}/metadata/identity/oauth2/token` },
     ],
-    credentials: credentialLines(seed, tenantId, imdsUrl, appServiceUrl, identityHeader, issuerUrl),
+    credentials: credentialLines(demo && { ...demo, firstStart: seed !== null, path: directory.demoSecretPath }, first.directory, tenantId, imdsUrl, appServiceUrl, identityHeader, issuerUrl),
     caCertPath: tls.caCertPath,
     exports: {
       authorityHost: issuerUrl,
@@ -104,6 +115,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
       identityHeader,
       directoryPath: directory.path,
       caCertPath: tls.caCertPath ?? '',
+      ...(demo ? { demoClientId: demo.appId, demoClientSecret: demo.secret } : {}),
     },
     close: async () => {
       await Promise.all([issuer.close(), metadata.close()]);

@@ -74,6 +74,23 @@ export const scoreCommands: CommandGroup = {
   command: scoreCommand,
 };
 
+const REQUEST_USAGE = 'offcloud scoring request <image file or URL> [--floats] > request.json';
+
+/** `offcloud scoring request <image>`: the JSON body `offcloud score` would send, for curl and other clients. */
+export async function writeScoreRequest(args: string[], print: Print = toStdout): Promise<number> {
+  const { values, positionals } = parseCommandArgs(args, { floats: { type: 'boolean', default: false } }, REQUEST_USAGE);
+  if (positionals.length !== 1) throw new UsageError(`give one image file or URL\nusage: ${REQUEST_USAGE}`);
+  const { imageToPixels, readImage, scoreRequestBody } = await import('./client.ts');
+  print(scoreRequestBody(await imageToPixels(await readImage(positionals[0]!)), values.floats ? 'floats' : 'integers'));
+  return 0;
+}
+
+export const requestCommand: Subcommand = {
+  summary: 'print the JSON request body for an image (scaled to 224×224), e.g. for curl --data-binary @request.json',
+  usage: REQUEST_USAGE,
+  run: (args) => writeScoreRequest(args),
+};
+
 const KEYS_USAGE = 'offcloud scoring keys show <service> | offcloud scoring keys regenerate <service> --primary|--secondary   [--data-dir DIR]';
 
 /** `offcloud scoring keys show|regenerate <service>`. */

@@ -1,5 +1,5 @@
 import { defineComponent } from '../common/component.ts';
-import { keysCommand, scoreCommand } from './commands.ts';
+import { keysCommand, requestCommand, scoreCommand } from './commands.ts';
 import { DEFAULT_SERVICE, frontendOptions, scoringOptions } from './options.ts';
 
 export { scoreCommands } from './commands.ts';
@@ -9,7 +9,7 @@ export const scoring = defineComponent({
   summary: 'ImageNet scoring container: POST /score with {"data": [1,3,224,224]} → 1000 probabilities and the time (§4.1)',
   options: scoringOptions,
   start: async (options) => (await import('./server.ts')).startScoring(options),
-  subcommands: { score: scoreCommand, keys: keysCommand },
+  subcommands: { score: scoreCommand, request: requestCommand, keys: keysCommand },
 });
 
 export const scoringFrontend = defineComponent({

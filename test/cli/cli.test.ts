@@ -8,8 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
-import { kebab } from '../../src/common/config.ts';
 import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { anyFreePortFlags, originsByComponent } from '../helpers/up.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -115,15 +115,6 @@ test('CLI: offcloud ca prints the CA file and how clients trust it', async (t) =
   assert.match(ca.stdout, /--cacert/);
 });
 
-/** Every listening-port option of every component set to 0, as `offcloud up` flags. */
-function anyFreePortFlags(): string[] {
-  return components.flatMap((c) =>
-    Object.entries(c.options)
-      .filter(([key, spec]) => spec.type === 'integer' && /^(port|.*Port)$/.test(key))
-      .flatMap(([key]) => [`--${c.name}-${kebab(key)}`, '0']),
-  );
-}
-
 test('CLI: offcloud up starts every component, prints one table, /health answers on each, SIGTERM stops all within 5 s', async (t) => {
   const dataDir = await tempDataDir(t);
   const run = offcloud(['up', '--data-dir', dataDir, '--log-level', 'warn', ...anyFreePortFlags()]);
@@ -138,17 +129,7 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
   const caPath = join(dataDir, 'ca', 'ca.crt');
   const agent = new Agent({ connect: { ca: await readFile(caPath, 'utf8') } });
   t.after(() => agent.close());
-  // Rows belong to the component named in the first column until the next name.
-  const originsByComponent = new Map<string, Set<string>>();
-  let current = '';
-  for (const line of table.split('\n').slice(2)) {
-    const name = /^(\S+)\s/.exec(line)?.[1];
-    if (name) current = name;
-    const set = originsByComponent.get(current) ?? new Set<string>();
-    for (const m of line.matchAll(/\bhttps?:\/\/127\.0\.0\.1:\d+/g)) set.add(m[0]);
-    originsByComponent.set(current, set);
-  }
-  for (const [name, origins] of originsByComponent) {
+  for (const [name, origins] of originsByComponent(table)) {
     if (!origins.size) continue;
     const statuses: string[] = [];
     for (const origin of origins) {
@@ -163,4 +144,10 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
   const [code] = await once(run.child, 'exit');
   assert.equal(code, 0);
   assert.ok(Date.now() - started < 5000, `stopped in ${Date.now() - started} ms`);
+});
+
+test('CLI: offcloud env with no up running on the data dir says so and how to start it', async (t) => {
+  const env = await exitOf(['env', '--data-dir', await tempDataDir(t)]);
+  assert.equal(env.code, 1);
+  assert.match(env.stderr, /no offcloud up is running on the data dir .*; start it with `npx offcloud up`/);
 });

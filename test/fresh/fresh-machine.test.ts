@@ -1,0 +1,151 @@
+/**
+ * A fresh machine: the package as a user gets it (`npm pack`, unpacked into a
+ * temporary folder with no ../shared anywhere above it, its dependencies the
+ * project's node_modules), started the way the README says (`npx offcloud up`,
+ * here on free ports). Every component answers, every shell block of the
+ * README runs as pasted against it, and SIGTERM to npx's PID leaves no server
+ * behind. Then the same package with one model file removed: up starts the
+ * rest and names the missing file and the command that fixes it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { Metadata } from '@grpc/grpc-js';
+import { Agent, request } from 'undici';
+import { PACKAGE_ROOT } from '../../src/common/models.ts';
+import { components } from '../../src/components.ts';
+import { devSvcClient } from '../../src/devices/proto.ts';
+import { FACE_DETECTOR } from '../../src/models/catalogue.ts';
+import { debianProgram, LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { anyFreePortFlags, originsByComponent } from '../helpers/up.ts';
+import { portrait } from '../face/images.ts';
+
+const run = promisify(execFile);
+const START_TIMEOUT_MS = 240_000;
+
+/** `npm pack` of this checkout, unpacked as <app>/node_modules/offcloud with the project's dependencies and a .bin link, as npm installs it. */
+async function installFromTarball(t: { after(fn: () => unknown): void; diagnostic(message: string): void }): Promise<string> {
+  const root = await tempDataDir(t);
+  for (let dir = root; dir !== dirname(dir); dir = dirname(dir)) assert.ok(!existsSync(join(dir, 'shared')), `no shared/ beside ${dir}`);
+  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', root], { cwd: PACKAGE_ROOT });
+  const tarball = join(root, stdout.trim().split('\n').pop()!);
+  t.diagnostic(`npm pack: ${(await stat(tarball)).size} bytes`);
+  const app = join(root, 'app');
+  await mkdir(join(app, 'node_modules', '.bin'), { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', join(app, 'node_modules')]);
+  const installed = join(app, 'node_modules', 'offcloud');
+  await rename(join(app, 'node_modules', 'package'), installed);
+  await symlink(resolve(PACKAGE_ROOT, 'node_modules'), join(installed, 'node_modules'));
+  await symlink('../offcloud/bin/offcloud.js', join(app, 'node_modules', '.bin', 'offcloud'));
+  await writeFile(join(app, 'photo.jpg'), await portrait());
+  return app;
+}
+
+/** `npx offcloud up` in the app folder, data dir ./.offcloud as the README has it; resolves once the table is printed. */
+async function startUp(t: { after(fn: () => unknown): void }, app: string, extra: string[] = []) {
+  const npx = spawn('npx', ['offcloud', 'up', '--log-level', 'warn', ...anyFreePortFlags(), ...extra], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdout = new LineWatcher(npx.stdout);
+  const stderr = new LineWatcher(npx.stderr);
+  const exited = once(npx, 'exit');
+  t.after(() => npx.kill('SIGKILL'));
+  await Promise.race([
+    stdout.waitFor(/^CA file/, START_TIMEOUT_MS),
+    exited.then(([code]) => Promise.reject(new Error(`npx offcloud up exited with ${String(code)} before its table:\n${stderr.text.slice(-3000)}`))),
+  ]);
+  const state = JSON.parse(await readFile(join(app, '.offcloud', 'up.json'), 'utf8')) as { pid: number };
+  // The server is npx's grandchild: make sure it goes even if the test fails before its own SIGTERM.
+  t.after(() => {
+    try {
+      process.kill(state.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  });
+  return { npx, exited, table: stdout.text, serverPid: state.pid, stderr };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The README's ```sh blocks but the first (the install-and-start one this test did). */
+async function readmeBlocks(): Promise<string[]> {
+  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+  assert.match(blocks[0]!, /npx offcloud up/);
+  return blocks.slice(1);
+}
+
+test('fresh machine: the packed package starts all components with npx offcloud up; every README block runs; SIGTERM to npx leaves no server', { timeout: 600_000 }, async (t) => {
+  debianProgram('mosquitto-clients', '/usr/bin/mosquitto_pub');
+  const app = await installFromTarball(t);
+  const up = await startUp(t, app);
+  for (const c of components) assert.match(up.table, new RegExp(`^${c.name}\\s`, 'm'), `${c.name} is in the table`);
+  assert.doesNotMatch(up.table, /NOT STARTED/);
+  const tooWide = up.table.split('\n').filter((line) => line.length > 100);
+  assert.deepEqual(tooWide, [], 'the table fits 100 columns');
+
+  const agent = new Agent({ connect: { ca: await readFile(join(app, '.offcloud', 'ca', 'ca.crt'), 'utf8') } });
+  t.after(() => agent.close());
+  for (const [name, origins] of originsByComponent(up.table)) {
+    if (!origins.size) continue;
+    const statuses: string[] = [];
+    for (const origin of origins) {
+      const response = await request(`${origin}/health`, { dispatcher: agent });
+      await response.body.dump();
+      statuses.push(`${origin} ${response.statusCode}`);
+    }
+    assert.ok(statuses.some((s) => s.endsWith(' 200')), `${name}: /health on one of its URLs (${statuses.join(', ')})`);
+  }
+  // The gRPC listener answers a DevSvc call (MQTT: the README's mosquitto_pub block below).
+  const grpc = /grpc:\/\/(127\.0\.0\.1:\d+)/.exec(up.table)![1]!;
+  const client = devSvcClient(grpc);
+  const device = await new Promise<unknown>((done, fail) => client.Get({ name: 'sensor-1' }, new Metadata(), { deadline: Date.now() + 20_000 }, (err, answer) => (err ? fail(err) : done(answer))));
+  client.close();
+  assert.ok(device && typeof device === 'object' && 'active' in device);
+
+  // Each block as pasted, in the app folder; curl fails on any answer outside 2xx.
+  for (const [i, block] of (await readmeBlocks()).entries()) {
+    const script = `set -euo pipefail\ncurl() { command curl --fail-with-body --max-time 60 "$@"; }\n${block}`;
+    const result = spawnSync('bash', ['-c', script], { cwd: app, encoding: 'utf8', timeout: 180_000 });
+    assert.equal(result.status, 0, `README shell block ${i + 2} failed (exit ${result.status}):\n${block}\nstdout: ${result.stdout.slice(-1500)}\nstderr: ${result.stderr.slice(-1500)}`);
+  }
+
+  // SIGTERM to the npx process (npm) itself: the server notices its parent is gone and closes.
+  up.npx.kill('SIGTERM');
+  await up.exited;
+  for (let waited = 0; alive(up.serverPid) && waited < 30_000; waited += 200) await new Promise((done) => setTimeout(done, 200));
+  assert.equal(alive(up.serverPid), false, `the server (pid ${up.serverPid}) is gone after SIGTERM to npx (pid ${up.npx.pid})`);
+  assert.equal(existsSync(join(app, '.offcloud', 'up.json')), false, 'a clean close removes up.json');
+});
+
+test('fresh machine: with a model file missing, up starts the rest and names the file and the fix; --strict exits 1', { timeout: 600_000 }, async (t) => {
+  const app = await installFromTarball(t);
+  await rm(join(app, 'node_modules', 'offcloud', 'models', FACE_DETECTOR.relativePath));
+  const up = await startUp(t, app);
+  const faceBlock = up.table.slice(up.table.search(/^face\s/m));
+  assert.match(faceBlock, /^face\s+NOT STARTED/);
+  assert.match(faceBlock.replace(/\n\s+/g, ' '), /reason: model face-ultralight-rfb\/version-RFB-640\.onnx not found .*fix: offcloud models pull face-ultralight-rfb, then start again/);
+  for (const c of components.filter((c) => c.name !== 'face')) assert.match(up.table, new RegExp(`^${c.name}\\s+(?!NOT STARTED)`, 'm'), `${c.name} started`);
+  const calculator = /http:\/\/127\.0\.0\.1:\d+(?=\/add)/.exec(up.table)![0];
+  assert.equal((await request(`${calculator}/add/2/3`)).statusCode, 200);
+  up.npx.kill('SIGTERM');
+  await up.exited;
+
+  const strict = spawn('npx', ['offcloud', 'up', '--strict', '--log-level', 'warn', '--data-dir', join(app, 'strict'), ...anyFreePortFlags()], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => strict.kill('SIGKILL'));
+  const stderr = new LineWatcher(strict.stderr);
+  const [code] = await once(strict, 'exit');
+  assert.equal(code, 1, stderr.text);
+  assert.match(stderr.text, /version-RFB-640\.onnx not found/);
+});

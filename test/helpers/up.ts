@@ -1,0 +1,26 @@
+/** Helpers for tests that run `offcloud up`: free ports for every listener, and reading its table. */
+import { components } from '../../src/components.ts';
+import { kebab } from '../../src/common/config.ts';
+
+/** Every listening-port option of every component set to 0, as `offcloud up` flags. */
+export function anyFreePortFlags(): string[] {
+  return components.flatMap((c) =>
+    Object.entries(c.options)
+      .filter(([key, spec]) => spec.type === 'integer' && /^(port|.*Port)$/.test(key))
+      .flatMap(([key]) => [`--${c.name}-${kebab(key)}`, '0']),
+  );
+}
+
+/** The HTTP(S) origins in up's table, by component: rows belong to the component named in the first column until the next name. */
+export function originsByComponent(table: string): Map<string, Set<string>> {
+  const origins = new Map<string, Set<string>>();
+  let current = '';
+  for (const line of table.split('\n').slice(2)) {
+    const name = /^(\S+)\s/.exec(line)?.[1];
+    if (name) current = name;
+    const set = origins.get(current) ?? new Set<string>();
+    for (const m of line.matchAll(/\bhttps?:\/\/127\.0\.0\.1:\d+/g)) set.add(m[0]);
+    origins.set(current, set);
+  }
+  return origins;
+}
