@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// `npm test`: installs what the suite needs (npm packages, Debian packages),
-// then runs every test/**/*.test.ts with node:test through tsx.
+// `npm test`: runs every test/**/*.test.ts with node:test through tsx;
 // `npm test -- test/calculator` runs one folder (or file) instead.
+// What the suites need installed comes first, from `npm run setup`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 
@@ -13,32 +13,6 @@ process.chdir(root);
 function run(command, args, options = {}) {
   const result = spawnSync(command, args, { stdio: 'inherit', ...options });
   return result.status ?? 1;
-}
-
-// npm packages: a clean clone has none yet.
-if (!existsSync('node_modules/.package-lock.json')) {
-  console.log('test: installing npm packages (npm ci)');
-  if (run('npm', ['ci']) !== 0) process.exit(1);
-}
-
-// Debian packages the suites start on loopback (redis-server, etcd, …).
-const wanted = readFileSync('scripts/debian-packages.txt', 'utf8')
-  .split('\n')
-  .map((line) => line.replace(/#.*/, '').trim())
-  .filter(Boolean)
-  .map((line) => line.split(/\s+/));
-const missing = [...new Set(wanted.filter(([, file]) => !existsSync(file)).map(([pkg]) => pkg))];
-if (missing.length) {
-  if (process.getuid?.() === 0) {
-    console.log(`test: installing Debian packages: ${missing.join(' ')}`);
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const install = () => run('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { env });
-    if (install() !== 0 && (run('apt-get', ['update'], { env }) !== 0 || install() !== 0)) {
-      console.error(`test: could not install ${missing.join(' ')}; the suites that need them will fail`);
-    }
-  } else {
-    console.error(`test: missing Debian packages (install them as root): ${missing.join(' ')}`);
-  }
 }
 
 function findTests(path) {
