@@ -93,7 +93,7 @@ export async function environment(state: UpState): Promise<[name: string, value:
   set('DEVICE_CONNECTION_STRING', device, hub ? 'the hub runs with no demo device' : notRunning('hub'));
   if (hub && device) {
     const fields = Object.fromEntries(device.split(';').map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
-    const { createSasToken } = await import('../hub/sas.ts');
+    const { createSasToken } = await import('../hub/domain/sas.ts');
     const resource = `${hub.exports.hubHostName}/devices/${fields.DeviceId}`;
     set('DEVICE_ID', fields.DeviceId, '');
     set('SAS_TOKEN', createSasToken(resource, fields.SharedAccessKey!, Math.floor(Date.now() / 1000) + SAS_LIFETIME_SECONDS), '');
