@@ -19,7 +19,7 @@ export default tseslint.config(
     // The console's page: plain ES modules that run in the browser.
     files: ['src/console/assets/**/*.js'],
     languageOptions: {
-      globals: { window: 'readonly', document: 'readonly', location: 'readonly', navigator: 'readonly', fetch: 'readonly', EventSource: 'readonly', FormData: 'readonly', URLSearchParams: 'readonly', TextDecoderStream: 'readonly', addEventListener: 'readonly', removeEventListener: 'readonly', AbortController: 'readonly' },
+      globals: { window: 'readonly', document: 'readonly', location: 'readonly', navigator: 'readonly', fetch: 'readonly', EventSource: 'readonly', FormData: 'readonly', URLSearchParams: 'readonly', TextDecoderStream: 'readonly', addEventListener: 'readonly', removeEventListener: 'readonly', AbortController: 'readonly', DataTransfer: 'readonly', File: 'readonly', createImageBitmap: 'readonly', URL: 'readonly' },
     },
   },
 );

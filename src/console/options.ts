@@ -31,6 +31,7 @@ export const consoleOptions = {
   faceUrl: text("the face container's origin"),
   scoringUrl: text("a scoring service's score URL on the front end (…/api/v1/service/<name>/score)"),
   scoringKey: text("that service's primary key"),
+  imagenetLabels: text('ImageNet class index JSON that names the scoring classes (default: imagenet-labels from the models folders)'),
   billingUrl: text("billing's origin"),
   devdataUrl: text("the device data service's origin (http://…:8081)"),
   devsvcAddress: text('host:port of a DevSvc replica (gRPC)'),

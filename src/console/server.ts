@@ -13,6 +13,7 @@ import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/c
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
+import { resolveModelFile } from '../common/models.ts';
 import { ConsoleAccess, SESSION_COOKIE } from './access.ts';
 import { loadAssets } from './assets.ts';
 import { BlobBrowser, blobName, openBlobService } from './blobs.ts';
@@ -73,6 +74,20 @@ function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: stri
         scriptsUrl: options.scriptsUrl,
       },
     };
+  });
+  app.get('/api/scoring/labels', async (_request, reply) => {
+    let path: string;
+    try {
+      path = resolveModelFile({
+        relativePath: 'imagenet-labels/imagenet_class_index.json',
+        explicit: options.imagenetLabels,
+        dataDir: options.dataDir,
+        option: { component: 'console', flag: 'imagenet-labels' },
+      });
+    } catch {
+      throw new NotConfiguredError('the ImageNet class index', 'imagenet-labels');
+    }
+    return reply.type('application/json').send(await readFile(path));
   });
   app.get('/api/ca.crt', async (_request, reply) => {
     const pem = await readFile(required(caFile, 'a CA file', 'ca-file'));

@@ -36,6 +36,8 @@ export function createDispatcher(caFile: string): Dispatcher {
 /** `base` + `path` + `search`, refusing a path that climbs out of `base` (`..`, encoded or not). */
 export function resolveUnder(base: string, path: string, search = ''): URL {
   const root = new URL(base);
+  // An empty path is the base itself (a score URL is the whole endpoint).
+  if (!path) return new URL(search, root);
   const prefix = root.pathname.endsWith('/') ? root.pathname : `${root.pathname}/`;
   const url = new URL(`${prefix}${path.replace(/^\/+/, '')}${search}`, root);
   if (url.origin !== root.origin || !url.pathname.startsWith(prefix) || /%2e|%2f|%5c|\\/i.test(path)) {

@@ -14,6 +14,7 @@ import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import type { Page } from 'playwright-core';
 import { request } from 'undici';
+import { fivePeople, portrait } from '../face/images.ts';
 import { Cleanup, launchBrowser, screenshot, startNamed, startStack } from './harness.ts';
 
 const { Client, Message } = deviceSdk;
@@ -234,6 +235,49 @@ test('scripts: a script run from the page streams its lines in order; a bad para
   await page.getByLabel(/Parameters/).fill('1x=2');
   await page.getByRole('button', { name: 'Run /hello (GET)' }).click();
   await page.getByRole('alert').filter({ hasText: /^400 · InvalidParameter/ }).waitFor();
+});
+
+test('models: a photo dropped on the face page shows as many rectangles as the face API returns; scoring shows the top 5; a text gets its sentiment', async () => {
+  const photo = await fivePeople();
+  const detect = await request(`${stack.started.get('face')!.urls[0]!.url}?returnFaceAttributes=age,gender`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: photo,
+  });
+  const expected = ((await detect.body.json()) as unknown[]).length;
+  assert.ok(expected > 0);
+  const page = await openPage('models');
+  // A drop as the browser makes it: a DataTransfer holding the file, dispatched on the drop zone.
+  const dataTransfer = await page.evaluateHandle((bytes) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([new Uint8Array(bytes)], 'five.jpg', { type: 'image/jpeg' }));
+    return transfer;
+  }, [...photo]);
+  await page.dispatchEvent('[data-drop="face-file"]', 'drop', { dataTransfer });
+  await page.getByRole('status').filter({ hasText: `${expected} faces found.` }).waitFor();
+  assert.equal(await page.locator('svg.faces rect.face').count(), expected);
+
+  await page.locator('#scoring-file').setInputFiles({ name: 'portrait.jpg', mimeType: 'image/jpeg', buffer: await portrait() });
+  const classes = page.getByRole('table', { name: 'top classes' });
+  await classes.waitFor();
+  const probabilities = await classes.locator('meter').evaluateAll((meters) => meters.map((m) => Number((m as HTMLMeterElement).value)));
+  assert.equal(probabilities.length, 5);
+  assert.deepEqual(probabilities, [...probabilities].sort((a, b) => b - a));
+  await page.getByRole('status').filter({ hasText: /^inference [\d.]+ ms/ }).waitFor();
+
+  await page.getByLabel('Text', { exact: true }).fill('What a wonderful, friendly and helpful team!');
+  await page.getByRole('button', { name: 'Score' }).click();
+  await page.getByLabel('sentiment score').waitFor();
+  assert.ok(Number(await page.getByLabel('sentiment score').getAttribute('value')) > 0.5);
+  await screenshot(page, 'models');
+
+  await page.getByLabel('Language').fill('xx');
+  await page.getByRole('button', { name: 'Score' }).click();
+  await page.getByRole('alert').filter({ hasText: /language/i }).waitFor();
+  await page.locator('#face-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a photo') });
+  await page.getByRole('alert').filter({ hasText: /^400 · InvalidImage/ }).waitFor();
+  await page.locator('#scoring-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a photo') });
+  await page.getByRole('alert').filter({ hasText: 'notes.txt is not an image the browser can read' }).waitFor();
 });
 
 test('the console API refuses calls from other sites, paths out of a component, and answers bad bodies in its own shape', async () => {

@@ -75,6 +75,11 @@ export async function startStack(cleanup: Cleanup, scripts: Record<string, strin
   await startNamed(cleanup, 'storage', started, common);
   await startNamed(cleanup, 'scripts', started, { ...common, scriptsDir });
   await startNamed(cleanup, 'hub', started, { ...common, restPort: 0 });
+  await startNamed(cleanup, 'billing', started, common);
+  await startNamed(cleanup, 'sentiment', started, common);
+  await startNamed(cleanup, 'face', started, { ...common, workers: 1 });
+  await startNamed(cleanup, 'scoring', started, common);
+  await startNamed(cleanup, 'scoring-frontend', started, common);
   const running = await startNamed(cleanup, 'console', started, { ...common, ...consoleOptions });
   return { dataDir, caPath: caCertPath, started, console: running, base: running.urls[0]!.url.replace(/\/$/, '') };
 }
