@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { startUsers } from '../../src/users/server.ts';
-import { echoBackend, gatewayWith } from './helpers.ts';
+import { echoBackend, errorsOf, gatewayWith, loadDoc } from './helpers.ts';
 
 /** Sends raw bytes and returns everything the server wrote before closing (or until `until` shows up). */
 function raw(url: string, bytes: string, until?: RegExp): Promise<string> {
@@ -88,6 +88,30 @@ test('slowloris: a client that never finishes its headers gets 408 after the hea
   assert.equal(statusOf(answer), 408);
   assert.match(answer, /"message":"Request timeout"/);
   await alive();
+});
+
+test('a regex route with nested quantifiers cannot be made to stall the gateway: the hostile path gets its 404, others are served', { timeout: 60_000 }, async (t) => {
+  // Issue 19 row 3: on a backtracking engine this one request took minutes and every other request waited.
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, { _format_version: '3.0', services: [{ name: 's', url: backend.url, routes: [{ paths: ['~/files/(a+)+$', '/ok'] }] }] });
+  const hostile = raw(gw.proxy, `GET /files/${'a'.repeat(5000)}! HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+  const meanwhile = await request(`${gw.proxy}/ok`);
+  assert.equal(meanwhile.statusCode, 200);
+  await meanwhile.body.dump();
+  assert.equal(statusOf(await hostile), 404);
+  const matching = await request(`${gw.proxy}/files/aaa`);
+  assert.equal(matching.statusCode, 200, 'the route itself still matches');
+  await matching.body.dump();
+});
+
+test('regex paths RE2 cannot run in linear time (lookaround, backreferences) are refused when the file loads', () => {
+  const base = (path: string) => ({ _format_version: '3.0', services: [{ name: 's', url: 'http://h', routes: [{ paths: [path] }] }] });
+  for (const path of ['~/a(?=b)', '~/(a)\\1', '~/a(?<!b)']) {
+    const errors = errorsOf(base(path));
+    assert.equal(errors.length, 1, path);
+    assert.match(errors[0]!, /^services\[0\]\.routes\[0\]\.paths\[0\]: invalid regex: /, path);
+  }
+  assert.equal(loadDoc(base('~/ok/(?<id>\\d+)$')).candidates.length, 1, 'named groups are RE2 syntax too');
 });
 
 test('admin API: broken JSON, wrong shapes, oversized and odd paths get Kong-style errors; the configuration stays', async (t) => {

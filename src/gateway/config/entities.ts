@@ -4,6 +4,7 @@
  * gateway does not act on are refused by name rather than silently ignored.
  */
 import { isIP } from 'node:net';
+import { compileRoutePattern } from './route-regex.ts';
 import { unsupported, type ArrayField, type Field, type IntegerField, type NumberField, type StringField } from './schema.ts';
 
 const MAX_TIMEOUT = 2 ** 31 - 2;
@@ -58,8 +59,10 @@ const pathField: StringField = {
   type: 'string',
   check: (v) => {
     if (v.startsWith('~')) {
+      // JavaScript's syntax first (its messages are the clearer ones), then what RE2 can run in linear time.
       try {
         new RegExp(`^${v.slice(1)}`);
+        compileRoutePattern(v.slice(1));
       } catch (err) {
         return `invalid regex: ${(err as Error).message}`;
       }

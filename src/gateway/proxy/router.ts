@@ -4,6 +4,7 @@
  */
 import { GatewayError, MESSAGES } from '../errors.ts';
 import type { Route, Service } from '../config/model.ts';
+import { compileRoutePattern, type RoutePattern } from '../config/route-regex.ts';
 import type { PluginSlot } from '../plugins/types.ts';
 
 export interface RouteCandidate {
@@ -11,7 +12,7 @@ export interface RouteCandidate {
   service: Service;
   /** A plain prefix path, a regex path, or neither (the route has no paths). */
   prefix: string | null;
-  regex: RegExp | null;
+  regex: RoutePattern | null;
   methods: ReadonlySet<string> | null;
   hosts: { exact: ReadonlySet<string>; wildcards: RegExp[] } | null;
   headers: [string, ReadonlySet<string>][] | null;
@@ -97,7 +98,7 @@ export function compileRoutes(routes: { route: Route; service: Service; plugins:
     };
     const paths = route.paths?.length ? route.paths : [null];
     for (const path of paths) {
-      const regex = path?.startsWith('~') ? new RegExp(`^${path.slice(1)}`) : null;
+      const regex = path?.startsWith('~') ? compileRoutePattern(path.slice(1)) : null;
       rows.push({ candidate: { ...base, prefix: regex ? null : path, regex }, bits, order });
     }
   });
@@ -143,9 +144,9 @@ export function matchRoute(candidates: readonly RouteCandidate[], input: MatchIn
       return { candidate, matched: candidate.prefix };
     }
     if (candidate.regex) {
-      const found = candidate.regex.exec(input.path);
-      if (!found) continue;
-      return { candidate, matched: found[0] };
+      const matched = candidate.regex.matchedPrefix(input.path);
+      if (matched === null) continue;
+      return { candidate, matched };
     }
     return { candidate, matched: '/' };
   }
