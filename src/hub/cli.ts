@@ -11,7 +11,7 @@ import { UsageError } from '../common/errors.ts';
 import { DeviceHub } from './domain/hub.ts';
 import { connectionString, identityKey, parseIdentityKey } from './domain/registry.ts';
 import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
-import { HubError } from './errors.ts';
+import { HubError } from './domain/errors.ts';
 import { hubOptions } from './options.ts';
 
 const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';

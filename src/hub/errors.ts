@@ -1,40 +1,12 @@
 /**
- * The hub's one error type and its two wire forms: the twin/method response
+ * The hub's errors (domain/errors.ts) in their two wire forms: the twin/method response
  * body a device SDK understands (`{errorCode, message}`, never empty: an empty
  * error body crashes the Node SDK), and the REST body the service SDK parses
  * (`Message: "ErrorCode:<Name>;<text>"`).
  */
 import { randomUUID } from 'node:crypto';
-import { WireError } from '../common/errors.ts';
 import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
-
-/** Hub error codes: the numeric code carries the HTTP status in its first three digits. */
-export const HubErrorCodes = {
-  ArgumentInvalid: 400004,
-  MessageTooLarge: 413001,
-  IotHubUnauthorizedAccess: 401003,
-  DeviceMaximumQueueDepthExceeded: 403004,
-  DeviceNotFound: 404001,
-  ModuleNotFound: 404010,
-  DeviceNotOnline: 404103,
-  DeviceAlreadyExists: 409001,
-  ModuleAlreadyExistsOnDevice: 409301,
-  PreconditionFailed: 412002,
-  ServerError: 500001,
-  GatewayTimeout: 504101,
-} as const;
-export type HubErrorName = keyof typeof HubErrorCodes;
-
-export class HubError extends WireError {
-  declare readonly code: HubErrorName;
-  readonly errorCode: number;
-  constructor(code: HubErrorName, message: string) {
-    super(Math.floor(HubErrorCodes[code] / 1000), code, message);
-    this.errorCode = HubErrorCodes[code];
-  }
-}
-
-export const invalidArgument = (message: string) => new HubError('ArgumentInvalid', message);
+import { HubError } from './domain/errors.ts';
 
 /** Anything thrown that is not a HubError is an internal failure; its text stays in the log. */
 export function toHubError(err: unknown): HubError {

@@ -12,7 +12,8 @@ import { ServiceRefused, type DeviceHub } from './domain/hub.ts';
 import type { TelemetryMessage } from './domain/messages.ts';
 import { identityKey, validateId, type Identity } from './domain/registry.ts';
 import type { Right } from './domain/policies.ts';
-import { HubError, toWireError } from './errors.ts';
+import { HubError } from './domain/errors.ts';
+import { toWireError } from './errors.ts';
 
 export interface RestOptions {
   host: string;

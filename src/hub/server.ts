@@ -14,7 +14,7 @@ import { startRestApi } from './rest.ts';
 
 export type HubOptions = OptionValues<typeof hubOptions>;
 
-/** The device hub (§4.11): MQTT over TLS for devices, HTTPS REST for the cloud side. */
+/** The device hub (§4.11): MQTT over TLS and over WebSockets for devices, HTTPS REST for the cloud side. */
 export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
   const options = withDefaults(hubOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'hub');
@@ -31,7 +31,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   let rest;
   try {
     const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
-    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger, limits });
+    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, webSocketPort: options.webSocketPort, tls, logger, limits });
     rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger });
   } catch (err) {
     await mqtt?.close();
@@ -44,15 +44,16 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
   }
   credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`);
-  logger.info({ mqtt: mqtt.url, rest: rest.url }, 'hub listening');
+  logger.info({ mqtt: mqtt.url, webSocket: mqtt.webSocketUrl, rest: rest.url }, 'hub listening');
   return {
     urls: [
       { label: 'MQTT over TLS (devices)', url: mqtt.url },
       { label: 'REST (service, SAS iothubowner)', url: rest.url },
+      { label: 'MQTT over WebSockets (devices)', url: mqtt.webSocketUrl },
     ],
     credentials,
     caCertPath: tls.caCertPath,
-    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url },
+    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: mqtt.webSocketUrl },
     async close() {
       await Promise.allSettled([mqtt.close(), rest.app.close()]);
       await hub.close();

@@ -12,6 +12,8 @@ import { createSasToken } from '../../src/hub/domain/sas.ts';
 export interface TestHub {
   host: string;
   mqttPort: number;
+  /** MQTT over WebSockets (`wss://…/$iothub/websocket`). */
+  webSocketPort: number;
   restUrl: string;
   dataDir: string;
   ca: string;
@@ -57,9 +59,10 @@ export async function restClient(restUrl: string, ca: string, token: () => strin
 
 export async function startTestHub(t: TestContext | { after(fn: () => unknown): void }, given: Partial<HubOptions> = {}): Promise<TestHub> {
   const dataDir = given.dataDir ?? (await tempDataDir(t));
-  const running = await startHub({ ...quiet, restPort: 0, demoDevice: '', dataDir, ...given });
+  const running = await startHub({ ...quiet, restPort: 0, webSocketPort: 0, demoDevice: '', dataDir, ...given });
   const mqttPort = Number(new URL(running.urls[0]!.url).port);
   const restUrl = running.urls[1]!.url;
+  const webSocketPort = Number(new URL(running.urls[2]!.url).port);
   const caPath = running.caCertPath!;
   const ca = await readFile(caPath, 'utf8');
   const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(running.credentials!.join('\n'))![1]!;
@@ -69,6 +72,7 @@ export async function startTestHub(t: TestContext | { after(fn: () => unknown): 
   const hub: TestHub = {
     host,
     mqttPort,
+    webSocketPort,
     restUrl,
     dataDir,
     ca,
@@ -196,6 +200,7 @@ export async function spawnHub(options: Partial<HubOptions> & { dataDir: string 
     hub: {
       host,
       mqttPort,
+      webSocketPort: Number(new URL(started.urls[2]!.url).port),
       restUrl,
       dataDir: options.dataDir,
       ca,

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { HubError, invalidArgument } from '../errors.ts';
+import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
 import { C2dDelivery } from './c2d.ts';
 import { createC2dMessage, describeBody, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';

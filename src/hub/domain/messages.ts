@@ -5,7 +5,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { invalidArgument, HubError } from '../errors.ts';
+import { invalidArgument, HubError } from './errors.ts';
 import { encodeUriComponentStrict } from './sas.ts';
 
 /** System property keys of the bag and their names in our JSON. */

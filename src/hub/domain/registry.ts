@@ -4,7 +4,7 @@
  * storage is the store's job.
  */
 import { randomBytes } from 'node:crypto';
-import { HubError, invalidArgument } from '../errors.ts';
+import { HubError, invalidArgument } from './errors.ts';
 import { generateKey } from './sas.ts';
 import { NEVER, newTwin, type Twin } from './twin.ts';
 

@@ -4,7 +4,8 @@
  * member), and the document limits of the real hub. Every check runs before
  * anything changes, so a rejected patch leaves the twin as it was.
  */
-import { invalidArgument } from '../errors.ts';
+import { DEFAULT_TWIN_MAX_DEPTH } from '../defaults.ts';
+import { invalidArgument } from './errors.ts';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
@@ -34,7 +35,7 @@ export interface TwinLimits {
 }
 
 export const DEFAULT_TWIN_LIMITS: TwinLimits = {
-  maxDepth: 10,
+  maxDepth: DEFAULT_TWIN_MAX_DEPTH,
   maxSectionBytes: 32 * 1024,
   maxTagsBytes: 8 * 1024,
   maxKeyBytes: 1024,

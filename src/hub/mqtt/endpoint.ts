@@ -1,11 +1,11 @@
 /**
- * The device endpoint: MQTT 3.1.1 over TLS (§4.11, R-TWIN-1) on aedes, one
- * file per protocol verb beside this one. The hub is not a broker: nothing a
+ * The device endpoint: MQTT 3.1.1 over TLS (§4.11, R-TWIN-1), and over
+ * WebSockets, on aedes, one file per protocol verb beside this one. The hub is not a broker: nothing a
  * device publishes is routed to other devices; each device publish is
  * answered, and everything sent to a device goes to that one client.
  */
-import { createServer, type Server } from 'node:tls';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer } from 'node:tls';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { Aedes } from 'aedes';
 import type { Logger } from 'pino';
 import { UnusedConnections } from '../../common/connections.ts';
@@ -19,10 +19,13 @@ import { capPacketSize, type ClientLimits } from './limits.ts';
 import { authorizePublish } from './publish.ts';
 import { Sessions, type EndpointContext } from './session.ts';
 import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
+import { createWebSocketListener, WEBSOCKET_PATH } from './websocket.ts';
 
 export interface MqttEndpointOptions {
   host: string;
   port: number;
+  /** MQTT over WebSockets (`/$iothub/websocket`). */
+  webSocketPort: number;
   tls: TlsMaterial;
   logger: Logger;
   limits: ClientLimits;
@@ -31,7 +34,16 @@ export interface MqttEndpointOptions {
 export interface MqttEndpoint {
   url: string;
   port: number;
+  webSocketUrl: string;
   close(): Promise<void>;
+}
+
+async function listenOn(server: Server, host: string, port: number, portKey: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(translateListenError(err, { host, port, component: 'hub', portKey })));
+    server.listen(port, host, () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
 }
 
 export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOptions): Promise<MqttEndpoint> {
@@ -51,7 +63,7 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   broker.on('clientDisconnect', (client) => onClientDisconnect(context, client));
   broker.on('clientError', (client, err) => logger.debug({ clientId: client.id?.slice(0, 256), err: err.message }, 'device connection error'));
 
-  const server: Server = createServer(
+  const server = createServer(
     { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs },
     (socket) => capPacketSize(broker.handle(socket), limits),
   );
@@ -65,22 +77,32 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   // The broker ends the devices it accepted on close; these are the others.
   const unused = new UnusedConnections(server);
   broker.on('client', (client) => unused.used(client.conn as Socket));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(translateListenError(err, { host: options.host, port: options.port, component: 'hub' })));
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const webSocket = createWebSocketListener((stream, request) => capPacketSize(broker.handle(stream, request), limits), options);
+  const servers: Server[] = [server, webSocket.server];
+  const closeServers = () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  let port: number;
+  let webSocketPort: number;
+  try {
+    port = await listenOn(server, options.host, options.port, 'port');
+    webSocketPort = await listenOn(webSocket.server, options.host, options.webSocketPort, 'webSocketPort');
+  } catch (err) {
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+    await closeServers();
+    throw err;
+  }
   return {
     url: `mqtts://${formatHost(options.host)}:${port}`,
     port,
+    webSocketUrl: `wss://${formatHost(options.host)}:${webSocketPort}${WEBSOCKET_PATH}`,
     async close() {
       // Presence is shared in scale-out: a replica that shuts down says its devices are gone.
       await Promise.allSettled(context.sessions.all().map((s) => hub.deviceDisconnected(s.key, s.connectionId)));
       // No new connection after this, so none is left out of the ones ended below.
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      const stopped = closeServers();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       // Connections mid-TLS-handshake or without an accepted CONNECT: the broker does not know them.
       unused.destroy();
+      webSocket.destroyUnused();
       await stopped;
     },
   };

@@ -4,6 +4,7 @@
  * A connection over a limit is closed; every other device keeps being served.
  */
 import type { Client } from 'aedes';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from '../defaults.ts';
 import { MAX_TELEMETRY_BYTES } from '../domain/messages.ts';
 
 export interface ClientLimits {
@@ -16,7 +17,7 @@ export interface ClientLimits {
 }
 
 export const DEFAULT_CLIENT_LIMITS: ClientLimits = {
-  connectTimeoutMs: 10_000,
+  connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
   maxPacketBytesBeforeConnect: 16 * 1024,
   // The real hub's 256 KB message, plus a QoS 1 PUBLISH's own fields (topic length, packet id);
   // the topic counts towards the 256 KB, checked again when the message is recorded.

@@ -5,7 +5,8 @@
  * response body the device SDK reads, never empty.
  */
 import type { JsonObject } from '../domain/twin.ts';
-import { deviceErrorBody, HubError, toHubError } from '../errors.ts';
+import { HubError } from '../domain/errors.ts';
+import { deviceErrorBody, toHubError } from '../errors.ts';
 import type { DeviceSession, EndpointContext } from './session.ts';
 import { desiredPatchTopic, twinResponseTopic } from './topics.ts';
 
