@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpsAgent } from 'node:https';
-import { after, test } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { BlobServiceClient, type StoragePipelineOptions } from '@azure/storage-blob';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
@@ -35,11 +35,15 @@ function printed(component: string, pattern: RegExp): string {
   throw new Error(`${component} printed no line matching ${pattern}`);
 }
 
-async function openPage(name: string): Promise<Page> {
+/**
+ * A page closed when its test ends: Chromium keeps at most 6 connections to
+ * one origin, and each open hub page holds one for its event stream.
+ */
+async function openPage(t: TestContext, name: string): Promise<Page> {
   const page = await browser.newPage();
   const problems: string[] = [];
   page.on('pageerror', (err) => problems.push(err.message));
-  cleanup.add(async () => {
+  t.after(async () => {
     await page.close();
     assert.deepEqual(problems, [], `script errors on the ${name} page`);
   });
@@ -48,16 +52,17 @@ async function openPage(name: string): Promise<Page> {
   return page;
 }
 
-async function openDevice() {
+/** The demo device through the vendor SDK, closed when its test ends (a second connection would take the first's place). */
+async function openDevice(t: TestContext) {
   const client = Client.fromConnectionString(printed('hub', /^device demo-device: (HostName=.*)$/), mqttTransport.Mqtt);
   await client.setOptions({ ca });
   await client.open();
-  cleanup.add(() => client.close());
+  t.after(() => client.close());
   return client;
 }
 
-test('the overview lists every component with its health, URLs and keys, and serves the CA file', async () => {
-  const page = await openPage('overview');
+test('the overview lists every component with its health, URLs and keys, and serves the CA file', async (t) => {
+  const page = await openPage(t, 'overview');
   for (const name of ['hub', 'storage', 'identity', 'gateway', 'scripts', 'calculator']) {
     await page.locator('section', { has: page.locator(`h2:text-is("${name}")`) }).locator('.probe-up').first().waitFor();
   }
@@ -75,8 +80,8 @@ test('the overview lists every component with its health, URLs and keys, and ser
   await screenshot(page, 'overview-phone');
 });
 
-test('the pages are reachable from the keyboard alone', async () => {
-  const page = await openPage('overview');
+test('the pages are reachable from the keyboard alone', async (t) => {
+  const page = await openPage(t, 'overview');
   await page.keyboard.press('Tab'); // the skip link
   await page.keyboard.press('Tab'); // Overview
   await page.keyboard.press('Tab'); // Device hub
@@ -84,9 +89,9 @@ test('the pages are reachable from the keyboard alone', async () => {
   await page.waitForSelector('main[data-page="hub"]');
 });
 
-test('hub: telemetry sent by the vendor device SDK appears on the page within a second, with its properties', async () => {
-  const device = await openDevice();
-  const page = await openPage('hub');
+test('hub: telemetry sent by the vendor device SDK appears on the page within a second, with its properties', async (t) => {
+  const device = await openDevice(t);
+  const page = await openPage(t, 'hub');
   await page.waitForSelector('ol.telemetry[data-following="true"]', { state: 'attached' });
   const message = new Message(JSON.stringify({ temperature: 23.25, unique: 'from-the-sdk' }));
   message.properties.add('alert', 'high');
@@ -99,8 +104,8 @@ test('hub: telemetry sent by the vendor device SDK appears on the page within a 
   await screenshot(page, 'hub');
 });
 
-test('hub: a desired property edited in the page reaches the device, a C2D message and a direct method too', async () => {
-  const device = await openDevice();
+test('hub: a desired property edited in the page reaches the device, a C2D message and a direct method too', async (t) => {
+  const device = await openDevice(t);
   const twin = await device.getTwin();
   const desired = new Promise<Record<string, unknown>>((resolve) => {
     twin.on('properties.desired', (patch: Record<string, unknown>) => {
@@ -111,7 +116,7 @@ test('hub: a desired property edited in the page reaches the device, a C2D messa
   device.onDeviceMethod('reboot', (methodRequest, response) => {
     response.send(200, { rebooting: true, delay: (methodRequest.payload as { delay: number }).delay }, () => {});
   });
-  const page = await openPage('hub');
+  const page = await openPage(t, 'hub');
   await page.getByRole('button', { name: 'open demo-device' }).click();
 
   await page.getByLabel(/Desired properties to merge/).fill('{"interval": 42}');
@@ -134,8 +139,8 @@ test('hub: a desired property edited in the page reaches the device, a C2D messa
   assert.match(await page.locator('form[aria-label="invoke a direct method"]').textContent() ?? '', /"rebooting": true/);
 });
 
-test('hub: bad input in its forms shows the reason, the hub\'s own message when the hub refuses', async () => {
-  const page = await openPage('hub');
+test('hub: bad input in its forms shows the reason, the hub\'s own message when the hub refuses', async (t) => {
+  const page = await openPage(t, 'hub');
   await page.getByRole('button', { name: 'open demo-device' }).click();
   await page.getByLabel(/Desired properties to merge/).fill('{not json');
   await page.getByRole('button', { name: 'Update desired' }).click();
@@ -155,8 +160,8 @@ function blobService(): BlobServiceClient {
   return BlobServiceClient.fromConnectionString(printed('storage', /^connection string: (.*)$/), { agent } as StoragePipelineOptions);
 }
 
-test('storage: a container made and a blob uploaded in the page are read back by the storage SDK; a bad name shows storage\'s message', async () => {
-  const page = await openPage('storage');
+test('storage: a container made and a blob uploaded in the page are read back by the storage SDK; a bad name shows storage\'s message', async (t) => {
+  const page = await openPage(t, 'storage');
   await page.getByLabel('New container').fill('photos');
   await page.getByRole('button', { name: 'Create' }).click();
   await page.getByText('Blobs in photos').waitFor();
@@ -182,14 +187,14 @@ test('storage: a container made and a blob uploaded in the page are read back by
   assert.equal(await blob.exists(), false);
 });
 
-test('identity: a token got in one click verifies against the JWKS; a changed one does not, and says why', async () => {
-  const page = await openPage('identity');
+test('identity: a token got in one click verifies against the JWKS; a changed one does not, and says why', async (t) => {
+  const page = await openPage(t, 'identity');
   await page.getByRole('table', { name: 'clients' }).waitFor();
   await page.getByLabel('Client secret').fill('wrong secret');
   await page.getByRole('button', { name: 'Get token' }).click();
   await page.getByRole('alert').filter({ hasText: 'invalid_client' }).waitFor();
 
-  await page.getByLabel('Client secret').fill(printed('identity', /^demo client \S+ secret (\S+)/));
+  await page.getByLabel('Client secret').fill(stack.started.get('identity')!.exports!.demoClientSecret!);
   await page.getByRole('button', { name: 'Get token' }).click();
   await page.getByText('Token issued').waitFor();
   await page.getByRole('button', { name: 'Decode and verify' }).click();
@@ -210,8 +215,8 @@ test('identity: a token got in one click verifies against the JWKS; a changed on
   await page.getByRole('alert').filter({ hasText: /^400 · InvalidInput: not a JWT/ }).waitFor();
 });
 
-test('gateway: services, routes, consumers and plugins from the admin API', async () => {
-  const page = await openPage('gateway');
+test('gateway: services, routes, consumers and plugins from the admin API', async (t) => {
+  const page = await openPage(t, 'gateway');
   await page.getByRole('heading', { name: 'routes (3)' }).waitFor();
   for (const name of ['users', 'calculator', 'calc-v1-add', 'demo', 'key-auth', 'rate-limiting']) {
     assert.ok(await page.getByText(name, { exact: true }).count() > 0, name);
@@ -219,8 +224,8 @@ test('gateway: services, routes, consumers and plugins from the admin API', asyn
   await screenshot(page, 'gateway');
 });
 
-test('scripts: a script run from the page streams its lines in order; a bad parameter shows the server\'s message', async () => {
-  const page = await openPage('scripts');
+test('scripts: a script run from the page streams its lines in order; a bad parameter shows the server\'s message', async (t) => {
+  const page = await openPage(t, 'scripts');
   await page.getByRole('button', { name: 'open /hello' }).click();
   await page.getByLabel(/Parameters/).fill('name=console');
   await page.getByRole('button', { name: 'Run /hello (GET)' }).click();
@@ -237,7 +242,7 @@ test('scripts: a script run from the page streams its lines in order; a bad para
   await page.getByRole('alert').filter({ hasText: /^400 · InvalidParameter/ }).waitFor();
 });
 
-test('models: a photo dropped on the face page shows as many rectangles as the face API returns; scoring shows the top 5; a text gets its sentiment', async () => {
+test('models: a photo dropped on the face page shows as many rectangles as the face API returns; scoring shows the top 5; a text gets its sentiment', async (t) => {
   const photo = await fivePeople();
   const detect = await request(`${stack.started.get('face')!.urls[0]!.url}?returnFaceAttributes=age,gender`, {
     method: 'POST',
@@ -246,7 +251,7 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
   });
   const expected = ((await detect.body.json()) as unknown[]).length;
   assert.ok(expected > 0);
-  const page = await openPage('models');
+  const page = await openPage(t, 'models');
   // A drop as the browser makes it: a DataTransfer holding the file, dispatched on the drop zone.
   const dataTransfer = await page.evaluateHandle((bytes) => {
     const transfer = new DataTransfer();
@@ -301,7 +306,7 @@ test('the console API refuses calls from other sites, paths out of a component, 
   assert.equal((await call('/api/overview')).statusCode, 200);
 });
 
-test('bound off loopback, the console wants its login token: a wrong one is refused, the right one opens it', async () => {
+test('bound off loopback, the console wants its login token: a wrong one is refused, the right one opens it', async (t) => {
   // 127.0.0.2 is this machine, but not a loopback address the console trusts without a login.
   const running = await startNamed(cleanup, 'console', new Map(stack.started), { host: '127.0.0.2', dataDir: stack.dataDir });
   const token = /^login token (\S+) \(shown once\)$/.exec(running.credentials![0]!)![1]!;
@@ -309,7 +314,7 @@ test('bound off loopback, the console wants its login token: a wrong one is refu
   assert.equal((await request(`${base}/api/overview`)).statusCode, 401);
 
   const page = await browser.newPage();
-  cleanup.add(() => page.close());
+  t.after(() => page.close());
   await page.goto(`${base}/`);
   await page.getByLabel(/Login token/).fill(`${token}x`);
   await page.getByRole('button', { name: 'Log in' }).click();
