@@ -16,6 +16,19 @@ export default tseslint.config(
     },
   },
   {
+    // Type-checked rules for the TypeScript sources: a promise nobody awaits or catches loses
+    // its error (an unhandled rejection ends the process), and a switch over a union must
+    // name every member, so a new member is a lint error where it is not handled.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // node:test's test()/describe() return promises the runner itself follows.
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite'] }] }],
+      // A default branch counts as handling the rest (it is there on purpose); a switch without one must list every member.
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+    },
+  },
+  {
     // The console's page: plain ES modules that run in the browser.
     files: ['src/console/assets/**/*.js'],
     languageOptions: {

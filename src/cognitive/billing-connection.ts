@@ -179,7 +179,14 @@ export class BillingConnection {
   #schedule(): void {
     if (this.#closed || this.#stoppedServing) return;
     this.#timer = setTimeout(() => {
-      this.report().finally(() => this.#schedule());
+      // report() catches network failures itself; anything else is logged, and the next cycle still comes.
+      this.report().then(
+        () => this.#schedule(),
+        (err: unknown) => {
+          this.options.logger.error({ err }, 'usage report failed');
+          this.#schedule();
+        },
+      );
     }, this.options.intervalMs);
     this.#timer.unref();
   }

@@ -53,6 +53,8 @@ export function toFaceApiError(error: unknown): FaceApiError {
       return badArgument('JSON parsing error.');
     case 'FST_ERR_CTP_EMPTY_TYPE':
       return invalidMediaType();
+    default:
+      break;
   }
   if ((error as { statusCode?: number }).statusCode === 400) return badArgument('Invalid request body.');
   return new FaceApiError(500, 'InternalServerError', 'An internal error occurred.');
