@@ -3,8 +3,7 @@
  * container turns into its billing status carries `{apiStatus,
  * apiStatusMessage}`; a malformed call gets `{error:{code,message}}`.
  */
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 import { API_STATUS_MESSAGES, type ApiStatus } from '../cognitive/protocol.ts';
 
 /** A key or quota refusal; its code is the billing status the container acts on. */

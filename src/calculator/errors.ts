@@ -2,8 +2,7 @@
  * The calculator's one error mapping: every failure is a short text/plain
  * line (§4.6 answers plain text, so its errors do too).
  */
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 
 const TEXT = { 'content-type': 'text/plain; charset=utf-8' };
 

@@ -48,3 +48,16 @@ export class WireError extends OffcloudError {
     super(code, message);
   }
 }
+
+/** What a failed request answers: status, body, and the headers the interface wants with it. */
+export interface WireAnswer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** The 4xx status of a bad request the HTTP framework itself refused (body too large, unparsable JSON, wrong content type). */
+export function clientErrorStatus(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { UnusedConnections } from './connections.ts';
-import { StartupError, WireError } from './errors.ts';
+import { clientErrorStatus, StartupError, WireError, type WireAnswer } from './errors.ts';
 import { ComponentMetrics, HttpMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
 import type { TlsMaterial } from './tls.ts';
@@ -94,23 +94,10 @@ function serveMetrics(app: FastifyInstance, metrics: ComponentMetrics): void {
   });
 }
 
-/** What a failed request answers: status, body, and the headers the interface wants with it. */
-export interface WireAnswer {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
-
 export interface ErrorContract {
   logger: Logger;
   /** The component's one mapping (its `errors.ts`) from any failure to its wire form. */
   toWire: (error: unknown, request: FastifyRequest) => WireAnswer;
-}
-
-/** The 4xx status of a bad request fastify itself refused (body too large, unparsable JSON, wrong content type). */
-export function clientErrorStatus(error: unknown): number | undefined {
-  const status = (error as { statusCode?: unknown } | null)?.statusCode;
-  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
 /**

@@ -3,8 +3,7 @@
  * A component's error answer is not one of these: it is passed on as the
  * component sent it, so the page shows the component's own message.
  */
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 
 export class ConsoleError extends WireError {}
 

@@ -4,8 +4,7 @@
  * caller (§4.4.1, §7), so only name validation reaches the wire. The DevSvc
  * answers an unknown name with an empty Device, so it needs no wire errors.
  */
-import { OffcloudError, StartupError, WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, OffcloudError, StartupError, type WireAnswer, WireError } from '../common/errors.ts';
 
 export const TEXT = 'text/plain; charset=utf-8';
 

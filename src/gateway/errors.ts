@@ -7,8 +7,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { XMLBuilder } from 'fast-xml-parser';
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 import { ParseError } from './http/parser.ts';
 
 /** A stable code per status, from its reason phrase (404 → NotFound, 429 → TooManyRequests). */

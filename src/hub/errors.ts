@@ -5,7 +5,7 @@
  * (`Message: "ErrorCode:<Name>;<text>"`).
  */
 import { randomUUID } from 'node:crypto';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer } from '../common/errors.ts';
 import { HubError } from './domain/errors.ts';
 
 /** Anything thrown that is not a HubError is an internal failure; its text stays in the log. */

@@ -3,8 +3,7 @@
  * error statuses and bodies open (§7: "not shown"); ours is one JSON envelope
  * for every failure: `{"error": {"code", "message", "path"?}}`.
  */
-import { ConfigError, WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, ConfigError, type WireAnswer, WireError } from '../common/errors.ts';
 
 export class ScoringError extends WireError {
   constructor(

@@ -3,8 +3,7 @@
  * bodies for script endpoints (§7), so every error is JSON
  * `{"error":{"code","message"}}` with a status that says what went wrong.
  */
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 
 export class ScriptError extends WireError {
   constructor(

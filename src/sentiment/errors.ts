@@ -6,8 +6,7 @@
  * entries of the response's `errors` array (see analyze.ts).
  */
 import type { BillingRefusal } from '../cognitive/index.ts';
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 
 export class TextAnalyticsError extends WireError {
   constructor(

@@ -1,6 +1,5 @@
 /** The user API's one error mapping: `{ "message": … }`, and no detail of an internal failure. */
-import { WireError } from '../common/errors.ts';
-import { clientErrorStatus, type WireAnswer } from '../common/http.ts';
+import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
 
 export function toWireError(error: unknown): WireAnswer {
   if (error instanceof WireError) return { status: error.status, body: { message: error.message } };
