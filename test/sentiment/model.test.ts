@@ -1,15 +1,23 @@
 /** The model this project trains (models/sentiment-en): it loads, it reproduces its card, and training is deterministic. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadSentimentModel } from '../../src/sentiment/model.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/sentiment/server.ts';
 import { accuracy, DEFAULT_DATA, DEFAULT_SETTINGS, readSst2, splitBySentence, trainSentimentModel } from '../../src/sentiment/train.ts';
 import { tempDataDir } from '../helpers/index.ts';
+import { seededRandom } from '../../src/common/random.ts';
 
-test('R-SENT-4 the committed model loads and reproduces the validation accuracy its card records', async () => {
+// The training data is not part of the package (it is a dataset, not the product): the
+// project's machines and CI keep it beside the clone. A user's clone has none, so the card's
+// reproduction says why it does not run there; under CI=true it always runs (and fails without it).
+const withTrainingData = {
+  skip: !existsSync(DEFAULT_DATA) && !process.env.CI ? `needs the SST-2 training data at ${DEFAULT_DATA} (or $SST2_TRAIN)` : false,
+};
+
+test('R-SENT-4 the committed model loads and reproduces the validation accuracy its card records', withTrainingData, async () => {
   const model = await loadSentimentModel(DEFAULT_MODEL_DIR);
   const { examples, sha256 } = readSst2(DEFAULT_DATA);
   assert.equal(sha256, model.card.training.dataSha256, 'the card was made from this train.tsv');
@@ -38,10 +46,27 @@ test('R-SENT-4 clear positive and negative sentences land on the right side of 0
   for (const text of negative) assert.ok(model.score(text) < 0.5, `${text}: ${model.score(text)}`);
 });
 
+/** 3000 labelled phrases in SST-2's layout, made from a seeded generator (no dataset needed). */
+function syntheticSst2(seed: number): string {
+  const random = seededRandom(seed);
+  const pick = (words: string[]) => words[Math.floor(random() * words.length)]!;
+  const good = ['wonderful', 'moving', 'sharp', 'funny', 'brilliant'];
+  const bad = ['dull', 'tedious', 'clumsy', 'flat', 'awful'];
+  const filler = ['the', 'film', 'is', 'quite', 'a', 'story', 'and', 'its', 'cast'];
+  const lines = ['sentence\tlabel'];
+  for (let i = 0; i < 3000; i++) {
+    const label = random() < 0.5 ? 1 : 0;
+    const words = Array.from({ length: 3 + Math.floor(random() * 8) }, () => pick(filler));
+    words.splice(Math.floor(random() * words.length), 0, pick(label ? good : bad));
+    lines.push(`${words.join(' ')}\t${label}`);
+  }
+  return lines.join('\n');
+}
+
 test('R-SENT-4 training is deterministic: two runs on the same sample give identical weights', async (t) => {
   const dir = await tempDataDir(t);
   const sample = join(dir, 'sample.tsv');
-  await writeFile(sample, readFileSync(DEFAULT_DATA, 'utf8').split('\n').slice(0, 3001).join('\n'));
+  await writeFile(sample, existsSync(DEFAULT_DATA) ? readFileSync(DEFAULT_DATA, 'utf8').split('\n').slice(0, 3001).join('\n') : syntheticSst2(20261126));
   const settings = { ...DEFAULT_SETTINGS, epochs: 2, features: { ...DEFAULT_SETTINGS.features, hashBits: 14 } };
   const first = trainSentimentModel(sample, settings);
   const second = trainSentimentModel(sample, settings);
