@@ -90,12 +90,14 @@ function toPairs(headers: OutgoingHeaders): string[] {
   return pairs;
 }
 
+/** What no header name or value may hold: a line break would start a header (or a body) of the sender's choosing. */
+const LINE_BREAK = /[\r\n\0]/;
+
 function headerLine(name: string, value: string): string {
-  const line = `${name}: ${value}\r\n`;
-  // One scan of the finished line (its own CRLF excluded) instead of two regular expressions per header.
-  const cr = line.indexOf('\r');
-  if (cr !== line.length - 2 || line.indexOf('\n') !== line.length - 1 || line.includes('\0')) throw new Error(`header ${JSON.stringify(name)} holds a line break`);
-  return line;
+  // Name and value are tested before they are joined: the joined line is never scanned (a regular
+  // expression over each short string costs less than three scans of the whole line).
+  if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) throw new Error(`header ${JSON.stringify(name)} holds a line break`);
+  return `${name}: ${value}\r\n`;
 }
 
 class RequestBody extends Readable {
@@ -185,7 +187,10 @@ export class ClientResponse {
     for (let i = 0; i < pairs.length; i += 2) {
       const name = pairs[i]!;
       const value = pairs[i + 1]!;
-      switch (name.toLowerCase()) {
+      // Only date (4), connection and keep-alive (10), content-length (14) and transfer-encoding (17)
+      // matter here: other names are not lower-cased at all.
+      const length = name.length;
+      if (length === 4 || length === 10 || length === 14 || length === 17) switch (name.toLowerCase()) {
         case 'content-length':
           hasLength = true;
           break;

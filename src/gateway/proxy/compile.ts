@@ -82,7 +82,10 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
   const candidates = compileRoutes(
     entities.routes
       .filter((route) => services.get(route.service!.id)!.enabled)
-      .map((route) => ({ route, service: services.get(route.service!.id)!, plugins: pluginSlots(route, instances) })),
+      .map((route) => {
+        const service = services.get(route.service!.id)!;
+        return { route, service, plugins: pluginSlots(route, instances), balancer: balancers.get(service) ?? null };
+      }),
   );
   return {
     entities,

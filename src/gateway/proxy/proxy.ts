@@ -10,7 +10,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { hostHeader, type Balancer, type Peer } from './balancer.ts';
+import type { Balancer, Peer } from './balancer.ts';
 import { clientBodyError, GatewayError, MESSAGES, renderError } from '../errors.ts';
 import type { ClientRequest, ClientResponse } from '../http/server.ts';
 import type { UpstreamPools } from '../http/upstream.ts';
@@ -21,6 +21,8 @@ import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch }
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
+/** The gateway's own Via entry. */
+const VIA = `1.1 ${PRODUCT}`;
 
 export interface ProxyOptions {
   /** The configuration in force; each request keeps the one it started with across a reload. */
@@ -112,7 +114,7 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, laten
     if (lower === 'server') server = true;
     out.push(name, upstream[i + 1]!);
   }
-  out.push('Via', via === null ? `1.1 ${PRODUCT}` : `${via}, 1.1 ${PRODUCT}`);
+  out.push('Via', via === null ? VIA : `${via}, ${VIA}`);
   if (!server) out.push('Server', PRODUCT);
   out.push(...latency, 'X-Kong-Request-Id', ctx.requestId);
   for (const name in ctx.responseHeaders) out.push(name, ctx.responseHeaders[name]!);
@@ -259,7 +261,7 @@ export class Proxy {
         const pending = instance.handler.access(ctx);
         if (pending) await pending;
       }
-      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, address, rawPath, config });
+      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, address, rawPath });
     } catch (err) {
       // A client that went away gets nothing; one whose answer had begun gets a cut connection.
       if (res.destroyed) return;
@@ -306,7 +308,7 @@ export class Proxy {
     res: ClientResponse,
     ctx: RequestContext,
     match: RouteMatch,
-    info: { started: number; forwardedProto: string; trusted: boolean; address: string; rawPath: string; config: LoadedConfig },
+    info: { started: number; forwardedProto: string; trusted: boolean; address: string; rawPath: string },
   ): Promise<void> {
     const { route, service } = match.candidate;
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -314,10 +316,10 @@ export class Proxy {
     const headers = ctx.upstreamHeaders;
     const { address } = info;
     const socket = req.socket;
-    const balancer = info.config.balancers.get(service);
+    const { balancer } = match.candidate;
     const preserveHost = route.preserve_host && req.headers.host !== undefined;
     if (preserveHost) headers.host = req.headers.host!;
-    else if (!balancer) headers.host = hostHeader(service.host, service.port, service.protocol);
+    else if (!balancer) headers.host = match.candidate.hostHeader;
     const xff = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = xff ? `${xff}, ${address}` : address;
     headers['x-forwarded-proto'] = info.forwardedProto;
@@ -327,7 +329,7 @@ export class Proxy {
     const prefix = trustedHeader(req, info.trusted, 'x-forwarded-prefix') ?? (route.strip_path && match.matched !== '/' ? match.matched : undefined);
     setOrClearHeader(headers, 'x-forwarded-prefix', prefix || null);
     headers['x-real-ip'] = ctx.forwardedIp;
-    headers.via = req.headers.via ? `${req.headers.via}, 1.1 ${PRODUCT}` : `1.1 ${PRODUCT}`;
+    headers.via = req.headers.via ? `${req.headers.via}, ${VIA}` : VIA;
     headers['x-kong-request-id'] = ctx.requestId;
     if (ctx.body) {
       headers['content-length'] = String(ctx.body.length);
@@ -338,7 +340,7 @@ export class Proxy {
     const sentAt = performance.now();
     return this.options.pools.forward({
       service,
-      peer: balancer && this.peers(balancer, headers, preserveHost),
+      peer: balancer ? this.peers(balancer, headers, preserveHost) : undefined,
       method: ctx.method,
       path,
       headers,

@@ -6,6 +6,7 @@ import { GatewayError, MESSAGES } from '../errors.ts';
 import type { Route, Service } from '../config/model.ts';
 import { compileRoutePattern, type RoutePattern } from '../config/route-regex.ts';
 import type { PluginSlot } from '../plugins/types.ts';
+import { hostHeader, type Balancer } from './balancer.ts';
 
 export interface RouteCandidate {
   route: Route;
@@ -17,6 +18,10 @@ export interface RouteCandidate {
   hosts: { exact: ReadonlySet<string>; wildcards: RegExp[] } | null;
   headers: [string, ReadonlySet<string>][] | null;
   plugins: PluginSlot[];
+  /** The service's balancer when its host names an upstream. */
+  balancer: Balancer | null;
+  /** The Host header for the service's own origin (unless the client's is preserved or a balancer picks a target). */
+  hostHeader: string;
 }
 
 export interface RouteMatch {
@@ -82,9 +87,9 @@ function hostMatches(matcher: NonNullable<RouteCandidate['hosts']>, host: string
  * before plain ones; more headers; higher regex_priority; longer plain
  * paths; then the order of the file.
  */
-export function compileRoutes(routes: { route: Route; service: Service; plugins: PluginSlot[] }[]): RouteCandidate[] {
+export function compileRoutes(routes: { route: Route; service: Service; plugins: PluginSlot[]; balancer: Balancer | null }[]): RouteCandidate[] {
   const rows: { candidate: RouteCandidate; bits: number; order: number }[] = [];
-  routes.forEach(({ route, service, plugins }, order) => {
+  routes.forEach(({ route, service, plugins, balancer }, order) => {
     const bits = (route.hosts?.length ? HOST : 0) | (route.headers && Object.keys(route.headers).length ? HEADER : 0) | (route.paths?.length ? URI : 0) | (route.methods?.length ? METHOD : 0);
     const base = {
       route,
@@ -95,6 +100,8 @@ export function compileRoutes(routes: { route: Route; service: Service; plugins:
         ? Object.entries(route.headers).map(([name, values]): [string, ReadonlySet<string>] => [name.toLowerCase(), new Set(values.map((v) => v.toLowerCase()))])
         : null,
       plugins,
+      balancer,
+      hostHeader: hostHeader(service.host, service.port, service.protocol),
     };
     const paths = route.paths?.length ? route.paths : [null];
     for (const path of paths) {

@@ -66,11 +66,11 @@ function windowHeaders(period: Period): WindowHeaders {
 }
 
 /**
- * Kong's client headers: every configured window's limit and remaining,
- * and the IETF-draft RateLimit-* trio for the most restrictive one.
+ * Kong's client headers, written into `into`: every configured window's
+ * limit and remaining, and the IETF-draft RateLimit-* trio for the most
+ * restrictive one. Returns RateLimit-Reset (also Retry-After's value).
  */
-function rateLimitHeaders(names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): Record<string, string> {
-  const headers: Record<string, string> = {};
+function rateLimitHeaders(into: Record<string, string>, names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): string {
   let chosen = -1;
   let chosenRemaining = Infinity;
   for (let i = 0; i < names.length; i++) {
@@ -82,24 +82,23 @@ function rateLimitHeaders(names: WindowHeaders[], counters: Counter[], result: C
       chosen = i;
       chosenRemaining = remaining;
     }
-    headers[names[i]!.limit] = String(limit);
-    headers[names[i]!.remaining] = String(remaining);
+    into[names[i]!.limit] = String(limit);
+    into[names[i]!.remaining] = String(remaining);
   }
-  headers['RateLimit-Limit'] = String(counters[chosen]!.limit);
-  headers['RateLimit-Remaining'] = String(chosenRemaining);
-  headers['RateLimit-Reset'] = String(Math.max(1, Math.ceil((counters[chosen]!.expiresAt - now) / 1000)));
-  return headers;
+  const reset = String(Math.max(1, Math.ceil((counters[chosen]!.expiresAt - now) / 1000)));
+  into['RateLimit-Limit'] = String(counters[chosen]!.limit);
+  into['RateLimit-Remaining'] = String(chosenRemaining);
+  into['RateLimit-Reset'] = reset;
+  return reset;
 }
 
-/** Puts the headers on the answer, and refuses the request when a window is full. */
+/** Puts the headers on the answer (straight into the response's headers: no object per request), and refuses the request when a window is full. */
 function apply(ctx: RequestContext, conf: RateLimitingConfig, names: WindowHeaders[], counters: Counter[], result: CounterResult, now: number): void {
-  const headers = conf.hide_client_headers ? {} : rateLimitHeaders(names, counters, result, now);
-  Object.assign(ctx.responseHeaders, headers);
-  if (!result.allowed) {
+  if (!conf.hide_client_headers) {
+    const reset = rateLimitHeaders(ctx.responseHeaders, names, counters, result, now);
     // Like Kong, Retry-After goes with the other client headers and is hidden with them.
-    const reset = headers['RateLimit-Reset'];
-    throw new GatewayError(conf.error_code, conf.error_message, reset ? { 'Retry-After': reset } : {});
-  }
+    if (!result.allowed) throw new GatewayError(conf.error_code, conf.error_message, { 'Retry-After': reset });
+  } else if (!result.allowed) throw new GatewayError(conf.error_code, conf.error_message);
 }
 
 export const rateLimiting: PluginDefinition = {
