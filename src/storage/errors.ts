@@ -38,6 +38,12 @@ export const errors = {
     ),
   permissionMismatch: () =>
     new StorageError(403, 'AuthorizationPermissionMismatch', 'This request is not authorized to perform this operation using this permission.'),
+  protocolMismatch: () => new StorageError(403, 'AuthorizationProtocolMismatch', 'This request is not authorized to perform this operation using this protocol.'),
+  sourceIpMismatch: (ip: string) =>
+    new StorageError(403, 'AuthorizationSourceIPMismatch', `This request is not authorized to perform this operation using this source IP ${ip}.`),
+  serviceMismatch: () => new StorageError(403, 'AuthorizationServiceMismatch', 'This request is not authorized to perform this operation using this service.'),
+  resourceTypeMismatch: () =>
+    new StorageError(403, 'AuthorizationResourceTypeMismatch', 'This request is not authorized to perform this operation using this resource type.'),
   missingHeader: (name: string) => new StorageError(400, 'MissingRequiredHeader', `An HTTP header that's mandatory for this request is not specified: ${name}.`),
   invalidHeader: (name: string) => new StorageError(400, 'InvalidHeaderValue', `The value for one of the HTTP headers is not in the correct format: ${name}.`),
   invalidQuery: (name: string) => new StorageError(400, 'InvalidQueryParameterValue', `Value for one of the query parameters specified in the request URI is invalid: ${name}.`),

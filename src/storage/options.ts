@@ -6,14 +6,8 @@ import { DEFAULT_STORAGE_ACCOUNT } from '../identity/directory.ts';
 export const storageOptions = {
   ...commonOptions,
   ...tlsOptions,
-  port: portOption(10000, 'HTTPS port (0 = any free port)'),
-  httpPort: {
-    type: 'integer',
-    default: -1,
-    min: -1,
-    max: 65535,
-    description: 'also serve plain HTTP on this port (Shared Key only: bearer tokens need HTTPS); -1 = off',
-  },
+  port: portOption(10000, 'plain HTTP port for Shared Key and SAS: the endpoint UseDevelopmentStorage=true expands to (0 = any free port)'),
+  httpsPort: portOption(10443, 'HTTPS port (local CA) for bearer tokens (§4.10), Shared Key and SAS (0 = any free port)'),
   account: { type: 'string', default: DEFAULT_STORAGE_ACCOUNT, description: 'the default storage account, made on first start' },
   authorityHost: {
     type: 'string',

@@ -1,5 +1,7 @@
 /**
- * The blob endpoint: HTTPS (local CA) on 10000, optionally plain HTTP too.
+ * The blob endpoint: plain HTTP on 10000 for Shared Key and SAS (where every storage
+ * SDK looks for the development account, `UseDevelopmentStorage=true`), and HTTPS
+ * (local CA) on 10443 for bearer tokens too, which the service refuses over HTTP.
  * Path-style URLs (/<account>/<container>/<blob>) and host-style
  * (<account>.blob.<suffix>/<container>/<blob>); every request is authenticated
  * (bearer token or Shared Key), authorized, then dispatched by method and `comp`.
@@ -16,7 +18,7 @@ import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authenti
 import { assignRequestId, errors, toWireError } from './errors.ts';
 import { storageOptions } from './options.ts';
 import { AccountStore } from './persistence/store.ts';
-import { loadAccounts, type StorageAccount } from './persistence/accounts.ts';
+import { DEVELOPMENT_KEY, loadAccounts, type StorageAccount } from './persistence/accounts.ts';
 import { serviceOperation } from './handlers/service.ts';
 import { containerOperation } from './handlers/container.ts';
 import { blobOperation } from './handlers/blob.ts';
@@ -60,6 +62,9 @@ function resolveTarget(request: FastifyRequest, scheme: string): Target {
   const blobPath = segments.slice(1).join('/');
   return { account, container, blob: blobPath ? decode(blobPath) : undefined, endpoint, rawPath };
 }
+
+/** Where `UseDevelopmentStorage=true` sends requests, in every storage SDK. */
+const DEVELOPMENT_ENDPOINT = 'http://127.0.0.1:10000/devstoreaccount1';
 
 interface StorageServerContext {
   logger: Logger;
@@ -105,7 +110,10 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         query,
         headers: request.headers,
         secure,
+        ip: request.ip,
         account,
+        container: target.container,
+        blob: target.blob,
       });
       const scope = `/storage/${account.name}${target.container ? `/${target.container}` : ''}`;
       const op: Operation = {
@@ -151,37 +159,39 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   const tls = await resolveTls(options);
   // A URL fastify cannot decode (`/devstoreaccount1/c/%zz`) is refused before routing: answer it as the service does.
   const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) => void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
+  const http = createHttpServer({ logger, frameworkErrors });
+  registerRoutes(http, ctx, false);
   const https = createHttpServer({ logger, tls, frameworkErrors });
   registerRoutes(https, ctx, true);
-  const url = await listen(https, { host: options.host, port: options.port, component: 'storage' });
-  let http: FastifyInstance | null = null;
-  let httpUrl = '';
-  if (options.httpPort >= 0) {
-    http = createHttpServer({ logger, frameworkErrors });
-    registerRoutes(http, ctx, false);
-    try {
-      httpUrl = await listen(http, { host: options.host, port: options.httpPort, component: 'storage', portKey: 'httpPort' });
-    } catch (err) {
-      await https.close();
-      throw err;
-    }
+  const httpUrl = await listen(http, { host: options.host, port: options.port, component: 'storage' });
+  let httpsUrl: string;
+  try {
+    httpsUrl = await listen(https, { host: options.host, port: options.httpsPort, component: 'storage', portKey: 'httpsPort' });
+  } catch (err) {
+    await http.close();
+    throw err;
   }
   const main = ctx.accounts.get(options.account)!;
-  const blobEndpoint = `${url}/${main.name}`;
-  logger.info({ url, httpUrl: httpUrl || undefined, account: main.name }, 'storage listening');
+  const httpEndpoint = `${httpUrl}/${main.name}`;
+  const blobEndpoint = `${httpsUrl}/${main.name}`;
+  logger.info({ httpUrl, httpsUrl, account: main.name }, 'storage listening');
   return {
     urls: [
-      { label: 'blob endpoint (HTTPS)', url: blobEndpoint },
-      ...(httpUrl ? [{ label: 'blob endpoint (HTTP, Shared Key only)', url: `${httpUrl}/${main.name}` }] : []),
+      // HTTPS first: the §4.10 endpoint, where tokens work.
+      { label: 'blob endpoint (HTTPS: bearer tokens, Shared Key, SAS)', url: blobEndpoint },
+      { label: 'blob endpoint (HTTP: Shared Key, SAS)', url: httpEndpoint },
     ],
     credentials: [
-      `account ${main.name}; token scope https://storage.azure.com/.default`,
+      `account ${main.name}; token scope https://storage.azure.com/.default (bearer tokens need the HTTPS endpoint)`,
       `connection string: DefaultEndpointsProtocol=https;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${blobEndpoint};`,
+      httpEndpoint === DEVELOPMENT_ENDPOINT && main.keys[0] === DEVELOPMENT_KEY
+        ? 'over plain HTTP: UseDevelopmentStorage=true'
+        : `over plain HTTP: DefaultEndpointsProtocol=http;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${httpEndpoint};`,
     ],
     caCertPath: tls.caCertPath,
-    exports: { blobEndpoint },
+    exports: { blobEndpoint, httpBlobEndpoint: httpEndpoint },
     close: async () => {
-      await Promise.all([https.close(), http?.close()]);
+      await Promise.all([https.close(), http.close()]);
     },
   };
 }

@@ -13,7 +13,7 @@ interface StorageChild extends Child {
 }
 
 async function startStorageChild(dataDir: string): Promise<StorageChild> {
-  const child = await startChild(['storage', '--data-dir', dataDir, '--port', '0', '--http-port', '0'], /http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/);
+  const child = await startChild(['storage', '--data-dir', dataDir, '--port', '0', '--https-port', '0'], /http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/);
   const endpoint = /http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/.exec(child.readyLine)![0];
   const accounts = JSON.parse(await readFile(join(dataDir, 'storage', 'accounts.json'), 'utf8')) as { accounts: { name: string; keys: string[] }[] };
   const key = accounts.accounts.find((a) => a.name === ACCOUNT)!.keys[0]!;

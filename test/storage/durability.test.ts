@@ -13,7 +13,7 @@ import { LineWatcher } from '../helpers/index.ts';
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
 async function startStorageProcess(dataDir: string): Promise<{ child: ChildProcess; endpoint: string }> {
-  const child = spawn(process.execPath, [BIN, 'storage', '--data-dir', dataDir, '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'storage', '--data-dir', dataDir, '--port', '0', '--https-port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout = new LineWatcher(child.stdout!);
   const line = await stdout.waitFor(/https:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/, 60_000);
   return { child, endpoint: /https:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/.exec(line)![0] };

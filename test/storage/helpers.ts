@@ -24,9 +24,9 @@ export interface StorageStack {
 
 export async function startStorageStack(t: Cleanup, options: Partial<StorageOptions> = {}): Promise<StorageStack> {
   const identity = await startForTest(t);
-  const storage = await startStorage({ dataDir: identity.dataDir, port: 0, logLevel: 'silent', authorityHost: identity.issuerUrl, ...options });
+  const storage = await startStorage({ dataDir: identity.dataDir, port: 0, httpsPort: 0, logLevel: 'silent', authorityHost: identity.issuerUrl, ...options });
   t.after(() => storage.close());
-  const blobEndpoint = storage.urls[0]!.url;
+  const blobEndpoint = storage.exports!.blobEndpoint!;
   return {
     identity,
     storage,

@@ -18,7 +18,7 @@ let token: string;
 const V = { 'x-ms-version': '2017-11-09' };
 
 before(async () => {
-  stack = await startStorageStack(cleanup, { httpPort: 0 });
+  stack = await startStorageStack(cleanup);
   token = await stack.imdsToken();
   for (const name of ['alpha', 'beta']) {
     const created = await stack.get(`/${name}?restype=container`, { authorization: `Bearer ${token}`, ...V }, 'PUT');

@@ -1,7 +1,8 @@
 /**
  * Who is calling, and may they? Bearer tokens of offcloud's identity issuer
  * (verified with src/identity's verifier, authorized by the data-plane roles of
- * its directory) and Shared Key signatures with an account key.
+ * its directory), Shared Key signatures with an account key, and shared access
+ * signatures (sas.ts).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -15,15 +16,19 @@ import { dataRoleAssignmentsFor, openDirectory, STORAGE_RESOURCE, type Directory
 import { identityIssuers, type IssuerStyle } from '../../identity/issuer.ts';
 import { openSigningKeys } from '../../identity/keys.ts';
 import { errors } from '../errors.ts';
+import { isSasRequest, verifySas } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 
 /** Oldest and newest x-ms-version accepted with bearer tokens (OAuth needs 2017-11-09 or later). */
 export const OLDEST_BEARER_VERSION = '2017-11-09';
 export const NEWEST_VERSION = '2026-04-06';
 
-export type Action = 'read' | 'write';
+export type Action = 'read' | 'list' | 'create' | 'write' | 'delete';
 
-export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string };
+export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string } | { scheme: 'SAS'; permissions: string };
+
+/** The SAS permission letters (`sp`) that allow each action; creating a container is allowed by `w` too. */
+const SAS_PERMISSIONS: Record<Action, string> = { read: 'r', list: 'l', create: 'cw', write: 'w', delete: 'd' };
 
 export interface AuthRequest {
   method: string;
@@ -32,7 +37,11 @@ export interface AuthRequest {
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   secure: boolean;
+  /** The caller's address (a SAS may name the addresses it is good for). */
+  ip: string;
   account: StorageAccount;
+  container: string | undefined;
+  blob: string | undefined;
 }
 
 export interface AuthenticatorOptions {
@@ -178,6 +187,7 @@ export class StorageAuthenticator {
 
   async authenticate(request: AuthRequest): Promise<Principal> {
     const credential = header(request.headers, 'authorization');
+    if (!credential && isSasRequest(request.query)) return { scheme: 'SAS', permissions: verifySas(request) };
     if (!credential) throw errors.noAuthentication(await this.challenge());
     if (/^SharedKey /.test(credential)) {
       verifySharedKey(request, credential);
@@ -205,11 +215,15 @@ export class StorageAuthenticator {
     }
   }
 
-  /** `target` is `/storage/<account>[/<container>]`; Shared Key (the account key) may do everything. */
+  /** `target` is `/storage/<account>[/<container>]`; Shared Key (the account key) may do everything, a SAS what it says. */
   async authorize(principal: Principal, action: Action, target: string): Promise<void> {
     if (principal.scheme === 'SharedKey') return;
+    if (principal.scheme === 'SAS') {
+      if (![...SAS_PERMISSIONS[action]].some((letter) => principal.permissions.includes(letter))) throw errors.permissionMismatch();
+      return;
+    }
     const assignments = dataRoleAssignmentsFor(await this.directory.current(), principal.principalId, target);
-    const allowed = action === 'read' ? READER_ROLES : WRITER_ROLES;
+    const allowed = action === 'read' || action === 'list' ? READER_ROLES : WRITER_ROLES;
     if (!assignments.some((a) => allowed.has(a.role))) throw errors.permissionMismatch();
   }
 }

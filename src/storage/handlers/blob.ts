@@ -157,7 +157,7 @@ export async function readBlob(op: Operation, container: string, name: string): 
 }
 
 export async function deleteBlob(op: Operation, container: string, name: string): Promise<void> {
-  await op.authorize('write');
+  await op.authorize('delete');
   await op.store.deleteBlob(container, name);
   await op.reply.code(202).send();
 }

@@ -11,14 +11,14 @@ function containerHeaders(op: Operation, record: ContainerRecord): void {
 }
 
 export async function createContainer(op: Operation, name: string): Promise<void> {
-  await op.authorize('write');
+  await op.authorize('create');
   const record = await op.store.createContainer(name, metadataFromHeaders(op));
   containerHeaders(op, record);
   await op.reply.code(201).send();
 }
 
 export async function deleteContainer(op: Operation, name: string): Promise<void> {
-  await op.authorize('write');
+  await op.authorize('delete');
   await op.store.deleteContainer(name);
   await op.reply.code(202).send();
 }
@@ -34,7 +34,7 @@ export async function getContainerProperties(op: Operation, name: string): Promi
 
 /** List Blobs, flat or with a delimiter (virtual folders as <BlobPrefix>), paged. */
 export async function listBlobs(op: Operation, name: string): Promise<void> {
-  await op.authorize('read');
+  await op.authorize('list');
   const query = { ...listingQuery(op), delimiter: op.query.get('delimiter') ?? '' };
   const entries: (BlobRecord | { prefix: string })[] = [];
   const seenPrefixes = new Set<string>();

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { AccountStore } from '../persistence/store.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 import { errors } from '../errors.ts';
+import type { Action } from '../authentication/index.ts';
 
 /** One request, resolved to its account, container and blob, after authentication. */
 export interface Operation {
@@ -16,8 +17,8 @@ export interface Operation {
   /** ServiceEndpoint of listings: `https://host/<account>` (path style) or `https://host/` (host style). */
   endpoint: string;
   limits: StorageLimits;
-  /** Checks the caller's data role for this operation (Reader to read, Contributor to write). */
-  authorize(action: 'read' | 'write'): Promise<void>;
+  /** Checks the caller's data role (Reader to read and list, Contributor for the rest) or SAS permissions. */
+  authorize(action: Action): Promise<void>;
 }
 
 export interface StorageLimits {

@@ -4,7 +4,7 @@ import { listingQuery, page, type Operation } from './context.ts';
 
 /** List Containers (§4.10): `GET /?comp=list` with prefix, marker/NextMarker paging and include=metadata. */
 export async function listContainers(op: Operation): Promise<void> {
-  await op.authorize('read');
+  await op.authorize('list');
   const query = listingQuery(op);
   const matching = op.store.listContainers().filter((c) => c.name.startsWith(query.prefix));
   const result = page(matching, (c) => c.name, query.marker, query.maxResults);

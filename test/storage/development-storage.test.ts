@@ -1,0 +1,58 @@
+/**
+ * `UseDevelopmentStorage=true`, verbatim: every storage SDK expands it to plain HTTP on
+ * 127.0.0.1:10000, account devstoreaccount1 and the documented development key, so
+ * this test needs that fixed port (it fails naming the port when something holds it).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AccountSASPermissions, AccountSASResourceTypes, BlobServiceClient, ContainerClient, ContainerSASPermissions } from '@azure/storage-blob';
+import { startStorage } from '../../src/storage/server.ts';
+import { tempDataDir } from '../helpers/index.ts';
+
+test('UseDevelopmentStorage=true works verbatim against offcloud storage on 127.0.0.1:10000: create, upload, list, download; SAS from the same key', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 10000, httpsPort: 0, logLevel: 'silent' });
+  t.after(() => storage.close());
+  assert.ok(storage.credentials?.includes('over plain HTTP: UseDevelopmentStorage=true'), 'the table says so');
+
+  const service = BlobServiceClient.fromConnectionString('UseDevelopmentStorage=true');
+  const container = service.getContainerClient('from-the-emulator-habit');
+  await container.create();
+  await container.getBlockBlobClient('notes/hello.txt').upload('hello from UseDevelopmentStorage', 32);
+  const names: string[] = [];
+  for await (const blob of container.listBlobsFlat()) names.push(blob.name);
+  assert.deepEqual(names, ['notes/hello.txt']);
+  assert.equal((await container.getBlockBlobClient('notes/hello.txt').downloadToBuffer()).toString(), 'hello from UseDevelopmentStorage');
+  const containers: string[] = [];
+  for await (const c of service.listContainers()) containers.push(c.name);
+  assert.deepEqual(containers, ['from-the-emulator-habit']);
+
+  // A read-and-list service SAS for the container, made by the SDK from the same key.
+  const expiresOn = new Date(Date.now() + 10 * 60_000);
+  const readOnly = new ContainerClient(await container.generateSasUrl({ permissions: ContainerSASPermissions.parse('rl'), expiresOn }));
+  const listed: string[] = [];
+  for await (const blob of readOnly.listBlobsFlat()) listed.push(blob.name);
+  assert.deepEqual(listed, ['notes/hello.txt']);
+  assert.equal((await readOnly.getBlockBlobClient('notes/hello.txt').downloadToBuffer()).toString(), 'hello from UseDevelopmentStorage');
+  await assert.rejects(readOnly.getBlockBlobClient('other.txt').upload('x', 1), (err: { statusCode?: number; code?: string }) => {
+    assert.equal(err.statusCode, 403);
+    assert.equal(err.code, 'AuthorizationPermissionMismatch');
+    return true;
+  });
+
+  // An account SAS that may create and write, and one whose signature was tampered with.
+  const accountSas = service.generateAccountSasUrl(expiresOn, AccountSASPermissions.parse('rwlc'), AccountSASResourceTypes.parse('sco').toString());
+  const viaAccountSas = new BlobServiceClient(accountSas);
+  await viaAccountSas.getContainerClient('made-with-sas').create();
+  await viaAccountSas.getContainerClient('made-with-sas').getBlockBlobClient('a.txt').upload('via sas', 7);
+  assert.equal((await container.getBlockBlobClient('notes/hello.txt').getProperties()).contentLength, 32);
+  assert.equal((await service.getContainerClient('made-with-sas').getBlockBlobClient('a.txt').downloadToBuffer()).toString(), 'via sas');
+  const tampered = new BlobServiceClient(accountSas.replace(/sig=[^&]+/, `sig=${encodeURIComponent(Buffer.alloc(32, 7).toString('base64'))}`));
+  await assert.rejects(tampered.getContainerClient('made-with-sas').getProperties(), (err: { statusCode?: number; code?: string }) => {
+    assert.equal(err.statusCode, 403);
+    assert.equal(err.code, 'AuthenticationFailed');
+    return true;
+  });
+  const expired = service.generateAccountSasUrl(new Date(Date.now() - 60_000), AccountSASPermissions.parse('rl'), 'sco');
+  await assert.rejects(new BlobServiceClient(expired).getContainerClient('made-with-sas').getProperties(), { statusCode: 403 });
+});
