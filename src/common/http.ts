@@ -142,6 +142,20 @@ export async function listen(app: FastifyInstance, options: ListenOptions): Prom
   return `${scheme}://${formatHost(options.host)}:${port}`;
 }
 
+/** Listens on several servers in turn (a component's endpoints); if one fails, those already listening close. */
+export async function listenEach(servers: [FastifyInstance, ListenOptions][]): Promise<string[]> {
+  const urls: string[] = [];
+  for (const [app, options] of servers) {
+    try {
+      urls.push(await listen(app, options));
+    } catch (err) {
+      await Promise.all(servers.slice(0, urls.length).map(([started]) => started.close()));
+      throw err;
+    }
+  }
+  return urls;
+}
+
 export function formatHost(host: string): string {
   if (host === '0.0.0.0' || host === '::') return 'localhost';
   return host.includes(':') ? `[${host}]` : host;

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, listenEach } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { openDirectory, type Directory } from './directory.ts';
@@ -84,14 +84,13 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const metadata = createHttpServer({ logger, bodyLimit: 16 * 1024 });
   registerImdsRoutes(metadata, { context, identityHeader });
 
-  issuerUrl = await listen(issuer, { host: options.host, port: options.port, component: 'identity' });
-  let imdsUrl: string;
-  try {
-    imdsUrl = await listen(metadata, { host: options.host, port: options.imdsPort, component: 'identity', portKey: 'imdsPort' });
-  } catch (err) {
-    await issuer.close();
-    throw err;
-  }
+  const urls = await listenEach([
+    [issuer, { host: options.host, port: options.port, component: 'identity' }],
+    [metadata, { host: options.host, port: options.imdsPort, component: 'identity', portKey: 'imdsPort' }],
+  ]);
+  // The issuer's routes read issuerUrl per request: its own origin, known once it listens.
+  issuerUrl = urls[0]!;
+  const imdsUrl = urls[1]!;
   const tenantId = first.directory.defaultTenantId;
   const appServiceUrl = `${imdsUrl}${APP_SERVICE_TOKEN_PATH}`;
   logger.info({ issuerUrl, imdsUrl, tenantId }, 'identity listening');

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listenEach, sendWireAnswer } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import type { IssuerStyle } from '../identity/issuer.ts';
@@ -163,14 +163,10 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   registerRoutes(http, ctx, false);
   const https = createHttpServer({ logger, tls, frameworkErrors });
   registerRoutes(https, ctx, true);
-  const httpUrl = await listen(http, { host: options.host, port: options.port, component: 'storage' });
-  let httpsUrl: string;
-  try {
-    httpsUrl = await listen(https, { host: options.host, port: options.httpsPort, component: 'storage', portKey: 'httpsPort' });
-  } catch (err) {
-    await http.close();
-    throw err;
-  }
+  const [httpUrl, httpsUrl] = (await listenEach([
+    [http, { host: options.host, port: options.port, component: 'storage' }],
+    [https, { host: options.host, port: options.httpsPort, component: 'storage', portKey: 'httpsPort' }],
+  ])) as [string, string];
   const main = ctx.accounts.get(options.account)!;
   const httpEndpoint = `${httpUrl}/${main.name}`;
   const blobEndpoint = `${httpsUrl}/${main.name}`;
