@@ -8,7 +8,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { Logger } from 'pino';
 import { UnusedConnections } from './connections.ts';
 import { clientErrorStatus, StartupError, WireError, type WireAnswer } from './errors.ts';
-import { ComponentMetrics, HttpMetrics } from './metrics.ts';
+import { ComponentMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
 import type { TlsMaterial } from './tls.ts';
 
@@ -83,8 +83,8 @@ function componentOf(logger: Logger): string {
 
 /** GET /metrics in Prometheus' text format, with every request counted by route and status. */
 function serveMetrics(app: FastifyInstance, metrics: ComponentMetrics): void {
-  const http = new HttpMetrics(metrics);
-  metrics.connectionsOf(app.server);
+  const http = metrics.http();
+  metrics.watchConnections(app.server);
   app.addHook('onResponse', async (request, reply) => {
     http.observe(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
   });

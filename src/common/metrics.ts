@@ -45,16 +45,25 @@ export class ComponentMetrics {
     return new Histogram({ name: `offcloud_${name}`, help, labelNames, buckets, registers: [this.registry] });
   }
 
-  /** Open connections of a listening server, read when scraped. */
-  connectionsOf(server: Server, name = 'open_connections', help = 'connections open now'): Gauge {
-    return this.gauge(name, help, [], (gauge) =>
-      new Promise<void>((done) => {
-        server.getConnections((err, count) => {
-          if (!err) gauge.set(count);
-          done();
-        });
-      }),
-    );
+  private readonly listeners = new Set<Server>();
+  private requestMetrics: HttpMetrics | null = null;
+
+  /** Request counts and latency, shared by every HTTP server of the component (identity has two). */
+  http(): HttpMetrics {
+    return (this.requestMetrics ??= new HttpMetrics(this));
+  }
+
+  /** Counts a listening server's connections in `open_connections`, read when scraped. */
+  watchConnections(server: Server): void {
+    if (this.listeners.size === 0) {
+      this.gauge('open_connections', 'connections open now, over all of the component\'s listeners', [], async (gauge) => {
+        const counts = await Promise.all(
+          [...this.listeners].map((listener) => new Promise<number>((done) => listener.getConnections((err, count) => done(err ? 0 : count)))),
+        );
+        gauge.set(counts.reduce((a, b) => a + b, 0));
+      });
+    }
+    this.listeners.add(server);
   }
 
   /** The text exposition format, as GET /metrics answers it. */

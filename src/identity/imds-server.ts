@@ -7,6 +7,7 @@
  * AZURE_POD_IDENTITY_AUTHORITY_HOST, doubles the leading one (reference
  * §2.1), so paths are compared after collapsing slashes.
  */
+import type { Counter } from 'prom-client';
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ManagedIdentitySelector } from './directory.ts';
@@ -23,6 +24,8 @@ export interface ImdsRoutesOptions {
   context(): Promise<IssuerContext>;
   /** The App Service `IDENTITY_HEADER` value. */
   identityHeader: string;
+  /** Counts each token handed out, by grant. */
+  tokensIssued: Counter<'grant'>;
 }
 
 function normalizePath(rawUrl: string): string {
@@ -79,6 +82,7 @@ export function registerImdsRoutes(app: FastifyInstance, options: ImdsRoutesOpti
       resource,
       selector: selectorOf(query, ['msi_res_id', 'mi_res_id']),
     });
+    options.tokensIssued.inc({ grant: 'managed_identity' });
     return {
       access_token: issued.accessToken,
       refresh_token: '',
@@ -102,6 +106,7 @@ export function registerImdsRoutes(app: FastifyInstance, options: ImdsRoutesOpti
       resource,
       selector: selectorOf(query, ['mi_res_id', 'msi_res_id']),
     });
+    options.tokensIssued.inc({ grant: 'managed_identity' });
     return {
       access_token: issued.accessToken,
       expires_on: String(issued.expiresAt),

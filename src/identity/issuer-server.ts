@@ -4,6 +4,7 @@
  * the v1 endpoint). Thin handlers over tokens.ts; every answer is JSON,
  * errors included (reference §1.3, §1.4).
  */
+import type { Counter } from 'prom-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findTenant, type Directory } from './directory.ts';
 import { AadError, aad, sendAadError } from './errors.ts';
@@ -15,6 +16,8 @@ export interface IssuerRoutesOptions {
   context(): Promise<IssuerContext>;
   /** The origin clients reach this server at, for the URLs in discovery documents. */
   origin(): string;
+  /** Counts each token handed out, by grant. */
+  tokensIssued: Counter<'grant'>;
 }
 
 /** Largest token request body accepted; real requests are well under 2 KiB. */
@@ -131,6 +134,7 @@ export function registerIssuerRoutes(app: FastifyInstance, options: IssuerRoutes
     const basic = basicCredentials(request.headers.authorization);
     const ctx = await options.context();
     const issued = await issueClientCredentialsToken(ctx, { tenant: request.params.tenant, endpoint, parameters, ...(basic ? { basic } : {}) });
+    options.tokensIssued.inc({ grant: 'client_credentials' });
     const lifetime = issued.expiresAt - issued.issuedAt;
     reply.header('cache-control', 'no-store, no-cache').header('pragma', 'no-cache');
     if (endpoint === 'v2') {

@@ -3,6 +3,7 @@
  * default) and the managed identity endpoint (plain HTTP), sharing one
  * directory and one signing key set from the data dir.
  */
+import { ComponentMetrics } from '../common/metrics.ts';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -79,10 +80,13 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const first = await context();
   const demo = await directory.demoClient();
 
-  const issuer = createHttpServer({ logger, tls, bodyLimit: TOKEN_BODY_LIMIT });
-  registerIssuerRoutes(issuer, { context, origin: () => issuerUrl });
-  const metadata = createHttpServer({ logger, bodyLimit: 16 * 1024 });
-  registerImdsRoutes(metadata, { context, identityHeader });
+  // One registry for both servers: /metrics on either shows the whole component.
+  const metrics = new ComponentMetrics('identity');
+  const tokensIssued = metrics.counter('identity_tokens_issued_total', 'access tokens issued, by grant', ['grant']);
+  const issuer = createHttpServer({ logger, tls, bodyLimit: TOKEN_BODY_LIMIT, metrics });
+  registerIssuerRoutes(issuer, { context, origin: () => issuerUrl, tokensIssued });
+  const metadata = createHttpServer({ logger, bodyLimit: 16 * 1024, metrics });
+  registerImdsRoutes(metadata, { context, identityHeader, tokensIssued });
 
   const urls = await listenEach([
     [issuer, { host: options.host, port: options.port, component: 'identity' }],

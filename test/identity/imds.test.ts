@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { claimsOf, getJson, startForTest, suiteCleanup, type JsonAnswer, type StartedIdentity } from './helpers.ts';
+import { readMetric } from '../helpers/index.ts';
 import { createUserAssignedIdentity } from '../../src/identity/manage.ts';
 import type { ManagedIdentity } from '../../src/identity/directory.ts';
 
@@ -114,5 +115,13 @@ describe('managed identity endpoint', () => {
     assertImdsError(await getJson(url, {}), 401, 'invalid_request', /X-IDENTITY-HEADER/);
     const oldVersion = url.replace('2019-08-01', '2017-09-01');
     assertImdsError(await getJson(oldVersion, { headers: { 'x-identity-header': exports.identityHeader! } }), 400, 'invalid_request', /api-version/);
+  });
+
+  test('metrics: tokens issued by IMDS are counted by grant, refusals by status', async () => {
+    const before = (await readMetric(id.imdsUrl, 'offcloud_identity_tokens_issued_total', { grant: 'managed_identity' })) ?? 0;
+    for (let i = 0; i < 2; i++) assert.equal((await imdsGet(`api-version=2018-02-01&resource=${encodeURIComponent('https://vault.azure.net')}`)).status, 200);
+    assert.equal((await imdsGet('api-version=2018-02-01')).status, 400);
+    assert.equal(await readMetric(id.imdsUrl, 'offcloud_identity_tokens_issued_total', { grant: 'managed_identity', component: 'identity' }), before + 2);
+    assert.ok(((await readMetric(id.imdsUrl, 'offcloud_http_requests_total', { status: '400' })) ?? 0) >= 1);
   });
 });
