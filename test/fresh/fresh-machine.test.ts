@@ -1,7 +1,7 @@
 /**
  * A fresh machine: the package as a user gets it (`npm pack`, unpacked into a
  * temporary folder with no ../shared anywhere above it, its dependencies the
- * project's node_modules), started the way the README says (`npx offcloud up`,
+ * project's node_modules; it runs the JavaScript its prepack compiled), started the way the README says (`npx offcloud up`,
  * here on free ports). Every component answers, every shell block of the
  * README runs as pasted against it, and SIGTERM to npx's PID leaves no server
  * behind. Then the same package with one model file removed: up starts the
@@ -28,18 +28,31 @@ import { portrait } from '../face/images.ts';
 const run = promisify(execFile);
 const START_TIMEOUT_MS = 240_000;
 
-/** `npm pack` of this checkout, unpacked as <app>/node_modules/offcloud with the project's dependencies and a .bin link, as npm installs it. */
+let packed: Promise<string> | undefined;
+
+/** `npm pack` of this checkout (its prepack compiles dist/), once per run, into a folder with no shared/ above it. */
+function packOnce(t: { after(fn: () => unknown): void; diagnostic(message: string): void }): Promise<string> {
+  packed ??= (async () => {
+    const root = await tempDataDir(t);
+    for (let dir = root; dir !== dirname(dir); dir = dirname(dir)) assert.ok(!existsSync(join(dir, 'shared')), `no shared/ beside ${dir}`);
+    const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', root], { cwd: PACKAGE_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const tarball = join(root, stdout.trim().split('\n').pop()!);
+    t.diagnostic(`npm pack: ${(await stat(tarball)).size} bytes`);
+    return tarball;
+  })();
+  return packed;
+}
+
+/** The tarball unpacked as <app>/node_modules/offcloud with the project's dependencies and a .bin link, as npm installs it. */
 async function installFromTarball(t: { after(fn: () => unknown): void; diagnostic(message: string): void }): Promise<string> {
-  const root = await tempDataDir(t);
-  for (let dir = root; dir !== dirname(dir); dir = dirname(dir)) assert.ok(!existsSync(join(dir, 'shared')), `no shared/ beside ${dir}`);
-  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', root], { cwd: PACKAGE_ROOT });
-  const tarball = join(root, stdout.trim().split('\n').pop()!);
-  t.diagnostic(`npm pack: ${(await stat(tarball)).size} bytes`);
-  const app = join(root, 'app');
+  const tarball = await packOnce(t);
+  const app = join(await tempDataDir(t), 'app');
   await mkdir(join(app, 'node_modules', '.bin'), { recursive: true });
   await run('tar', ['-xzf', tarball, '-C', join(app, 'node_modules')]);
   const installed = join(app, 'node_modules', 'offcloud');
   await rename(join(app, 'node_modules', 'package'), installed);
+  // The package runs its compiled JavaScript: no TypeScript sources travel in it.
+  assert.ok(existsSync(join(installed, 'dist', 'cli.js')) && !existsSync(join(installed, 'src')), 'the package holds dist/, not src/');
   await symlink(resolve(PACKAGE_ROOT, 'node_modules'), join(installed, 'node_modules'));
   await symlink('../offcloud/bin/offcloud.js', join(app, 'node_modules', '.bin', 'offcloud'));
   await writeFile(join(app, 'photo.jpg'), await portrait());

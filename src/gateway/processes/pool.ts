@@ -7,7 +7,8 @@
  * event-loop turn, so the check-and-increment stays atomic and exact across
  * processes. A worker that dies is replaced.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { forkTypeScript } from '../../common/worker.ts';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ConnectionCounters } from '../http/server.ts';
@@ -70,11 +71,7 @@ export class WorkerPool {
   }
 
   private spawn(): Worker {
-    const child = fork(WORKER_ENTRY, [], {
-      // The worker is TypeScript too: the same loader the CLI registers, by absolute URL so any cwd works.
-      execArgv: ['--import', import.meta.resolve('tsx')],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    const child = forkTypeScript(WORKER_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const worker: Worker = { child, counters: { accepted: 0, active: 0, inFlight: 0, total: 0 }, ready: Promise.resolve() };
     worker.ready = new Promise<void>((resolve, reject) => {
       child.on('message', (message: FromWorker) => {
