@@ -4,6 +4,7 @@
  * our own C2D send and telemetry read/follow (the real service uses AMQP and
  * Event Hubs for those). Every call carries a hub policy SAS (`iothubowner`).
  */
+import type { ComponentMetrics } from '../common/metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
@@ -20,6 +21,8 @@ export interface RestOptions {
   port: number;
   tls: TlsMaterial;
   logger: Logger;
+  /** The hub's registry: GET /metrics on the REST port serves the whole component. */
+  metrics: ComponentMetrics;
 }
 
 type IdParams = { id: string; mid?: string };
@@ -47,6 +50,7 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
   const { logger } = options;
   const app = createHttpServer({
     logger,
+    metrics: options.metrics,
     tls: options.tls,
     bodyLimit: 512 * 1024,
     // A URL fastify cannot route (broken percent-encoding) still gets the hub's error shape.

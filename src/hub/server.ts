@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createLogger } from '../common/log.ts';
@@ -20,7 +21,10 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   const logger = given.logger ?? createLogger(options.logLevel, 'hub');
   const tls = await resolveTls(options);
   const { store, bus } = await openState(options);
+  const metrics = new ComponentMetrics('hub');
+  const activity = metrics.counter('hub_activity_total', 'device and service operations on this replica, by kind', ['kind']);
   const hub = new DeviceHub(store, bus, {
+    count: (kind) => activity.inc({ kind }),
     hostName: options.hostName,
     limits: { ...DEFAULT_TWIN_LIMITS, maxDepth: options.twinMaxDepth },
     c2dTtlSeconds: options.c2dTtlSeconds,
@@ -32,7 +36,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   try {
     const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
     mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, webSocketPort: options.webSocketPort, tls, logger, limits });
-    rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger });
+    rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger, metrics });
   } catch (err) {
     await mqtt?.close();
     await hub.close();

@@ -105,7 +105,12 @@ export async function readMetric(base: string, name: string, labels: Record<stri
   const response = await fetch(`${base}/metrics`);
   if (response.status !== 200) throw new Error(`GET ${base}/metrics answered ${response.status}`);
   if (!response.headers.get('content-type')?.startsWith('text/plain')) throw new Error('/metrics is not in the text format');
-  for (const line of (await response.text()).split('\n')) {
+  return metricIn(await response.text(), name, labels);
+}
+
+/** The same, from metrics text already fetched (over TLS, with a CA of the test's own). */
+export function metricIn(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
     const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { connectDevice, nextMessage, restClient, serviceToken, startTestHub } from './helpers.ts';
+import { metricIn } from '../helpers/index.ts';
 
 const hub = await startTestHub({ after });
 
@@ -246,4 +247,26 @@ test('issue 19 #5: each built-in policy has exactly its rights (registryRead, re
   }
   assert.equal((await hub.rest('GET', '/devices/rights-victim')).status, 200, 'no refused policy deleted the device');
   assert.equal((await hub.rest('GET', '/devices/rights-new')).status, 404, 'no refused policy created a device');
+});
+
+test('metrics: GET /metrics on the REST port counts telemetry, reported patches and C2D sends', async () => {
+  const read = async () => {
+    const answer = await hub.rest('GET', '/metrics');
+    assert.equal(answer.status, 200);
+    return (kind: string) => metricIn(String(answer.body), 'offcloud_hub_activity_total', { kind, component: 'hub' }) ?? 0;
+  };
+  const before = await read();
+  const key = await hub.createDevice('metered');
+  const client = await connectDevice(hub, 'metered', key);
+  await client.subscribeAsync('$iothub/twin/res/#');
+  for (let i = 0; i < 3; i++) await client.publishAsync('devices/metered/messages/events/', `{"n":${i}}`, { qos: 1 });
+  const patched = nextMessage(client, '$iothub/twin/res/204/');
+  await client.publishAsync('$iothub/twin/PATCH/properties/reported/?$rid=m1', JSON.stringify({ battery: 80 }));
+  await patched;
+  assert.ok((await hub.rest('POST', '/devices/metered/messages/devicebound', { body: 'hello' })).status < 300);
+  await client.endAsync();
+  const after = await read();
+  assert.equal(after('telemetry') - before('telemetry'), 3);
+  assert.equal(after('reported-patch') - before('reported-patch'), 1);
+  assert.equal(after('c2d-sent') - before('c2d-sent'), 1);
 });

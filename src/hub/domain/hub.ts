@@ -45,7 +45,12 @@ export interface HubSettings {
   telemetryLogSize: number;
   /** Names this replica on the bus (method responses find their way back by it). */
   replicaId: string;
+  /** Told of each thing this replica did, for the component's metrics. */
+  count?: (what: HubActivity) => void;
 }
+
+/** What the hub counts: telemetry accepted, reported patches stored, C2D messages queued, methods invoked. */
+export type HubActivity = 'telemetry' | 'reported-patch' | 'c2d-sent' | 'method-invoked';
 
 /** The first api-version with the twin topics (§9); older or missing ones may not use twins. */
 export const MIN_TWIN_API_VERSION = '2016-11-14';
@@ -165,6 +170,7 @@ export class DeviceHub {
   async patchReported(key: string, payload: Buffer): Promise<number> {
     const patch = parsePatch(payload);
     const record = await this.store.updateIdentity(key, (r) => ({ ...r, twin: patchReportedProperties(r.twin, patch, this.settings.limits) }));
+    this.settings.count?.('reported-patch');
     return record.twin.reported.version;
   }
 
@@ -222,6 +228,7 @@ export class DeviceHub {
       type: 'telemetry',
       message: { ...identity, enqueuedTimeUtc: new Date().toISOString(), ...bag, ...describeBody(payload) },
     });
+    this.settings.count?.('telemetry');
   }
 
   methodResponse(rid: string, origin: string, status: number, payload: Buffer): Promise<void> {
@@ -340,6 +347,7 @@ export class DeviceHub {
     const message = createC2dMessage(deviceId, body, this.settings.c2dTtlSeconds);
     await this.store.enqueueC2d(deviceId, message);
     await this.bus.publish({ type: 'c2d', deviceId });
+    this.settings.count?.('c2d-sent');
     return { messageId: message.system.messageId, enqueuedTimeUtc: message.enqueuedTimeUtc, expiryTimeUtc: message.system.expiryTimeUtc };
   }
 
@@ -367,6 +375,7 @@ export class DeviceHub {
       this.pendingMethods.set(rid, { resolve, reject, timer });
     });
     await this.bus.publish({ type: 'method-request', key, rid, methodName: request.methodName, payload, origin: this.settings.replicaId, timeoutMs: timeout * 1000 });
+    this.settings.count?.('method-invoked');
     return result;
   }
 
