@@ -23,6 +23,7 @@ import { componentEntries, probeComponent } from './overview.ts';
 import { consoleOptions } from './options.ts';
 import { createDispatcher, forward, type Upstream } from './upstream.ts';
 import { registerIdentityRoutes } from './identity.ts';
+import { registerDeviceRoutes } from './devices.ts';
 
 export type ConsoleOptions = OptionValues<typeof consoleOptions>;
 
@@ -105,6 +106,7 @@ function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: stri
     registerBlobRoutes(scope, options, caFile);
   });
   registerIdentityRoutes(app, options, dispatcher);
+  registerDeviceRoutes(app, options);
 }
 
 function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFile: string): void {

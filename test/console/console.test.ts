@@ -285,6 +285,35 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
   await page.getByRole('alert').filter({ hasText: 'notes.txt is not an image the browser can read' }).waitFor();
 });
 
+test('devices: the active flag toggled in the page is what DevSvc (gRPC) and the data service answer next; an unknown or bad name gets their answers', async (t) => {
+  const page = await openPage(t, 'devices');
+  const devices = page.getByRole('table', { name: 'devices' });
+  await devices.getByRole('cell', { name: 'sensor-2', exact: true }).waitFor();
+  const flag = devices.getByRole('row', { name: /sensor-2/ }).getByRole('checkbox');
+  const before = await flag.isChecked();
+  await flag.click();
+  await devices.getByRole('row', { name: /sensor-2/ }).getByRole('checkbox', { checked: !before }).waitFor();
+  await page.getByLabel('Device', { exact: true }).fill('sensor-2');
+  // DevSvc rereads the file when it changes: ask until it answers the new flag.
+  const want = !before ? 'is active' : 'is inactive';
+  for (let i = 0; ; i++) {
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await page.getByLabel('DevSvc answer').waitFor();
+    if ((await page.getByLabel('DevSvc answer').textContent())?.includes(want)) break;
+    assert.ok(i < 50, `DevSvc never answered "${want}"`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.match(await page.getByLabel('data service answer').textContent() ?? '', new RegExp(String(!before)));
+  await screenshot(page, 'devices');
+
+  await page.getByLabel('Device', { exact: true }).fill('no-such-device');
+  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.getByLabel('DevSvc answer').getByText('does not know this device').waitFor();
+  await page.getByLabel('Device', { exact: true }).fill('bad name?');
+  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.getByLabel('data service answer').getByRole('alert').filter({ hasText: /^400 · invalid device name/ }).waitFor();
+});
+
 test('the console API refuses calls from other sites, paths out of a component, and answers bad bodies in its own shape', async () => {
   const call = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
     request(`${stack.base}${path}`, { method: (init.method ?? 'GET') as 'GET', headers: init.headers ?? {}, body: init.body ?? null });

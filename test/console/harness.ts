@@ -50,7 +50,8 @@ export interface Stack {
 export async function startNamed(cleanup: Cleanup, name: string, started: Map<string, RunningComponent>, own: Record<string, unknown>): Promise<RunningComponent> {
   const definition = components.find((c) => c.name === name);
   if (!definition) throw new Error(`no component ${name}`);
-  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quiet, ...own };
+  const quietOnes = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
   cleanup.add(() => running.close());
@@ -73,6 +74,8 @@ export async function startStack(cleanup: Cleanup, scripts: Record<string, strin
   await startNamed(cleanup, 'gateway', started, { ...common, httpsPort: 0, adminPort: 0 });
   await startNamed(cleanup, 'identity', started, { ...common, imdsPort: 0 });
   await startNamed(cleanup, 'storage', started, common);
+  await startNamed(cleanup, 'devsvc', started, { ...common, registry: 'static' });
+  await startNamed(cleanup, 'devdata', started, common);
   await startNamed(cleanup, 'scripts', started, { ...common, scriptsDir });
   await startNamed(cleanup, 'hub', started, { ...common, restPort: 0 });
   await startNamed(cleanup, 'billing', started, common);

@@ -1,19 +1,60 @@
-// Devices: what the device data service answers for a device.
+// Devices: the devices and their active flag (toggle), each as DevSvc answers
+// over gRPC and as the data service answers GET /data/<device>.
 import { api } from '../api.js';
-import { html, ErrorLine, Json, Section, formValues, useAction } from '../ui.js';
+import { html, ErrorLine, Loading, Section, formValues, useAction, useLoad } from '../ui.js';
 
-export function DevicesPage() {
+function Lookup() {
   const lookup = useAction();
   const submit = (event) => {
     const { device } = formValues(event);
-    lookup.run(() => api(`/api/devdata/data/${encodeURIComponent(device)}`));
+    const name = encodeURIComponent(device);
+    lookup.run(async () => {
+      // Both answers, each with its own error: one service may answer while the other does not.
+      const [devsvc, data] = await Promise.allSettled([api(`/api/devsvc/devices/${name}`), api(`/api/devdata/data/${name}`, { headers: { accept: 'text/plain' } })]);
+      return { devsvc, data };
+    });
   };
-  return html`<${Section} title="Device data (GET /data/<device>)">
+  const result = lookup.result;
+  return html`<${Section} title="Look a device up">
     <form onSubmit=${submit} class="inline" aria-label="look up a device">
       <label for="device">Device</label> <input id="device" name="device" required />
       <button type="submit" disabled=${lookup.busy}>Look up</button>
     </form>
     <${ErrorLine} error=${lookup.error} />
-    ${lookup.result !== undefined && html`<${Json} value=${lookup.result} />`}
+    ${result && html`<div class="columns">
+      <div aria-label="DevSvc answer"><h3>DevSvc.Get (gRPC)</h3>
+        ${result.devsvc.status === 'fulfilled' && !result.devsvc.value.device.name
+          ? html`<p>replica <code>${result.devsvc.value.replica}</code> does not know this device (it answers an empty Device)</p>`
+          : result.devsvc.status === 'fulfilled'
+          ? html`<p>replica <code>${result.devsvc.value.replica}</code>: <strong>${result.devsvc.value.device.name}</strong> is <strong>${result.devsvc.value.device.active ? 'active' : 'inactive'}</strong></p>`
+          : html`<${ErrorLine} error=${result.devsvc.reason} />`}
+      </div>
+      <div aria-label="data service answer"><h3>GET /data/… (device data service)</h3>
+        ${result.data.status === 'fulfilled' ? html`<pre>${String(result.data.value)}</pre>` : html`<${ErrorLine} error=${result.data.reason} />`}
+      </div>
+    </div>`}
   <//>`;
+}
+
+export function DevicesPage() {
+  const list = useLoad(() => api('/api/devices'));
+  const toggle = useAction();
+  const setActive = (name, active) => toggle.run(async () => {
+    await api(`/api/devices/${encodeURIComponent(name)}/active`, { method: 'PUT', json: { active } });
+    await list.reload();
+  });
+  return html`
+    <${Section} title="Devices" actions=${html`<button type="button" class="small" onClick=${list.reload}>refresh</button>`}>
+      <${Loading} state=${list}>${list.data && html`
+        <p class="muted">From <code>${list.data.file}</code> (what DevSvc serves and <code>offcloud devices</code> edits).</p>
+        <table aria-label="devices">
+          <thead><tr><th>device</th><th>active</th></tr></thead>
+          <tbody>${list.data.devices.map((d) => html`<tr key=${d.name}><td>${d.name}</td>
+            <td><label><input type="checkbox" checked=${d.active} disabled=${toggle.busy} onChange=${(e) => setActive(d.name, e.currentTarget.checked)} /> active <span class="sr-only">${d.name}</span></label></td></tr>`)}</tbody>
+        </table>
+        ${list.data.devices.length === 0 && html`<p class="muted">No devices: <code>offcloud devices add sensor-1</code>.</p>`}`}
+      <//>
+      <${ErrorLine} error=${toggle.error} />
+    <//>
+    <${Lookup} />`;
 }
