@@ -6,6 +6,8 @@
  * (<account>.blob.<suffix>/<container>/<blob>); every request is authenticated
  * (bearer token or Shared Key), authorized, then dispatched by method and `comp`.
  */
+import type { Counter } from 'prom-client';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
@@ -72,6 +74,7 @@ interface StorageServerContext {
   stores: Map<string, AccountStore>;
   authenticator: StorageAuthenticator;
   limits: StorageLimits;
+  blobsWritten: Counter;
 }
 
 function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure: boolean): void {
@@ -126,6 +129,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         query,
         endpoint: target.endpoint,
         limits: ctx.limits,
+        blobWritten: () => ctx.blobsWritten.inc(),
         authorize: (action) => ctx.authenticator.authorize(principal, action, scope),
       };
       if (!target.container) return serviceOperation(op);
@@ -149,8 +153,11 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   const accountList = await loadAccounts(options.dataDir, options.account);
   const stores = new Map<string, AccountStore>();
   for (const account of accountList) stores.set(account.name, await AccountStore.open(resolve(options.dataDir, 'storage', 'accounts', account.name)));
+  // One registry for both endpoints: /metrics on either shows the whole component.
+  const metrics = new ComponentMetrics('storage');
   const ctx: StorageServerContext = {
     logger,
+    blobsWritten: metrics.counter('storage_blobs_written_total', 'blobs written by Put Blob or Put Block List'),
     accounts: new Map(accountList.map((a) => [a.name, a])),
     stores,
     authenticator,
@@ -159,9 +166,9 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   const tls = await resolveTls(options);
   // A URL fastify cannot decode (`/devstoreaccount1/c/%zz`) is refused before routing: answer it as the service does.
   const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) => void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
-  const http = createHttpServer({ logger, frameworkErrors });
+  const http = createHttpServer({ logger, frameworkErrors, metrics });
   registerRoutes(http, ctx, false);
-  const https = createHttpServer({ logger, tls, frameworkErrors });
+  const https = createHttpServer({ logger, tls, frameworkErrors, metrics });
   registerRoutes(https, ctx, true);
   const [httpUrl, httpsUrl] = (await listenEach([
     [http, { host: options.host, port: options.port, component: 'storage' }],

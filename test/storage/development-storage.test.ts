@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AccountSASPermissions, AccountSASResourceTypes, BlobServiceClient, ContainerClient, ContainerSASPermissions } from '@azure/storage-blob';
 import { startStorage } from '../../src/storage/server.ts';
-import { tempDataDir } from '../helpers/index.ts';
+import { readMetric, tempDataDir } from '../helpers/index.ts';
+import { DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
 
 test('UseDevelopmentStorage=true works verbatim against offcloud storage on 127.0.0.1:10000: create, upload, list, download; SAS from the same key', async (t) => {
   const dataDir = await tempDataDir(t);
@@ -55,4 +56,25 @@ test('UseDevelopmentStorage=true works verbatim against offcloud storage on 127.
   });
   const expired = service.generateAccountSasUrl(new Date(Date.now() - 60_000), AccountSASPermissions.parse('rl'), 'sco');
   await assert.rejects(new BlobServiceClient(expired).getContainerClient('made-with-sas').getProperties(), { statusCode: 403 });
+});
+
+test('metrics: blobs written by Put Blob and Put Block List are counted; refused writes are not', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent' });
+  t.after(() => storage.close());
+  const base = new URL(storage.exports!.httpBlobEndpoint!).origin;
+  const service = BlobServiceClient.fromConnectionString(
+    `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${DEVELOPMENT_KEY};BlobEndpoint=${base}/devstoreaccount1;`,
+  );
+  const container = service.getContainerClient('counted');
+  await container.create();
+  await container.getBlockBlobClient('small.txt').upload('one', 3);
+  // Staged blocks and their commit: one blob written, not three.
+  const blocks = container.getBlockBlobClient('blocks.txt');
+  const ids = ['a', 'b'].map((id) => Buffer.from(id.padEnd(8, '0')).toString('base64'));
+  for (const id of ids) await blocks.stageBlock(id, 'xy', 2);
+  await blocks.commitBlockList(ids);
+  await assert.rejects(container.getBlockBlobClient('small.txt').upload('two', 3, { conditions: { ifNoneMatch: '*' } }), (err: { statusCode?: number }) => err.statusCode === 409 || err.statusCode === 412);
+  assert.equal(await readMetric(base, 'offcloud_storage_blobs_written_total', { component: 'storage' }), 2);
+  assert.ok(((await readMetric(base, 'offcloud_http_requests_total', { method: 'PUT', status: '201' })) ?? 0) >= 5);
 });

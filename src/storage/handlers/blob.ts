@@ -93,6 +93,7 @@ export async function putBlob(op: Operation, container: string, name: string): P
     limit: op.limits.maxBlobBytes,
     expectedMd5: header(op, 'content-md5'),
   });
+  op.blobWritten();
   writeResult(op, blob);
   await op.reply.code(201).send();
 }
@@ -124,6 +125,7 @@ export async function putBlockList(op: Operation, container: string, name: strin
     metadata: metadataFromHeaders(op),
     limit: op.limits.maxBlobBytes,
   });
+  op.blobWritten();
   writeResult(op, blob);
   await op.reply.code(201).send();
 }
