@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startGateway } from '../../src/gateway/server.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
 import { debianProgram } from '../../test/helpers/index.ts';
@@ -25,11 +24,6 @@ const ROUNDS = 3;
 const KEY = 'bench-key';
 /** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`). */
 const WORKERS = [1, 2];
-
-async function workerPids(adminUrl: string): Promise<number[]> {
-  const answer = (await (await fetch(`${adminUrl}/`)).json()) as { pids: { workers: number[] } };
-  return answer.pids.workers;
-}
 
 /**
  * The reference's "floor" (part D): a naive node:http pipe with a keep-alive
@@ -99,11 +93,6 @@ function processCpu(pid: number): number {
   return ticks(pid) * 10_000;
 }
 
-function ownCpu(): number {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-}
-
 function milliseconds(text: string): number {
   const [, value, unit] = /^([\d.]+)(us|ms|s)$/.exec(text.trim()) ?? [];
   const n = Number(value);
@@ -140,8 +129,9 @@ async function startProcess(program: string, args: string[], readyWhen: (output:
   return child;
 }
 
-async function waitForPort(url: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+/** Waits until `url` answers; a process started through tsx on a busy machine may take many seconds. */
+async function waitForPort(url: string, seconds = 5): Promise<void> {
+  for (let i = 0; i < seconds * 20; i++) {
     try {
       await fetch(url);
       return;
@@ -199,7 +189,6 @@ function gatewayDoc(backendPort: number, plugins: boolean): Record<string, unkno
 export async function run(): Promise<BenchResult[]> {
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-gateway-'));
   const children: ChildProcess[] = [];
-  const closers: (() => Promise<void>)[] = [];
   try {
     const backendPort = await freePort();
     const backend = await startProcess(process.execPath, ['-e', BACKEND, String(backendPort)], (o) => o.includes('ready'));
@@ -230,18 +219,23 @@ export async function run(): Promise<BenchResult[]> {
       { name: '(t) TCP pipe, bytes unparsed → backend', url: `http://127.0.0.1:${pipePort}/users`, cpu: () => processCpu(pipe.pid!) },
       { name: '(m) minimal raw-socket Node pipe → backend', url: `http://127.0.0.1:${minimalPort}/users`, cpu: () => processCpu(minimal.pid!) },
     ];
+    // Each gateway runs in its own process, started by the CLI as a user starts it, so its CPU is read
+    // from /proc like nginx's (with its worker processes); the bench process's own work is not counted.
+    const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
     for (const workers of WORKERS) {
       for (const plugins of [false, true]) {
-        const file = join(dir, `kong-${plugins}.json`);
+        const file = join(dir, `kong-${plugins}-${workers}.json`);
         await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
-        const gw = await startGateway({ port: 0, httpsPort: 0, adminPort: 0, logLevel: 'silent', dataDir: dir, declarativeConfig: file, workers });
-        closers.push(gw.close);
-        const pids = await workerPids(gw.urls[2]!.url);
+        const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+        const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
+        const gw = spawn(process.execPath, ['--import', 'tsx', cli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], { stdio: 'ignore' });
+        children.push(gw);
+        await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
         targets.push({
           name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
-          url: `${gw.urls[0]!.url}/users`,
-          // The gateway's CPU: this process (listener, counters) and its workers.
-          cpu: () => ownCpu() + pids.filter((pid) => pid !== process.pid).reduce((sum, pid) => sum + processCpu(pid), 0),
+          url: `http://127.0.0.1:${port}/users`,
+          // The gateway's CPU: its process (with workers: listener and counters) and its worker processes.
+          cpu: () => processCpu(gw.pid!),
           headers: plugins ? [`apikey: ${KEY}`] : [],
         });
       }
@@ -275,7 +269,6 @@ export async function run(): Promise<BenchResult[]> {
       ];
     });
   } finally {
-    for (const close of closers) await close();
     for (const child of children) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
