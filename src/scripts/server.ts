@@ -12,6 +12,8 @@ import type { RunningComponent } from '../common/component.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
+import { ComponentMetrics } from '../common/metrics.ts';
+import type { Counter } from 'prom-client';
 import { resolveTls, type TlsMaterial } from '../common/tls.ts';
 import { CertificateManager, type Certificate } from './acme.ts';
 import { ScriptCatalog, type Script } from './catalog.ts';
@@ -60,6 +62,8 @@ interface Context {
   /** Set when close() starts: a run that starts after it is stopped at once. */
   closing: boolean;
   logger: Logger;
+  metrics: ComponentMetrics;
+  runsStarted: Counter;
 }
 
 function splitUrl(url: string): { path: string; query: string } {
@@ -129,6 +133,7 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
     throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
   reply.hijack();
+  ctx.runsStarted.inc();
   ctx.runs.add(run);
   void run.done.then(() => ctx.runs.delete(run));
   // The client may have left while the script was starting: whenClosed then stops it at once.
@@ -149,7 +154,7 @@ const frameworkErrors = (error: FastifyError, _request: FastifyRequest, reply: F
 
 /** The app that serves the scripts (HTTP, or HTTPS when `tls` is given). */
 function scriptApp(ctx: Context, tls: TlsMaterial | null): FastifyInstance {
-  const app = createHttpServer({ logger: ctx.logger, tls, bodyLimit: ctx.options.bodyLimit, frameworkErrors });
+  const app = createHttpServer({ logger: ctx.logger, tls, bodyLimit: ctx.options.bodyLimit, frameworkErrors, metrics: ctx.metrics });
   // Bodies stay raw: they go to the script's stdin as sent; form fields are read from them too.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -223,13 +228,18 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
   const options = withDefaults(scriptsOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'scripts');
   const folder = await scriptsFolder(options.scriptsDir, options.dataDir);
+  const metrics = new ComponentMetrics('scripts');
+  const runs = new Set<ScriptRun>();
+  metrics.gauge('scripts_running', 'scripts running now', [], (gauge) => gauge.set(runs.size));
   const ctx: Context = {
+    metrics,
+    runsStarted: metrics.counter('scripts_runs_total', 'script runs started'),
     options,
     catalog: new ScriptCatalog(folder, RESERVED),
     limiter: new RunLimiter(options.maxRunning),
     passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
     users: new WeakMap(),
-    runs: new Set(),
+    runs,
     closing: false,
     logger,
   };

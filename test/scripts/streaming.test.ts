@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { request } from 'undici';
 import { MAX_LINE_CHARS } from '../../src/scripts/run.ts';
-import { debianProgram } from '../helpers/index.ts';
+import { debianProgram, readMetric } from '../helpers/index.ts';
 import { callStream, dataLines, exitOf, startHarness } from './helpers.ts';
 
 const h = await startHarness({ after });
@@ -97,4 +97,12 @@ test('R-SCRIPT-5 a line longer than the limit is sent in pieces', async () => {
     lines.map((l) => l.length),
     [MAX_LINE_CHARS, 10],
   );
+});
+
+test('metrics: script runs are counted and the running gauge returns to zero', async () => {
+  const own = await startHarness({ after });
+  await own.script('quick.sh', '#!/bin/sh\necho done\n');
+  for (let i = 0; i < 3; i++) assert.deepEqual(dataLines(await callStream(`${own.base}/quick`, { method: 'POST' })), ['done']);
+  assert.equal(await readMetric(own.base, 'offcloud_scripts_runs_total', { component: 'scripts' }), 3);
+  assert.equal(await readMetric(own.base, 'offcloud_scripts_running'), 0);
 });
