@@ -14,6 +14,7 @@ import { connect } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { freePort, spawnHub } from '../../test/hub/helpers.ts';
+import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
@@ -26,6 +27,8 @@ const PAYLOAD = Buffer.from(JSON.stringify({ temperature: 21.5, humidity: 40, st
 
 interface Target {
   name: string;
+  /** The server's process, for its CPU time per message. */
+  pid: number;
   port: number;
   ca: string;
   credentials(i: number): { clientId: string; username?: string; password?: string };
@@ -68,6 +71,8 @@ function percentile(values: number[], p: number): number {
 
 interface Round {
   messagesPerSecond: number;
+  /** Server CPU (user + system) per acknowledged telemetry message, in microseconds. */
+  cpuMicrosPerMessage: number;
   pubackMs: number[];
   twinMs: number[];
 }
@@ -109,10 +114,12 @@ async function loadRound(target: Target, withTwin: boolean): Promise<Round> {
     }
   });
   const begun = Date.now();
+  const cpuBefore = cpuWithEndedChildren(target.pid);
   await Promise.all([...telemetry, ...twins]);
+  const cpuMs = cpuWithEndedChildren(target.pid) - cpuBefore;
   const elapsed = (Date.now() - begun) / 1000;
   await Promise.all(clients.map((c) => c.endAsync()));
-  return { messagesPerSecond: acked / elapsed, pubackMs, twinMs };
+  return { messagesPerSecond: acked / elapsed, cpuMicrosPerMessage: (cpuMs * 1000) / acked, pubackMs, twinMs };
 }
 
 async function startOurHub(dataDir: string): Promise<{ child: ChildProcess; target: Target }> {
@@ -125,6 +132,7 @@ async function startOurHub(dataDir: string): Promise<{ child: ChildProcess; targ
     child,
     target: {
       name: 'offcloud hub',
+      pid: child.pid!,
       port: hub.mqttPort,
       ca: hub.ca,
       credentials: (i) => ({
@@ -157,7 +165,7 @@ async function startMosquitto(dataDir: string): Promise<{ child: ChildProcess; t
   );
   const child = spawn('/usr/sbin/mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'inherit'] });
   await listening(child, port);
-  return { child, target: { name: 'mosquitto', port, ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8'), credentials: (i) => ({ clientId: `bench-${i}` }) } };
+  return { child, target: { name: 'mosquitto', pid: child.pid!, port, ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8'), credentials: (i) => ({ clientId: `bench-${i}` }) } };
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -184,7 +192,7 @@ export async function run(): Promise<BenchResult[]> {
     const mosquittoRate = median(mosquittoRounds.map((r) => r.messagesPerSecond));
     const twinMs = hubRounds.flatMap((r) => r.twinMs);
     const pubackMs = mosquittoRounds.flatMap((r) => r.pubackMs);
-    const details = { devices: DEVICES, secondsPerRound: SECONDS, rounds: ROUNDS, twinDevices: TWIN_DEVICES, hubRates: hubRounds.map((r) => Math.round(r.messagesPerSecond)), mosquittoRates: mosquittoRounds.map((r) => Math.round(r.messagesPerSecond)), twinSamples: twinMs.length };
+    const details = { devices: DEVICES, secondsPerRound: SECONDS, rounds: ROUNDS, twinDevices: TWIN_DEVICES, hubRates: hubRounds.map((r) => Math.round(r.messagesPerSecond)), mosquittoRates: mosquittoRounds.map((r) => Math.round(r.messagesPerSecond)), hubCpuMicrosPerMessage: hubRounds.map((r) => Math.round(r.cpuMicrosPerMessage)), mosquittoCpuMicrosPerMessage: mosquittoRounds.map((r) => Math.round(r.cpuMicrosPerMessage)), twinSamples: twinMs.length };
     return [
       result({ name: `hub QoS 1 telemetry, ${DEVICES} devices over TLS`, unit: 'msg/s', ours: hubRate, baseline: 'mosquitto 2.0 (TLS, anonymous)', baselineValue: mosquittoRate, better: 'higher', details }),
       result({ name: 'hub twin reported PATCH round trip p50 under that load', unit: 'ms', ours: percentile(twinMs, 50), baseline: 'mosquitto QoS 1 PUBACK p50 under the same load', baselineValue: percentile(pubackMs, 50), better: 'lower', details }),

@@ -1,16 +1,18 @@
 /**
  * The embedded store: registry and twins as one JSON file per identity, and
  * each device's C2D queue in a file beside it, all written atomically in the
- * data dir before the answer goes out; presence in memory.
+ * data dir before the answer goes out (by DurableWriter's worker thread);
+ * presence in memory.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../common/files.ts';
 import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.ts';
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { fileVersion } from './durable-write-worker.ts';
+import { DurableWriter, StaleFile } from './durable-writer.ts';
 import { KeyedQueue } from './keyed-queue.ts';
 
 /** A device's pending C2D messages and whether a clean=false session keeps its subscription. */
@@ -19,9 +21,22 @@ interface C2dState {
   messages: C2dMessage[];
 }
 
+/** A record as this process last wrote it, and the version of the file that holds it. */
+interface KnownRecord {
+  record: IdentityRecord;
+  version: string | null;
+}
+
+/** Records remembered for read-modify-write; the least recently written go first. */
+const MAX_KNOWN_RECORDS = 10_000;
+/** An update that keeps finding its file changed by another process gives up (500) after this many tries. */
+const MAX_STALE_RETRIES = 5;
+
 export class FileStore implements HubStore {
   private readonly dir: string;
   private readonly writes = new KeyedQueue();
+  private readonly writer = new DurableWriter();
+  private readonly known = new Map<string, KnownRecord>();
   private readonly online = new Map<string, string>();
 
   constructor(dataDir: string) {
@@ -42,8 +57,20 @@ export class FileStore implements HubStore {
     }
   }
 
-  private write(record: IdentityRecord): Promise<void> {
-    return writeFileAtomic(this.pathOf(identityKey(record)), JSON.stringify(record), 0o600);
+  /** Writes a record; with `expected`, only while its file is still that version (StaleFile otherwise). */
+  private async write(record: IdentityRecord, expected?: string | null): Promise<void> {
+    const key = identityKey(record);
+    const version = await this.writer.write(this.pathOf(key), JSON.stringify(record), 0o600, expected);
+    this.known.delete(key);
+    this.known.set(key, { record, version });
+    if (this.known.size > MAX_KNOWN_RECORDS) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /** The version is taken first: a write in between makes it older than the content, so a conditional write fails safe. */
+  private async readKnown(key: string): Promise<KnownRecord | undefined> {
+    const version = await fileVersion(this.pathOf(key));
+    const record = version === null ? undefined : await this.getIdentity(key);
+    return record && { record, version };
   }
 
   getIdentity(key: string): Promise<IdentityRecord | undefined> {
@@ -73,13 +100,25 @@ export class FileStore implements HubStore {
     });
   }
 
+  /**
+   * Starts from the record this process last wrote, without reading it back, and
+   * writes only if no one else (`offcloud hub device …` in another process) has
+   * changed the file since; if someone has, it reads the file and tries again.
+   */
   updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord> {
     return this.writes.run(key, async () => {
-      const current = await this.getIdentity(key);
-      if (!current) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
-      const next = change(current);
-      await this.write(next);
-      return next;
+      for (let attempt = 1; ; attempt++) {
+        const base = this.known.get(key) ?? (await this.readKnown(key));
+        if (!base) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
+        const next = change(base.record);
+        try {
+          await this.write(next, base.version);
+          return next;
+        } catch (err) {
+          this.known.delete(key);
+          if (!(err instanceof StaleFile) || attempt === MAX_STALE_RETRIES) throw err;
+        }
+      }
     });
   }
 
@@ -87,6 +126,7 @@ export class FileStore implements HubStore {
     const modules = key.includes('/') ? [] : await this.listIdentities(key);
     for (const module of modules) await this.deleteIdentity(identityKey(module));
     return this.writes.run(key, async () => {
+      this.known.delete(key);
       if (!(await this.getIdentity(key))) return false;
       await rm(this.pathOf(key), { force: true });
       if (!key.includes('/')) await this.writes.run(`c2d:${key}`, () => rm(this.pathOf(key, 'c2d'), { force: true }));
@@ -103,10 +143,10 @@ export class FileStore implements HubStore {
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         stored = newPolicies();
-        await writeFileAtomic(path, JSON.stringify(stored, null, 2), 0o600);
+        await this.writer.write(path, JSON.stringify(stored, null, 2), 0o600);
       }
       const { policies, added } = withMissingPolicies(stored);
-      if (added) await writeFileAtomic(path, JSON.stringify(policies, null, 2), 0o600);
+      if (added) await this.writer.write(path, JSON.stringify(policies, null, 2), 0o600);
       return policies;
     });
   }
@@ -125,7 +165,7 @@ export class FileStore implements HubStore {
   private changeC2d(deviceId: string, change: (state: C2dState) => C2dState): Promise<void> {
     return this.writes.run(`c2d:${deviceId}`, async () => {
       const next = change(await this.readC2d(deviceId, Date.now()));
-      await writeFileAtomic(this.pathOf(deviceId, 'c2d'), JSON.stringify(next), 0o600);
+      await this.writer.write(this.pathOf(deviceId, 'c2d'), JSON.stringify(next), 0o600);
     });
   }
 
@@ -169,5 +209,7 @@ export class FileStore implements HubStore {
     return this.online.has(key);
   }
 
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return this.writer.close();
+  }
 }
