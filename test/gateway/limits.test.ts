@@ -92,10 +92,11 @@ async function readAnswer(socket: TLSSocket): Promise<string> {
   return got;
 }
 
-test('HTTPS: 200 connections that close before or during the TLS handshake are all closed by the gateway, which keeps serving', BOUNDED, async (t) => {
-  const { gw, served } = await limited(t);
+/** Connects `count` times to the HTTPS port and sends a FIN (half of them after the start of a ClientHello); the gateway must close every one. */
+async function finBeforeHandshake(t: After, count: number, options: Parameters<typeof gatewayWith>[2] = {}): Promise<void> {
+  const { gw, served } = await limited(t, options);
   const sockets: Socket[] = [];
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < count; i++) {
     const socket = await tcp(gw.https);
     // Half of them send the start of a ClientHello first, then their FIN.
     if (i % 2) socket.write(PARTIAL_CLIENT_HELLO);
@@ -106,7 +107,11 @@ test('HTTPS: 200 connections that close before or during the TLS handshake are a
   // The client side closes only once the gateway has closed its side too (no CLOSE-WAIT left).
   await Promise.all(sockets.map(closedByGateway));
   await served();
-});
+}
+
+test('HTTPS: 200 connections that close before or during the TLS handshake are all closed by the gateway, which keeps serving', BOUNDED, (t) => finBeforeHandshake(t, 200));
+
+test('HTTPS with --workers 2: connections that close before the TLS handshake are closed by the worker that got them', BOUNDED, (t) => finBeforeHandshake(t, 40, { workers: 2 }));
 
 test('HTTPS: connections that never finish the handshake are closed after the handshake timeout; finished ones are not', BOUNDED, async (t) => {
   const { gw, ca, served } = await limited(t, { tlsHandshakeTimeout: 300 });
