@@ -9,6 +9,7 @@
  * name) and no foreign Origin, and POST /config only as JSON or YAML, which
  * a web page cannot send across origins without the browser asking first.
  */
+import { ComponentMetrics } from '../common/metrics.ts';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
@@ -99,8 +100,25 @@ function ownOrigin(origin: string | undefined, listenHost: string, port: number)
   return url.protocol === 'http:' && url.origin === origin.toLowerCase() && ownHost(url.host, listenHost, port);
 }
 
+/**
+ * The admin API's registry: its own requests, plus the proxy's figures read
+ * at scrape from the same counters /status shows (with worker processes, as
+ * they last reported). Nothing is added to the proxy's per-request path.
+ */
+function proxyMetrics(runtime: GatewayRuntime): ComponentMetrics {
+  const metrics = new ComponentMetrics('gateway');
+  const figures: [string, string, (stats: ConnectionCounters) => number][] = [
+    ['gateway_proxy_requests', 'requests the proxy has answered or is answering (Kong total_requests)', (s) => s.total],
+    ['gateway_proxy_connections_accepted', 'client connections accepted by the proxy listeners', (s) => s.accepted],
+    ['gateway_proxy_connections_active', 'client connections open now', (s) => s.active],
+    ['gateway_proxy_requests_in_flight', 'requests being answered now', (s) => s.inFlight],
+  ];
+  for (const [name, help, read] of figures) metrics.gauge(name, help, [], (gauge) => gauge.set(read(runtime.stats())));
+  return metrics;
+}
+
 export async function startAdmin(runtime: GatewayRuntime, options: { host: string; port: number; logger: Logger }) {
-  const app = createHttpServer({ logger: options.logger, bodyLimit: MAX_CONFIG_BYTES });
+  const app = createHttpServer({ logger: options.logger, bodyLimit: MAX_CONFIG_BYTES, metrics: proxyMetrics(runtime) });
   // JSON (fastify's own) and YAML only: form and text/plain bodies are what a page can post cross-origin unasked.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(['text/yaml', 'application/yaml', 'application/x-yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));

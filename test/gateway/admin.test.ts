@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import { parse } from 'yaml';
 import { echoBackend, gatewayWith } from './helpers.ts';
+import { readMetric } from '../helpers/index.ts';
 
 function doc(url: string, path = '/v1', extra: Record<string, unknown> = {}) {
   return {
@@ -144,4 +145,17 @@ test('POST /config from a web page is refused: form, text/plain and multipart bo
     assert.equal(own.statusCode, 201, JSON.stringify(headers));
     await own.body.dump();
   }
+});
+
+test('metrics: GET /metrics on the admin API shows the proxy requests and connections beside its own requests', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, doc(backend.url));
+  for (const key of ['alice-key', 'alice-key', 'wrong']) await (await request(`${gw.proxy}/v1?apikey=${key}`)).body.dump();
+  // The proxy's figures are those /status shows; read both and compare.
+  const total = Number(((await json(`${gw.admin}/status`)).body.server as Record<string, number>).total_requests);
+  assert.ok(total >= 3);
+  assert.equal(await readMetric(gw.admin, 'offcloud_gateway_proxy_requests', { component: 'gateway' }), total);
+  assert.ok(((await readMetric(gw.admin, 'offcloud_gateway_proxy_connections_accepted')) ?? 0) >= 1);
+  assert.equal(await readMetric(gw.admin, 'offcloud_gateway_proxy_requests_in_flight'), 0);
+  assert.ok(((await readMetric(gw.admin, 'offcloud_http_requests_total', { route: '/status', status: '200' })) ?? 0) >= 1);
 });
