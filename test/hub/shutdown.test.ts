@@ -3,7 +3,8 @@
  * a TCP connection that sends nothing, one that stops inside its ClientHello,
  * one that finished the TLS handshake but sends no CONNECT, and a silent one
  * on the REST port. Without that, close() waits for the TLS handshake timeout
- * (120 s) or the broker's CONNECT timeout (30 s), or for the client to leave.
+ * or the broker's CONNECT timeout (--connect-timeout-ms, 10 s each; Node's
+ * 120 s on the REST port), or for the client to leave.
  */
 import { test } from 'node:test';
 import { once } from 'node:events';
