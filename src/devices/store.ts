@@ -8,7 +8,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { writeFileAtomic } from '../common/files.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
 import { DeviceStoreError } from './errors.ts';
 import { validateDeviceName } from './names.ts';
 
@@ -103,6 +103,8 @@ export class DeviceStore {
 
   static async open(path: string, logger: Logger): Promise<DeviceStore> {
     const toMap = (list: Device[]) => new Map(list.map((d) => [d.name, d]));
+    // What `offcloud devices …` killed mid-write left beside the file.
+    await removeStaleTemporaries(path);
     const initial = toMap(await readDevices(path));
     let pending: NodeJS.Timeout | undefined;
     // Watch the folder, not the file: an atomic write replaces the file by rename.

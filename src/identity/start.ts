@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
+import { removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, listenEach } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
@@ -61,8 +62,10 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const options = withDefaults(identityOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'identity');
   const directory = openDirectory(options.dataDir, options.directory || undefined);
-  const seed = await directory.ensure();
   const keys = openSigningKeys(options.dataDir);
+  // What a management command killed mid-write left beside the files it edits.
+  await Promise.all([removeStaleTemporaries(directory.path), removeStaleTemporaries(keys.path)]);
+  const seed = await directory.ensure();
   await keys.ensure();
   const tls = await resolveTls(options);
   const identityHeader = await resolveIdentityHeader(options.dataDir, options.identityHeader);

@@ -7,8 +7,10 @@
  *
  * A case is one `crashRounds` call in `test/crash/<component>.test.ts`:
  *   start(dataDir)         starts the child (`startChild` runs `offcloud <component> …`)
- *   load(server, writers)  drives writes with `writers.run(n, step)`, recording in its
- *                          own state what each step saw acknowledged
+ *   load(server, writers, dataDir)  drives writes with `writers.run(n, step)`, recording in its
+ *                          own state what each step saw acknowledged; writes made by
+ *                          management commands run them with `runOffcloud(args,
+ *                          writers.signal)`, so the kill reaches them too
  *   check(server, round, dataDir)  reads everything back from the restarted child
  * Acknowledgements accumulate over the rounds, so later rounds check earlier ones too.
  */
@@ -44,6 +46,22 @@ export async function startChild(args: string[], ready: RegExp): Promise<Child> 
   } finally {
     exited.catch(() => undefined);
   }
+}
+
+/**
+ * Runs an `offcloud` management command (a writer of its own: it edits the data dir's
+ * files) to its end and returns what it printed; when `signal` aborts, it gets SIGKILL
+ * wherever it is, as the server does.
+ */
+export async function runOffcloud(args: string[], signal?: AbortSignal): Promise<string> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(signal ? { signal, killSignal: 'SIGKILL' as const } : {}) });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0) throw new Error(`offcloud ${args.join(' ')} exited ${String(code)}: ${Buffer.concat(err).toString()}`);
+  return Buffer.concat(out).toString();
 }
 
 /** Concurrent write loops that stop when the child is about to be killed. */
@@ -95,7 +113,7 @@ export interface CrashCase<Server extends Child> {
   /** Longest random wait, after the first acknowledged write, before the kill (ms). */
   maxKillDelayMs?: number;
   start(dataDir: string): Promise<Server>;
-  load(server: Server, writers: Writers): Promise<void>;
+  load(server: Server, writers: Writers, dataDir: string): Promise<void>;
   check(server: Server, round: number, dataDir: string): Promise<void>;
 }
 
@@ -106,7 +124,7 @@ export async function crashRounds<Server extends Child>(t: { after(fn: () => unk
   for (let round = 1; round <= (spec.rounds ?? 3); round++) {
     const stop = new AbortController();
     const writers = new Writers(stop.signal);
-    const loading = spec.load(server, writers);
+    const loading = spec.load(server, writers, dataDir);
     await Promise.race([writers.firstAcknowledged, loading]);
     await delay(Math.floor(Math.random() * (spec.maxKillDelayMs ?? 1500)));
     stop.abort();

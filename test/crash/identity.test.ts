@@ -1,0 +1,40 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openDirectory } from '../../src/identity/directory.ts';
+import { openSigningKeys } from '../../src/identity/keys.ts';
+import { crashRounds, runOffcloud, startChild } from './harness.ts';
+
+test('crash: identity keeps every acknowledged directory edit and key rotation over kill -9 of the server and the command', async (t) => {
+  const identities = { acknowledged: new Set<string>(), started: new Set<string>() };
+  const kids = { acknowledged: [] as string[] };
+  let next = 0;
+
+  await crashRounds(t, {
+    rounds: 2,
+    maxKillDelayMs: 4000,
+    start: (dataDir) => startChild(['identity', '--data-dir', dataDir, '--port', '0', '--imds-port', '0'], /https:\/\/127\.0\.0\.1:\d+/),
+    async load(_server, writers, dataDir) {
+      // Management commands edit the files one at a time, as a person at a terminal does.
+      await writers.run(1, async (_writer, iteration) => {
+        if (iteration % 2 === 0) {
+          const name = `crash-${next++}`;
+          identities.started.add(name);
+          await runOffcloud(['identity', 'identity', 'create', '--name', name, '--data-dir', dataDir], writers.signal);
+          identities.acknowledged.add(name);
+        } else {
+          const printed = await runOffcloud(['identity', 'keys', 'rotate', '--data-dir', dataDir], writers.signal);
+          kids.acknowledged.push(/new kid: (\S+)/.exec(printed)![1]!);
+        }
+      });
+    },
+    async check(_server, round, dataDir) {
+      const directory = await openDirectory(dataDir).current();
+      const names = directory.managedIdentities.filter((m) => m.kind === 'user').map((m) => m.name);
+      assert.equal(new Set(names).size, names.length, `round ${round}: each identity once`);
+      for (const name of identities.acknowledged) assert.ok(names.includes(name), `round ${round}: acknowledged identity ${name} is there`);
+      for (const name of names) assert.ok(identities.started.has(name), `round ${round}: only identities that were made`);
+      const published = (await openSigningKeys(dataDir).current()).jwks.keys.map((k) => k.kid);
+      for (const kid of kids.acknowledged) assert.ok(published.includes(kid), `round ${round}: rotated key ${kid} is published`);
+    },
+  });
+});
