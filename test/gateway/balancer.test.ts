@@ -155,7 +155,7 @@ targets:
 `;
 
 test("a Kong 3.0 file with upstreams and targets (Kong's docs, a decK dump) loads, with Kong's defaults; GET /config reloads it", () => {
-  const { entities, balancers } = load(KONG_DOCS_UPSTREAMS);
+  const { entities, candidates } = load(KONG_DOCS_UPSTREAMS);
   assert.equal(entities.upstreams.length, 2);
   const [docs, dumped] = entities.upstreams;
   assert.equal(docs!.algorithm, 'round-robin');
@@ -175,7 +175,7 @@ test("a Kong 3.0 file with upstreams and targets (Kong's docs, a decK dump) load
       ['[::1]:9000', 0, dumped!.id],
     ],
   );
-  const balancer = balancers.get(entities.services[0]!)!;
+  const balancer = candidates.find((c) => c.service === entities.services[0])!.balancer!;
   assert.deepEqual(balancer.peers.map((p) => [p.service.host, p.service.port, p.hostHeader]), [['httpbin.konghq.com', 80, 'httpbin.konghq.com'], ['httpbun.com', 80, 'httpbun.com']]);
   // Stable ids: the same file gives the same ids; the flat form GET /config returns loads to the same entities.
   assert.deepEqual(load(KONG_DOCS_UPSTREAMS).entities.targets.map((t) => t.id), entities.targets.map((t) => t.id));

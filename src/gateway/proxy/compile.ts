@@ -19,8 +19,6 @@ export interface LoadedConfig {
   hash: string;
   candidates: RouteCandidate[];
   directory: ConsumerDirectory;
-  /** Services whose host names an upstream, with the balancer over its targets. */
-  balancers: Map<Service, Balancer>;
 }
 
 /** Kong's plugin precedence: consumer+route+service first, global last. */
@@ -92,7 +90,6 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
     hash: documentHash(doc),
     candidates,
     directory: buildDirectory(entities, now),
-    balancers,
   };
 }
 
