@@ -100,7 +100,9 @@ function fixFor(component: string, message: string): string {
 /** Closes in reverse start order, so a container's last usage report still finds billing. */
 async function closeAll(started: Map<string, RunningComponent>, logger: Logger): Promise<void> {
   for (const [name, running] of [...started.entries()].reverse()) {
+    const began = Date.now();
     await running.close().catch((err: unknown) => logger.error({ err, component: name }, 'error while closing'));
+    logger.info({ component: name, ms: Date.now() - began }, 'closed');
   }
 }
 

@@ -10,6 +10,7 @@ import { UnusedConnections } from './connections.ts';
 import { clientErrorStatus, StartupError, WireError, type WireAnswer } from './errors.ts';
 import { ComponentMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
+import { cutAfterDrain, onShutdownSignal } from './shutdown.ts';
 import type { TlsMaterial } from './tls.ts';
 
 export interface HttpServerOptions {
@@ -42,6 +43,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     // On close, idle keep-alive sockets end at once; busy ones finish first.
     forceCloseConnections: 'idle',
+    // Node's own bound on receiving a whole request, which fastify turns off:
+    // a client trickling (or no longer sending) a body must not hold a connection for ever.
+    requestTimeout: 300_000,
     // Per-request lines would drown the logs at load; components log what matters.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
@@ -59,6 +63,18 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.addHook('preClose', async () => {
     closing = true;
     unused.destroy();
+  });
+  // A shutdown signal starts the drain on every server at once (the
+  // components close one after another): keep-alive ends now, and a client
+  // that stopped sending or reading mid-request is cut after the drain.
+  const forgetSignal = onShutdownSignal(() => {
+    closing = true;
+    app.server.closeIdleConnections();
+  });
+  const forgetCut = cutAfterDrain(() => app.server.closeAllConnections());
+  app.addHook('onClose', async () => {
+    forgetSignal();
+    forgetCut();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

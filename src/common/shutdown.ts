@@ -4,6 +4,48 @@ import type { Logger } from 'pino';
 const PARENT_CHECK_MS = 1000;
 
 /**
+ * Told at once when a shutdown signal arrives, before the components close
+ * one after another: each starts ending its own in-flight work at the same
+ * moment, so the stop is bounded by the slowest, not the sum.
+ */
+const signalListeners = new Set<() => void>();
+let signalled = false;
+
+/**
+ * Calls `listener` when SIGTERM or SIGINT arrives (at once if one already
+ * has). Returns the function that unregisters it (for a server that closed).
+ */
+export function onShutdownSignal(listener: () => void): () => void {
+  if (signalled) {
+    listener();
+    return () => undefined;
+  }
+  signalListeners.add(listener);
+  return () => signalListeners.delete(listener);
+}
+
+/** After a shutdown signal, how long in-flight requests get before their connections are cut. */
+export const DRAIN_MS = 2500;
+
+/**
+ * From a shutdown signal on, in-flight work has DRAIN_MS to finish; then
+ * `cut` ends what is left (connections whose client stopped sending or
+ * reading mid-request), whether or not the component's turn to close has
+ * come. Returns the function that unregisters it (call it on close).
+ */
+export function cutAfterDrain(cut: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const forget = onShutdownSignal(() => {
+    timer = setTimeout(cut, DRAIN_MS);
+    timer.unref();
+  });
+  return () => {
+    forget();
+    clearTimeout(timer);
+  };
+}
+
+/**
  * On SIGTERM or SIGINT: run close() (stop accepting, drain in-flight work)
  * and exit 0. A second signal while draining exits at once with code 1.
  *
@@ -21,7 +63,10 @@ export function closeOnSignals(close: () => Promise<void>, logger: Logger): void
       process.exit(1);
     }
     closing = true;
+    signalled = true;
     logger.info({ signal }, 'draining in-flight requests, then exiting');
+    for (const listener of signalListeners) listener();
+    signalListeners.clear();
     close().then(
       () => process.exit(0),
       (err: unknown) => {

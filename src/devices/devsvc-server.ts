@@ -5,6 +5,7 @@
  * every heartbeat and deregisters on shutdown.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
@@ -15,6 +16,7 @@ import { ConfigError, StartupError } from '../common/errors.ts';
 import { createHttpServer, listen, translateListenError } from '../common/http.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
+import { cutAfterDrain } from '../common/shutdown.ts';
 import { devsvcOptions } from './options.ts';
 import { DEVSVC_SERVICE, devicesPackage, devSvcDefinition, PROTO_PATH } from './proto.ts';
 import { openRegistry } from './discovery/index.ts';
@@ -23,6 +25,9 @@ import { serviceRecord, type Registry } from './discovery/types.ts';
 import { DeviceStore, deviceFilePath, type Device } from './store.ts';
 
 /** go-micro-style service names: one key segment, one DNS label. */
+/** Largest request message a client may send: gRPC's own default, made explicit (documented under Limits in docs/devices.md). */
+export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 export type DevSvcOptions = OptionValues<typeof devsvcOptions>;
@@ -89,7 +94,30 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
 
   const metrics = new ComponentMetrics('devsvc');
   const lookups = metrics.counter('devsvc_lookups_total', 'DevSvc.Get calls, by whether the device is known', ['result']);
-  const server = new Server();
+  const server = new Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
+  // Connections are accepted here and handed to grpc-js, so that the ones that
+  // never became a gRPC session (a client silent before its HTTP/2 preface)
+  // can be ended: grpc-js's own shutdown, even forced, waits for them for ever.
+  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const sockets = new Set<Socket>();
+  const listener = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    injector.injectConnection(socket);
+  });
+  const cut = () => {
+    server.forceShutdown();
+    for (const socket of sockets) socket.destroy();
+  };
+  // On a shutdown signal, calls and connections still open after the drain are cut (a client gone silent mid-call).
+  const forgetCut = cutAfterDrain(cut);
+  /** For start-up failing after the port is taken. */
+  const abandon = () => {
+    cut();
+    forgetCut();
+    listener.close();
+    injector.destroy();
+  };
   server.addService(devSvcDefinition, {
     Get: (call: ServerUnaryCall<{ name: string }, Device>, callback: sendUnaryData<Device>) => {
       const device = lookupDevice(store, call.request.name);
@@ -103,10 +131,12 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
 
   let port: number;
   try {
-    port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(joinHostPort(bind.host, bind.port), ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
-    );
+    port = await new Promise<number>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(bind.port, bind.host, () => resolve((listener.address() as AddressInfo).port));
+    });
   } catch (err) {
+    forgetCut();
     store.close();
     await registry.close();
     throw translateListenError(err, { host: bind.host, port: bind.port, component: 'devsvc', portKey: 'address' });
@@ -119,7 +149,7 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
   try {
     await registry.register(record, options.registerTtl);
   } catch (err) {
-    server.forceShutdown();
+    abandon();
     store.close();
     await registry.close();
     throw new StartupError(`devsvc: could not register in the ${registry.where}: ${(err as Error).message}`);
@@ -143,7 +173,7 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
     clearInterval(heartbeat);
     await registry.deregister(record).catch(() => undefined);
     await registry.close();
-    server.forceShutdown();
+    abandon();
     store.close();
     throw err;
   }
@@ -165,13 +195,19 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
       // Leave the registry first so callers stop picking this node, then drain.
       await registry.deregister(record).catch((err: unknown) => logger.warn({ err }, 'deregistration failed; the TTL will remove the node'));
       await registry.close();
+      const closed = new Promise((resolve) => listener.close(resolve));
       await new Promise<void>((resolve) => {
-        const force = setTimeout(() => server.forceShutdown(), 5000);
+        const force = setTimeout(cut, 5000);
         server.tryShutdown(() => {
           clearTimeout(force);
           resolve();
         });
       });
+      // Calls are over: what is left are connections that never carried one.
+      for (const socket of sockets) socket.destroy();
+      injector.destroy();
+      await closed;
+      forgetCut();
       await probes.close();
       store.close();
     },

@@ -14,6 +14,7 @@ import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '.
 import { createLogger } from '../common/log.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import type { Counter } from 'prom-client';
+import { onShutdownSignal } from '../common/shutdown.ts';
 import { resolveTls, type TlsMaterial } from '../common/tls.ts';
 import { CertificateManager, type Certificate } from './acme.ts';
 import { ScriptCatalog, type Script } from './catalog.ts';
@@ -197,19 +198,24 @@ function redirectApp(logger: Logger, challenges: Map<string, string>, httpsPort:
   return app;
 }
 
+/** Refuses new runs and stops every running one (each process group: SIGTERM, SIGKILL after a grace). */
+function stopRuns(ctx: Context): void {
+  ctx.closing = true;
+  for (const run of ctx.runs) run.stop('shutdown');
+}
+
 /** After the runs have ended, how long responses may take to reach clients before connections are cut. */
 const DRAIN_MS = 1000;
 
 /**
- * Stops listening, stops every run (each process group: SIGTERM, SIGKILL
- * after a grace) and waits for them, then lets the last output go out for a
- * moment before cutting connections whose clients do not read or never
- * finished sending: closing is bounded whatever the clients do.
+ * Stops every run and listening, waits for the runs to end, then lets the
+ * last output go out for a moment before cutting connections whose clients
+ * do not read or never finished sending: closing is bounded whatever the
+ * clients do.
  */
 async function closeServer(ctx: Context, apps: FastifyInstance[]): Promise<void> {
-  ctx.closing = true;
+  stopRuns(ctx);
   const closed = Promise.all(apps.map((app) => app.close()));
-  for (const run of ctx.runs) run.stop('shutdown');
   await ctx.limiter.idle();
   // Keep-alive connections whose last run just ended are idle now; close() ended only those idle at its start.
   for (const app of apps) app.server.closeIdleConnections();
@@ -243,6 +249,8 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     closing: false,
     logger,
   };
+  // On SIGTERM the runs stop at once, not when the server's turn to close comes: their grace then overlaps the others'.
+  const forgetSignal = onShutdownSignal(() => stopRuns(ctx));
   const credentials = [`scripts folder: ${folder}`];
   if (ctx.passwords) credentials.push(`basic authentication: users of ${options.htpasswd}`);
   if (!options.acme && !options.tls && !options.tlsCert && !options.tlsKey) {
@@ -252,7 +260,10 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     return {
       urls: [{ label: 'scripts (index at /)', url: `${url}/` }],
       credentials,
-      close: () => closeServer(ctx, [app]),
+      close: () => {
+        forgetSignal();
+        return closeServer(ctx, [app]);
+      },
       renewCertificate: () => Promise.reject(noAcme()),
     };
   }
@@ -288,6 +299,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
       caCertPath: tls.caCertPath,
       close: async () => {
         manager?.stop();
+        forgetSignal();
         await closeServer(ctx, [httpsApp, redirect]);
       },
       renewCertificate: async () => {
@@ -298,6 +310,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
       },
     };
   } catch (err) {
+    forgetSignal();
     await Promise.all([redirect.close(), app?.close()]);
     throw err;
   }
