@@ -151,7 +151,8 @@ async function runUp(args: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  const global = resolveConfig('', { ...GLOBAL_OPTIONS, ...UP_OPTIONS }, { flags, env: {} });
+  // OFFCLOUD_DATA_DIR and the other common variables apply here too: the CA is made where the components look for it.
+  const global = resolveConfig('', { ...GLOBAL_OPTIONS, ...UP_OPTIONS }, { flags, env: process.env });
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(global.logLevel, 'offcloud');
   await ensureLocalCa(global.dataDir);
