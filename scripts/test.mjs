@@ -3,8 +3,8 @@
 // `npm test -- test/calculator` runs one folder (or file) instead.
 // What the suites need installed comes first, from `npm run setup`.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { cpus } from 'node:os';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -27,6 +27,11 @@ const files = (targets.length ? targets : ['test']).flatMap(findTests);
 if (!files.length) {
   console.error('test: no test files found');
   process.exit(1);
+}
+// A folder's own set-up (test/<folder>/setup.ts, e.g. container images to build) runs once
+// before its suites, outside the runner's per-file timeout.
+for (const setup of new Set(files.map((file) => join(dirname(file), 'setup.ts')))) {
+  if (existsSync(setup) && run(process.execPath, ['--import', 'tsx', setup]) !== 0) process.exit(1);
 }
 const concurrency = process.env.OFFCLOUD_TEST_CONCURRENCY ?? String(Math.max(2, cpus().length));
 process.exit(

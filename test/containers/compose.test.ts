@@ -15,7 +15,7 @@ import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import { debianProgram, freePort } from '../helpers/index.ts';
 import { restClient, serviceToken } from '../hub/helpers.ts';
-import { BUILD_TIMEOUT, ensureDebianImage, ensureImage, podman, ROOT, waitReady } from './podman.ts';
+import { BUILD_TIMEOUT, ensureImage, ensureStandIns, podman, printedKey, ROOT, waitReady } from './podman.ts';
 
 const COMPOSE = join(ROOT, 'compose.yaml');
 const PROJECT = `offcloud-test-${process.pid}`;
@@ -28,17 +28,11 @@ function compose(args: string[], timeoutMs = 600_000) {
   return podman(['-p', PROJECT, '-f', COMPOSE, ...args], { program, timeoutMs, env });
 }
 
-/** The image compose.yaml names by default for `${VARIABLE:-image}`. */
-function defaultImage(variable: string): string {
-  return new RegExp(`\\$\\{${variable}:-([^}]+)\\}`).exec(text)![1]!;
-}
-
 const container = (service: string) => `${PROJECT}_${service}_1`;
 
 before(async () => {
   const { image } = await ensureImage();
-  await ensureDebianImage(defaultImage('REDIS_IMAGE'), ['redis-server']);
-  await ensureDebianImage(defaultImage('ETCD_IMAGE'), ['etcd-server', 'etcd-client']);
+  await ensureStandIns();
   for (const [, variable] of text.matchAll(/\$\{([A-Z0-9_]+_PORT):-\d+\}/g)) ports[variable!] ??= await freePort();
   env = { ...process.env, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), OFFCLOUD_IMAGE: image, DEMO_KEY: 'compose-test-key' };
   await compose(['up', '-d', 'gateway-1', 'gateway-2', 'hub-1', 'hub-2', 'devdata']);
@@ -76,8 +70,8 @@ test('R-GW-1 R-GW-4 R-GW-6 /users through either gateway with the key; the two g
 
 test('R-TWIN-5 a device on hub replica 1 receives a C2D message sent through replica 2', async () => {
   const { stdout } = await podman(['logs', container('hub-1')]);
-  const deviceKey = /DeviceId=demo-device;SharedAccessKey=([^;\s]+)/.exec(stdout)?.[1];
-  const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(stdout)?.[1];
+  const deviceKey = printedKey(stdout, 'DeviceId=demo-device;SharedAccessKey=');
+  const ownerKey = printedKey(stdout, 'SharedAccessKeyName=iothubowner;SharedAccessKey=');
   assert.ok(deviceKey && ownerKey, `hub-1 printed no keys:\n${stdout}`);
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-ca-'));
   await podman(['cp', `${container('hub-1')}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);

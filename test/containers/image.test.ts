@@ -21,7 +21,7 @@ import { freePort } from '../helpers/index.ts';
 import { eventually } from '../hub/helpers.ts';
 import { portrait } from '../face/images.ts';
 import { argmax, honeycombSvg, pictureBody } from '../scoring/fixtures.ts';
-import { BUILD_TIMEOUT, ensureImage, podman, podmanStatus, removeContainer, ROOT, waitReady } from './podman.ts';
+import { BUILD_TIMEOUT, ensureImage, podman, podmanStatus, printedKey, removeContainer, ROOT, waitReady } from './podman.ts';
 
 const HONEYCOMB = 599;
 const NETWORK = `offcloud-test-${process.pid}`;
@@ -124,18 +124,25 @@ test('the image builds from the repository, both build files are one, and it run
 });
 
 test('the default command is offcloud up: every component inside, listening on all interfaces, the CA in /data for the host', async () => {
-  const up = await run('up', { publish: [8082, 9440], args: [] });
-  // The table comes once every component has started.
-  await eventually(throttled(async () => ((await podman(['logs', up.name])).stdout.includes('credentials / keys') ? true : undefined)), 180_000, 'the table of offcloud up');
+  const up = await run('up', { publish: [8082, 9440], args: [], readyPath: '/ready' });
   assert.equal(await (await fetch(`http://127.0.0.1:${up.ports[8082]}/add/2/3`)).text(), '5');
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-ca-'));
   await podman(['cp', `${up.name}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);
-  // The identity issuer's HTTPS certificate verifies against that CA from the host.
+  // The identity issuer's HTTPS certificate verifies against that CA from the host
+  // (once up has reached it: components start one after another).
   const agent = new Agent({ connect: { ca: await readFile(join(dir, 'ca.crt'), 'utf8') } });
   try {
-    const response = await request(`https://localhost:${up.ports[9440]}/health`, { dispatcher: agent });
-    assert.equal(response.statusCode, 200);
-    await response.body.dump();
+    const status = await eventually(
+      throttled(() =>
+        request(`https://localhost:${up.ports[9440]}/health`, { dispatcher: agent }).then(
+          async (response) => (await response.body.dump(), response.statusCode),
+          (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET' ? undefined : Promise.reject(err)),
+        ),
+      ),
+      180_000,
+      'the identity issuer inside offcloud up',
+    );
+    assert.equal(status, 200);
   } finally {
     await agent.close();
   }
@@ -209,7 +216,7 @@ test('R-SCORE-1 R-SCORE-11 scoring on 5001, and the front-end in a second contai
 
   const frontend = await run('frontend', { publish: [5080], args: ['scoring-frontend', '--services', `imagenet=${scoring.name}:5001`], readyPath: '/ready' });
   const { stdout } = await podman(['logs', frontend.name]);
-  const key = /imagenet primary key ([^;\s]+)/.exec(stdout)![1]!;
+  const key = printedKey(stdout, 'imagenet primary key')!;
   const forwarded = await fetch(`http://127.0.0.1:${frontend.ports[5080]}/api/v1/service/imagenet/score`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -226,12 +233,12 @@ test('R-TWIN-1 R-TWIN-6 R-TWIN-9 the device SDK on the host patches reported pro
   const { stdout } = await eventually(
     throttled(async () => {
       const logs = await podman(['logs', hub.name]);
-      return /DeviceId=demo-device;SharedAccessKey=/.test(logs.stdout) ? logs : undefined;
+      return printedKey(logs.stdout, 'DeviceId=demo-device;SharedAccessKey=') ? logs : undefined;
     }),
     120_000,
     'the hub table',
   );
-  const key = /DeviceId=demo-device;SharedAccessKey=([^;\s]+)/.exec(stdout)![1]!;
+  const key = printedKey(stdout, 'DeviceId=demo-device;SharedAccessKey=')!;
   // The CA as a user takes it: `podman cp` out of the /data volume.
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-ca-'));
   await podman(['cp', `${hub.name}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);

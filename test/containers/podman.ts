@@ -84,7 +84,7 @@ async function ensureBaseImage(): Promise<void> {
     ['--variant=minbase', '--mode=root', '--format=tar', `--customize-hook=copy-in ${process.execPath} /usr/local/bin`, 'bookworm', tar, 'http://deb.debian.org/debian'],
     { program: mmdebstrap, timeoutMs: 900_000 },
   );
-  await podman(['import', '--change', 'CMD ["node"]', tar, BASE_IMAGE]);
+  await podman(['import', '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', '--change', 'CMD ["node"]', tar, BASE_IMAGE]);
   rmSync(tar, { force: true });
 }
 
@@ -92,7 +92,7 @@ async function ensureBaseImage(): Promise<void> {
  * Stand-ins for a public image another file names (compose.yaml's redis and
  * etcd): the base image with the Debian packages that provide the programs.
  */
-export async function ensureDebianImage(image: string, debianPackages: string[]): Promise<void> {
+async function ensureDebianImage(image: string, debianPackages: string[]): Promise<void> {
   await withLock('build', async () => {
     if (await exists('image', image)) return;
     await ensureBaseImage();
@@ -104,6 +104,19 @@ export async function ensureDebianImage(image: string, debianPackages: string[])
     );
     await podman(['build', '--pull=never', '-t', image, dir], { timeoutMs: 900_000 });
   });
+}
+
+const COMPOSE_TEXT = readFileSync(join(ROOT, 'compose.yaml'), 'utf8');
+
+/** The image compose.yaml names by default for `${VARIABLE:-image}`. */
+export function composeDefault(variable: string): string {
+  return new RegExp(`\\$\\{${variable}:-([^}]+)\\}`).exec(COMPOSE_TEXT)![1]!;
+}
+
+/** The public images compose.yaml and the Kubernetes manifests use besides offcloud, made here from Debian packages. */
+export async function ensureStandIns(): Promise<void> {
+  await ensureDebianImage(composeDefault('REDIS_IMAGE'), ['redis-server']);
+  await ensureDebianImage(composeDefault('ETCD_IMAGE'), ['etcd-server', 'etcd-client']);
 }
 
 /**
@@ -216,6 +229,16 @@ export function ensureImage(): Promise<BuiltImage> {
     const sizeBytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', IMAGE])).stdout.trim());
     return { image: IMAGE, sizeBytes, built };
   });
+}
+
+/**
+ * A key a component printed in its start-up table after `label` (e.g.
+ * `DeviceId=demo-device;SharedAccessKey=`): the table may wrap a long value
+ * onto the next line, so white space after the label is skipped.
+ */
+export function printedKey(output: string, label: string): string | undefined {
+  const at = output.indexOf(label);
+  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/=_-]+)/.exec(output.slice(at + label.length))?.[1];
 }
 
 /** Removes a container (if it is there) when the test ends. */
