@@ -26,7 +26,8 @@ import { anyFreePortFlags, originsByComponent } from '../helpers/up.ts';
 import { portrait } from '../face/images.ts';
 
 const run = promisify(execFile);
-const START_TIMEOUT_MS = 240_000;
+// Generous: the whole suite shares two cores, and up loads every model.
+const START_TIMEOUT_MS = 420_000;
 
 let packed: Promise<string> | undefined;
 
@@ -99,7 +100,7 @@ async function readmeBlocks(): Promise<string[]> {
   return blocks.slice(1);
 }
 
-test('fresh machine: the packed package starts all components with npx offcloud up; every README block runs; SIGTERM to npx leaves no server', { timeout: 600_000 }, async (t) => {
+test('fresh machine: the packed package starts all components with npx offcloud up; every README block runs; SIGTERM to npx leaves no server', { timeout: 900_000 }, async (t) => {
   debianProgram('mosquitto-clients', '/usr/bin/mosquitto_pub');
   const app = await installFromTarball(t);
   const up = await startUp(t, app);
@@ -142,7 +143,7 @@ test('fresh machine: the packed package starts all components with npx offcloud 
   assert.equal(existsSync(join(app, '.offcloud', 'up.json')), false, 'a clean close removes up.json');
 });
 
-test('fresh machine: with a model file missing, up starts the rest and names the file and the fix; --strict exits 1', { timeout: 600_000 }, async (t) => {
+test('fresh machine: with a model file missing, up starts the rest and names the file and the fix; --strict exits 1', { timeout: 900_000 }, async (t) => {
   const app = await installFromTarball(t);
   await rm(join(app, 'node_modules', 'offcloud', 'models', FACE_DETECTOR.relativePath));
   const up = await startUp(t, app);
