@@ -4,6 +4,7 @@
  * order and value vocabularies of the reference, §2.3 types).
  */
 import { badArgument } from './errors.ts';
+import type { GlassesProbabilities } from './models/glasses.ts';
 import type { MeasuredFace, Measurements } from './models/index.ts';
 import type { QualityValues } from './models/quality.ts';
 
@@ -81,13 +82,13 @@ export function parseAttributeList(raw: string, detectionModel: string, unsuppor
   return ALL_ATTRIBUTES.filter((a) => wanted.has(a) && SUPPORTED_ATTRIBUTES.includes(a));
 }
 
-/** The model passes a set of attributes (and landmarks) needs. */
+/** The models a set of attributes (and landmarks) needs: the mesh only for landmarks and head pose. */
 export function measurementsFor(attributes: readonly FaceAttribute[], landmarks: boolean): Measurements {
   const has = (...names: FaceAttribute[]) => names.some((n) => attributes.includes(n));
-  const emotion = has('emotion', 'smile');
-  const ageAndGender = has('age', 'gender');
   return {
-    analysis: landmarks || emotion || ageAndGender || has('headPose') ? { landmarks, emotion, ageAndGender } : null,
+    mesh: landmarks || has('headPose'),
+    ageAndGender: has('age', 'gender'),
+    emotion: has('emotion', 'smile'),
     glasses: has('glasses', 'accessories'),
     mask: has('accessories', 'mask'),
     quality: has('blur', 'exposure', 'noise'),
@@ -96,6 +97,22 @@ export function measurementsFor(attributes: readonly FaceAttribute[], landmarks:
 
 /** Above this, a classifier's probability counts as "present". */
 const PRESENT = 0.5;
+/**
+ * Glasses are reported only on faces at least this many pixels wide, and
+ * only when a glasses classifier is this sure. Measured on known faces shrunk
+ * and re-embedded (docs/face.md, "Reliability by face size"): below 60 px the
+ * sunglasses classifier calls bare faces Sunglasses (7 % at 40 px, 13 % at
+ * 32 px, 56 % at 20 px), so smaller faces get the real service's default,
+ * NoGlasses; at 60 px and above, over 0.9, it called no bare face Sunglasses.
+ */
+export const GLASSES_MIN_WIDTH = 60;
+const GLASSES_SURE = 0.9;
+
+/** The two glasses probabilities as they count: none on a face too small to tell. */
+function glassesOf(face: MeasuredFace): GlassesProbabilities {
+  const p = required(face.glasses, 'glasses');
+  return face.rectangle.width < GLASSES_MIN_WIDTH ? { eyeglasses: 0, sunglasses: 0 } : p;
+}
 /** The mask attribute's "uncertain" band. */
 const MASK_SURE = 0.7;
 
@@ -129,26 +146,26 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
   for (const attribute of attributes) {
     switch (attribute) {
       case 'age':
-        out.age = round(required(face.analysis?.age, 'age'), 1);
+        out.age = round(required(face.age, 'age'), 1);
         break;
       case 'gender':
-        out.gender = required(face.analysis?.gender, 'gender');
+        out.gender = required(face.gender, 'gender');
         break;
       case 'smile':
-        out.smile = round(required(face.analysis?.emotion, 'emotion').happy, 3);
+        out.smile = round(required(face.emotion, 'emotion').happy, 3);
         break;
       case 'glasses': {
-        const p = required(face.glasses, 'glasses');
-        out.glasses = p.sunglasses > PRESENT ? 'Sunglasses' : p.eyeglasses > PRESENT ? 'ReadingGlasses' : 'NoGlasses';
+        const p = glassesOf(face);
+        out.glasses = p.sunglasses > GLASSES_SURE ? 'Sunglasses' : p.eyeglasses > GLASSES_SURE ? 'ReadingGlasses' : 'NoGlasses';
         break;
       }
       case 'headPose': {
-        const pose = required(face.analysis?.headPose, 'headPose');
+        const pose = required(face.headPose, 'headPose');
         out.headPose = { roll: round(pose.roll, 1), yaw: round(pose.yaw, 1), pitch: round(pose.pitch, 1) };
         break;
       }
       case 'emotion': {
-        const e = required(face.analysis?.emotion, 'emotion');
+        const e = required(face.emotion, 'emotion');
         // The model has no contempt class: 0, as documented.
         out.emotion = {
           anger: round(e.angry, 3),
@@ -163,11 +180,11 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
         break;
       }
       case 'accessories': {
-        const glasses = required(face.glasses, 'glasses');
+        const glasses = glassesOf(face);
         const mask = required(face.mask, 'mask');
         const worn: { type: 'glasses' | 'mask'; confidence: number }[] = [];
         const glassesConfidence = Math.max(glasses.eyeglasses, glasses.sunglasses);
-        if (glassesConfidence > PRESENT) worn.push({ type: 'glasses', confidence: round(glassesConfidence, 2) });
+        if (glassesConfidence > GLASSES_SURE) worn.push({ type: 'glasses', confidence: round(glassesConfidence, 2) });
         if (mask > PRESENT) worn.push({ type: 'mask', confidence: round(mask, 2) });
         out.accessories = worn;
         break;

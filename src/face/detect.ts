@@ -42,7 +42,7 @@ function toWire(face: MeasuredFace, options: DetectOptions): DetectedFace {
     faceRectangle: { top: Math.round(r.top), left: Math.round(r.left), width: Math.round(r.width), height: Math.round(r.height) },
   };
   if (options.returnFaceLandmarks) {
-    const landmarks = face.analysis?.landmarks;
+    const landmarks = face.landmarks;
     if (!landmarks) throw new Error('landmarks were not measured');
     out.faceLandmarks = Object.fromEntries(
       Object.entries(landmarks).map(([name, p]) => [name, { x: Number(p.x.toFixed(1)), y: Number(p.y.toFixed(1)) }]),

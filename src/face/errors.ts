@@ -4,6 +4,8 @@
  * `{"error":{"code","message"}}` (the envelope the official client reads into
  * RestError.code).
  */
+import type { FastifyRequest } from 'fastify';
+import { WireError, type WireAnswer } from '../common/errors.ts';
 
 export type FaceErrorCode =
   | 'BadArgument'
@@ -13,17 +15,11 @@ export type FaceErrorCode =
   | 'NotFound'
   | 'InternalServerError';
 
-export class FaceApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: FaceErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
+export class FaceApiError extends WireError {
+  declare readonly code: FaceErrorCode;
 
-  toWire(): { error: { code: FaceErrorCode; message: string } } {
-    return { error: { code: this.code, message: this.message } };
+  constructor(status: number, code: FaceErrorCode, message: string) {
+    super(status, code, message);
   }
 }
 
@@ -39,12 +35,13 @@ export const invalidMediaType = () => new FaceApiError(415, 'BadArgument', 'Inva
  * Maps what fastify itself throws (body parsing, limits, media types) to the
  * reference's codes; anything else is a 500 whose details stay in the log.
  */
-export function toFaceApiError(error: unknown): FaceApiError {
+function toFaceApiError(error: unknown, request: FastifyRequest): FaceApiError {
   if (error instanceof FaceApiError) return error;
   const code = (error as { code?: string }).code;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return imageTooBig();
+      // A {"url"} body has its own small limit: too large is a bad argument, not a big image.
+      return /^application\/json/i.test(request.headers['content-type'] ?? '') ? badArgument('Invalid request body: too large.') : imageTooBig();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return invalidMediaType();
@@ -58,4 +55,10 @@ export function toFaceApiError(error: unknown): FaceApiError {
   }
   if ((error as { statusCode?: number }).statusCode === 400) return badArgument('Invalid request body.');
   return new FaceApiError(500, 'InternalServerError', 'An internal error occurred.');
+}
+
+/** Any failure of a request, as the face API answers it. */
+export function toWireError(error: unknown, request: FastifyRequest): WireAnswer {
+  const apiError = toFaceApiError(error, request);
+  return { status: apiError.status, body: { error: { code: apiError.code, message: apiError.message } } };
 }

@@ -27,6 +27,11 @@ export const faceOptions = {
     max: 120000,
     description: 'time limit for fetching the image of a {"url"} request, in ms',
   },
+  urlAllowPrivate: {
+    type: 'boolean',
+    default: false,
+    description: 'let {"url"} requests fetch from loopback, private and link-local addresses (refused by default: the container must not be a way into its network)',
+  },
   detectorModel: { type: 'string', default: '', description: 'face detector ONNX file (default: face-ultralight-rfb/version-RFB-640.onnx)' },
   eyeglassesModel: { type: 'string', default: '', description: 'eyeglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_eyeglasses.onnx)' },
   sunglassesModel: { type: 'string', default: '', description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)' },

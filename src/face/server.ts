@@ -3,10 +3,9 @@
  * 5000, with raw image bytes or a JSON `{"url"}`, answered from real models
  * running in worker threads.
  */
-import type { FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { EYEGLASSES, FACE_DETECTOR, MASK_MODEL, SUNGLASSES, type ModelFile } from '../models/catalogue.ts';
@@ -21,7 +20,7 @@ import {
 import { DETECTION_MODELS, parseDetectOptions, RECOGNITION_MODELS } from './detect-request.ts';
 import { detectFaces, MAX_IMAGE_BYTES } from './detect.ts';
 import { createDownloader, downloadImage } from './download.ts';
-import { badArgument, FaceApiError, invalidUrl, toFaceApiError } from './errors.ts';
+import { badArgument, FaceApiError, invalidUrl, toWireError } from './errors.ts';
 import { faceOptions } from './options.ts';
 import { ModelPool } from './pool.ts';
 import type { ModelPaths } from './models/index.ts';
@@ -81,10 +80,6 @@ function modelPaths(options: FaceOptions): ModelPaths {
   };
 }
 
-function isJson(request: FastifyRequest): boolean {
-  return /^application\/json/i.test(request.headers['content-type'] ?? '');
-}
-
 /** The running container; `billing` lets tests drive the usage reports. */
 export interface RunningFace extends RunningComponent {
   billing: BillingConnection;
@@ -97,7 +92,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   // Eula/Billing/ApiKey first: a container missing them must not spend seconds loading models.
   const billing = await openBillingConnection({ component: 'face', kind: 'face', containerVersion: FACE_CONTAINER_VERSION, options, logger });
   let pool: ModelPool | null = null;
-  const downloader = createDownloader();
+  const downloader = createDownloader({ allowPrivate: options.urlAllowPrivate });
   const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null });
   registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
 
@@ -132,16 +127,10 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     return reply.send(faces);
   });
 
-  app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).send(new FaceApiError(404, 'NotFound', `No resource at ${request.method} ${request.url.split('?')[0]}.`).toWire()),
-  );
-  app.setErrorHandler(async (error, request, reply) => {
-    let apiError = toFaceApiError(error);
-    const tooLargeJson = (error as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE' && isJson(request);
-    if (tooLargeJson) apiError = badArgument('Invalid request body: too large.');
-    if (apiError.status >= 500) logger.error({ err: error }, 'detect failed');
-    return reply.code(apiError.status).send(apiError.toWire());
+  app.setNotFoundHandler(async (request) => {
+    throw new FaceApiError(404, 'NotFound', `No resource at ${request.method} ${request.url.split('?')[0]}.`);
   });
+  installErrorHandler(app, { logger, toWire: toWireError });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'face' });
   logger.info({ url, workers: options.workers }, 'face listening; loading models');

@@ -44,10 +44,14 @@ test('R-FACE-4 query defaults as the official client sends them, and what each a
     detectionModel: 'detection_01',
     faceIdTimeToLive: 86400,
   });
-  assert.deepEqual(measurementsFor([], false), { analysis: null, glasses: false, mask: false, quality: false });
-  assert.deepEqual(measurementsFor(['blur'], false), { analysis: null, glasses: false, mask: false, quality: true });
-  assert.deepEqual(measurementsFor(['accessories'], false), { analysis: null, glasses: true, mask: true, quality: false });
-  assert.deepEqual(measurementsFor(['smile'], true), { analysis: { landmarks: true, emotion: true, ageAndGender: false }, glasses: false, mask: false, quality: false });
+  const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false };
+  assert.deepEqual(measurementsFor([], false), none);
+  assert.deepEqual(measurementsFor(['blur'], false), { ...none, quality: true });
+  assert.deepEqual(measurementsFor(['accessories'], false), { ...none, glasses: true, mask: true });
+  assert.deepEqual(measurementsFor(['smile'], true), { ...none, mesh: true, emotion: true });
+  // The mesh runs only for landmarks and head pose: age, gender and emotion read the detector's crop.
+  assert.deepEqual(measurementsFor(['age', 'gender', 'emotion'], false), { ...none, ageAndGender: true, emotion: true });
+  assert.deepEqual(measurementsFor(['headPose'], false), { ...none, mesh: true });
   assert.throws(() => parseDetectOptions({ detectionModel: 'detection_03', returnFaceAttributes: 'glasses' }, 'refuse'), badArgument);
   assert.deepEqual(parseDetectOptions({ detectionModel: 'DETECTION_03', returnFaceAttributes: 'mask' }, 'refuse').attributes, ['mask']);
 });

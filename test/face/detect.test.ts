@@ -50,7 +50,7 @@ const cleanup: (() => Promise<unknown>)[] = [];
 
 before(async () => {
   dataDir = await tempDataDir({ after: (fn: () => unknown) => void cleanup.push(async () => fn()) });
-  ({ billing, face } = await startFaceWithBilling(dataDir, { meteringIntervalMs: 3_600_000, urlTimeoutMs: 1000 }));
+  ({ billing, face } = await startFaceWithBilling(dataDir, { meteringIntervalMs: 3_600_000, urlTimeoutMs: 1000, urlAllowPrivate: true }));
   billingPort = Number(new URL(billing.exports!.billingUrl!).port);
   base = new URL(face.urls[0]!.url).origin;
   client = new FaceClient(new ApiKeyCredentials({ inHeader: { 'Ocp-Apim-Subscription-Key': 'any-key' } }), base);
@@ -220,6 +220,26 @@ test('R-FACE-4 a photo without faces gives []; more than 100 faces gives the 100
   const crowd = await detectFaces(await photos.crowd());
   assert.equal(crowd.length, 100);
   for (let i = 1; i < crowd.length; i++) assert.ok(area(crowd[i - 1]!) >= area(crowd[i]!));
+});
+
+test('R-FACE-5 issue 21: asking for attributes drops no face — photos of 1, 10 and 60+ faces', async () => {
+  const asked = ['age', 'gender', 'glasses', 'emotion', 'blur', 'exposure', 'noise'];
+  for (const [name, photo, least] of [
+    ['1 face', portrait, 1],
+    ['10 faces', await photos.sheetFaces(1, 10), 10],
+    ['60+ faces', await photos.sheetFaces(4, 18), 60],
+  ] as const) {
+    const plain = await detectFaces(photo);
+    assert.ok(plain.length >= least, `${name}: ${plain.length} found`);
+    const measured = await detectFaces(photo, `returnFaceAttributes=${asked.join(',')}`);
+    assert.deepEqual(measured.map((f) => f.faceRectangle), plain.map((f) => f.faceRectangle), name);
+    for (const f of measured) assert.deepEqual(Object.keys(f.faceAttributes!), asked, name);
+  }
+  // The mesh too: landmarks and head pose for every face, however small.
+  const ten = await photos.sheetFaces(1, 10);
+  const meshed = await detectFaces(ten, 'returnFaceLandmarks=true&returnFaceAttributes=headPose');
+  assert.equal(meshed.length, (await detectFaces(ten)).length);
+  for (const f of meshed) assert.equal(Object.keys(f.faceLandmarks!).length, 27);
 });
 
 test('R-FACE-1 a 36-pixel face in a 1920×1080 photo is found where it is', async () => {

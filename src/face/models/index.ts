@@ -4,7 +4,8 @@
  */
 import { FaceDetector } from './detector.ts';
 import { GlassesClassifier, type GlassesProbabilities } from './glasses.ts';
-import { HumanAnalyzer, type AnalysisParts, type FaceAnalysis } from './human.ts';
+import { HumanModels, type HumanEmotion } from './human.ts';
+import { landmarksFromMesh, type FaceLandmarks } from './landmarks.ts';
 import { MaskDetector } from './mask.ts';
 import { measureQuality, type QualityValues } from './quality.ts';
 import { routeFileUrlsToDisk } from './tfjs-files.ts';
@@ -17,10 +18,12 @@ export interface ModelPaths {
   mask: string;
 }
 
-/** What a request needs measured, beyond the rectangles. */
+/** What a request needs measured, beyond the rectangles: each model runs only when asked. */
 export interface Measurements {
-  /** Mesh and head pose, and the parts asked for (one @vladmandic/human pass); null for none. */
-  analysis: AnalysisParts | null;
+  /** The face mesh: landmarks and head pose. */
+  mesh: boolean;
+  ageAndGender: boolean;
+  emotion: boolean;
   glasses: boolean;
   mask: boolean;
   quality: boolean;
@@ -28,24 +31,38 @@ export interface Measurements {
 
 export interface MeasuredFace {
   rectangle: Region;
-  analysis?: FaceAnalysis;
+  landmarks?: FaceLandmarks;
+  /** Degrees. */
+  headPose?: { roll: number; yaw: number; pitch: number };
+  age?: number;
+  gender?: 'male' | 'female';
+  emotion?: Record<HumanEmotion, number>;
   glasses?: GlassesProbabilities;
   mask?: number;
   quality?: QualityValues;
 }
 
+/** Faces per model call: every face of a photo in a few calls, the tensors of one call a few tens of MB at most. */
+const BATCH = 16;
+
+async function inBatches<T>(boxes: readonly Region[], measure: (batch: Region[]) => Promise<T[]>): Promise<T[]> {
+  const out: T[] = [];
+  for (let start = 0; start < boxes.length; start += BATCH) out.push(...(await measure(boxes.slice(start, start + BATCH))));
+  return out;
+}
+
 export class FaceModels {
   private constructor(
     private readonly detector: FaceDetector,
-    private readonly human: HumanAnalyzer,
+    private readonly human: HumanModels,
     private readonly glasses: GlassesClassifier,
     private readonly masks: MaskDetector,
   ) {}
 
   static async load(paths: ModelPaths): Promise<FaceModels> {
     routeFileUrlsToDisk();
-    const human = await HumanAnalyzer.load();
-    // After human: it selects and initialises the wasm backend the mask model runs on.
+    const human = await HumanModels.load();
+    // After human's models: their loader selects and initialises the wasm backend the mask model runs on.
     const [detector, glasses, masks] = await Promise.all([
       FaceDetector.load(paths.detector),
       GlassesClassifier.load(paths.eyeglasses, paths.sunglasses),
@@ -54,37 +71,34 @@ export class FaceModels {
     return new FaceModels(detector, human, glasses, masks);
   }
 
+  /** The faces the detector keeps, largest first, at most maxFaces. */
+  async detect(image: RgbImage, maxFaces: number): Promise<Region[]> {
+    const found = await this.detector.detect(image);
+    return found.slice(0, maxFaces).map((d) => ({ left: d.left, top: d.top, width: d.width, height: d.height }));
+  }
+
   /**
-   * The faces of the image (or of the given rectangles, found earlier),
-   * largest first, at most maxFaces. When an analysis is asked for, a face the
-   * mesh model cannot read is left out rather than given values no model
-   * produced.
+   * Measures every given face with what is wanted: each model once per batch
+   * of faces, never a face left out (a model reads the detector's crop of
+   * each face, however small or turned; docs/face.md says below which sizes
+   * an attribute is less reliable).
    */
-  async measure(image: RgbImage, wanted: Measurements, maxFaces: number, rectangles?: Region[]): Promise<MeasuredFace[]> {
-    const found = rectangles ?? (await this.detector.detect(image)).map((d) => ({ left: d.left, top: d.top, width: d.width, height: d.height }));
-    let faces: MeasuredFace[] = found.map((rectangle) => ({ rectangle }));
-    if (wanted.analysis) {
-      const analysed: MeasuredFace[] = [];
-      for (const face of faces) {
-        if (analysed.length === maxFaces) break;
-        const analysis = await this.human.analyze(image, face.rectangle, wanted.analysis);
-        if (analysis) analysed.push({ ...face, analysis });
-      }
-      faces = analysed;
+  async measure(image: RgbImage, boxes: readonly Region[], wanted: Measurements): Promise<MeasuredFace[]> {
+    const faces: MeasuredFace[] = boxes.map((rectangle) => ({ rectangle }));
+    // The glasses classifiers run in onnxruntime's own thread while the TF.js models run here.
+    const glasses = wanted.glasses ? inBatches(boxes, (batch) => this.glasses.classify(image, batch)) : Promise.resolve([]);
+    if (wanted.mesh) {
+      const meshes = await inBatches(boxes, (batch) => this.human.meshes(image, batch));
+      meshes.forEach((mesh, i) => Object.assign(faces[i]!, { landmarks: landmarksFromMesh(mesh.points), headPose: mesh.headPose }));
     }
-    faces = faces.slice(0, maxFaces);
-    const boxes = faces.map((f) => f.rectangle);
-    if (wanted.glasses) {
-      const probabilities = await this.glasses.classify(image, boxes);
-      faces.forEach((f, i) => (f.glasses = probabilities[i]));
+    if (wanted.ageAndGender) {
+      const described = await inBatches(boxes, (batch) => this.human.ageAndGender(image, batch));
+      described.forEach(({ age, gender }, i) => Object.assign(faces[i]!, { age, gender }));
     }
-    if (wanted.mask) {
-      const probabilities = await this.masks.maskProbabilities(image, boxes);
-      faces.forEach((f, i) => (f.mask = probabilities[i]));
-    }
-    if (wanted.quality) {
-      for (const face of faces) face.quality = await measureQuality(image, face.rectangle);
-    }
+    if (wanted.emotion) (await inBatches(boxes, (batch) => this.human.emotions(image, batch))).forEach((emotion, i) => (faces[i]!.emotion = emotion));
+    if (wanted.mask) (await inBatches(boxes, (batch) => this.masks.maskProbabilities(image, batch))).forEach((p, i) => (faces[i]!.mask = p));
+    if (wanted.quality) for (const face of faces) face.quality = await measureQuality(image, face.rectangle);
+    (await glasses).forEach((p, i) => (faces[i]!.glasses = p));
     return faces;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The Face API's 27 landmarks, each taken from the MediaPipe face mesh point
- * (468 points plus 10 iris points) at the same place on the face, chosen by
- * drawing the mesh's numbered points on a portrait. The API's
+ * (468 points) at the same place on the face, chosen by drawing the mesh's
+ * numbered points on a portrait; a pupil is the centre of its eye's
+ * outline (the mesh's 16 eyelid points). The API's
  * "left" is the side on the image's left (its pupilLeft has the smaller x on
  * a frontal face), which is the mesh's "right" (the person's right).
  */
@@ -73,8 +74,11 @@ const MESH_INDEX: Record<Exclude<LandmarkName, 'pupilLeft' | 'pupilRight'>, numb
   underLipBottom: 17,
 };
 
-/** The two iris centres of a 478-point mesh. */
-const IRIS_CENTRES = [468, 473];
+/** The eyelid outline of each eye, on the image's left and right (MediaPipe numbering). */
+const EYE_OUTLINES = {
+  left: [33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161, 246],
+  right: [263, 249, 390, 373, 374, 380, 381, 382, 362, 398, 384, 385, 386, 387, 388, 466],
+};
 
 export function landmarksFromMesh(mesh: Point[]): FaceLandmarks {
   const at = (index: number): Point => {
@@ -84,21 +88,13 @@ export function landmarksFromMesh(mesh: Point[]): FaceLandmarks {
   };
   const out = {} as FaceLandmarks;
   for (const [name, index] of Object.entries(MESH_INDEX)) out[name as LandmarkName] = at(index);
-  // Each pupil is the iris centre nearer that eye, whatever order the iris model used.
-  const eyeLeft = midpoint(out.eyeLeftOuter, out.eyeLeftInner);
-  const [a, b] = IRIS_CENTRES.map(at) as [Point, Point];
-  const aIsLeft = distance(a, eyeLeft) <= distance(b, eyeLeft);
-  out.pupilLeft = aIsLeft ? a : b;
-  out.pupilRight = aIsLeft ? b : a;
+  out.pupilLeft = centre(EYE_OUTLINES.left.map(at));
+  out.pupilRight = centre(EYE_OUTLINES.right.map(at));
   const ordered = {} as FaceLandmarks;
   for (const name of LANDMARK_NAMES) ordered[name] = out[name];
   return ordered;
 }
 
-function midpoint(a: Point, b: Point): Point {
-  return { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
-}
-
-function distance(a: Point, b: Point): number {
-  return Math.hypot(a.x - b.x, a.y - b.y);
+function centre(points: Point[]): Point {
+  return { x: points.reduce((s, p) => s + p.x, 0) / points.length, y: points.reduce((s, p) => s + p.y, 0) / points.length };
 }
