@@ -51,7 +51,9 @@ export async function startNamed(cleanup: Cleanup, name: string, started: Map<st
   const definition = components.find((c) => c.name === name);
   if (!definition) throw new Error(`no component ${name}`);
   const quietOnes = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
-  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...own };
+  // Every listener on a free port (storage's HTTPS, the hub's WebSockets, …): suites run side by side.
+  const freePorts = Object.fromEntries(Object.keys(definition.options).filter((key) => key.endsWith('Port')).map((key) => [key, 0]));
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...freePorts, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
   cleanup.add(() => running.close());
