@@ -5,7 +5,7 @@
  */
 import { startIdentity } from '../../src/identity/start.ts';
 import { createClient, grantAppRole } from '../../src/identity/manage.ts';
-import { openDirectory } from '../../src/identity/directory.ts';
+import { openDirectory } from '../../src/identity/directory/index.ts';
 
 const dataDir = process.argv[2];
 if (!dataDir) throw new Error('usage: server.ts <data-dir>');

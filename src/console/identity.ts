@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { Dispatcher } from 'undici';
 import type { OptionValues } from '../common/config.ts';
-import { openDirectory, type Directory } from '../identity/directory.ts';
+import { openDirectory, type Directory } from '../identity/public.ts';
 import { InvalidInputError, NotConfiguredError } from './errors.ts';
 import type { consoleOptions } from './options.ts';
 import { callUpstream, type Upstream } from './upstream.ts';

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import type { Subcommand } from '../common/component.ts';
 import { commonOptions } from '../common/config.ts';
 import { UsageError } from '../common/errors.ts';
-import { DATA_ROLES, openDirectory, type Directory, type DirectoryStore } from './directory.ts';
+import { DATA_ROLES, openDirectory, type Directory, type DirectoryStore } from './directory/index.ts';
 import { openSigningKeys } from './keys.ts';
 import {
   addAppRole,

@@ -10,7 +10,7 @@
 import type { Counter } from 'prom-client';
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ManagedIdentitySelector } from './directory.ts';
+import type { ManagedIdentitySelector } from './directory/index.ts';
 import { ImdsError, imds, sendImdsError } from './errors.ts';
 import { issueManagedIdentityToken, type IssuerContext } from './tokens.ts';
 

@@ -6,7 +6,7 @@
  */
 import type { Counter } from 'prom-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findTenant, type Directory } from './directory.ts';
+import { findTenant, type Directory } from './directory/index.ts';
 import { AadError, aad, sendAadError } from './errors.ts';
 import { issuerFor } from './issuer.ts';
 import { issueClientCredentialsToken, type IssuerContext, type TokenParameters } from './tokens.ts';

@@ -24,7 +24,7 @@ import {
   type DataRoleAssignment,
   type Directory,
   type ManagedIdentity,
-} from './directory.ts';
+} from './directory/index.ts';
 
 function tenantOf(directory: Directory, tenantId?: string): string {
   if (tenantId === undefined) return directory.defaultTenantId;

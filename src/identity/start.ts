@@ -13,7 +13,7 @@ import { removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, listenEach } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { openDirectory, type Directory } from './directory.ts';
+import { openDirectory, type Directory } from './directory/index.ts';
 import { createFileExclusive } from './followed-file.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
@@ -64,7 +64,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const directory = openDirectory(options.dataDir, options.directory || undefined);
   const keys = openSigningKeys(options.dataDir);
   // What a management command killed mid-write left beside the files it edits.
-  await Promise.all([removeStaleTemporaries(directory.path), removeStaleTemporaries(keys.path)]);
+  await Promise.all([directory.path, directory.demoSecretPath, keys.path].map(removeStaleTemporaries));
   const seed = await directory.ensure();
   await keys.ensure();
   const tls = await resolveTls(options);

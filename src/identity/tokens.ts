@@ -17,7 +17,7 @@ import {
   type Directory,
   type ManagedIdentitySelector,
   type Tenant,
-} from './directory.ts';
+} from './directory/index.ts';
 import { aad, imds, ImdsError } from './errors.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import type { SigningKeySet } from './keys.ts';

@@ -1,7 +1,6 @@
 /** The blob endpoint's options, apart from its server so the CLI can list them without loading it. */
 import { commonOptions, portOption, tlsOptions } from '../common/config.ts';
-import { ISSUER_STYLES } from '../identity/issuer.ts';
-import { DEFAULT_STORAGE_ACCOUNT } from '../identity/directory.ts';
+import { DEFAULT_STORAGE_ACCOUNT, ISSUER_STYLES } from '../identity/public-names.ts';
 
 export const storageOptions = {
   ...commonOptions,

@@ -15,7 +15,7 @@ import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listenEach, sendWireAnswer } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import type { IssuerStyle } from '../identity/issuer.ts';
+import type { IssuerStyle } from '../identity/public.ts';
 import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authentication/index.ts';
 import { assignRequestId, errors, toWireError } from './errors.ts';
 import { storageOptions } from './options.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openDirectory } from '../../src/identity/directory.ts';
+import { openDirectory } from '../../src/identity/directory/index.ts';
 import { openSigningKeys } from '../../src/identity/keys.ts';
 import { crashRounds, runOffcloud, startChild } from './harness.ts';
 

@@ -23,7 +23,7 @@ import {
   openDirectory,
   STORAGE_RESOURCE,
   WELL_KNOWN_RESOURCES,
-} from '../../src/identity/directory.ts';
+} from '../../src/identity/directory/index.ts';
 import { ConfigError, UsageError } from '../../src/common/errors.ts';
 import { createIdentityCommands } from '../../src/identity/cli.ts';
 import { createSelfSignedKey } from '../../src/identity/keys.ts';

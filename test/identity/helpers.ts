@@ -3,7 +3,7 @@ import { Agent, request } from 'undici';
 import { readFileSync } from 'node:fs';
 import { tempDataDir } from '../helpers/index.ts';
 import { startIdentity, type IdentityOptions } from '../../src/identity/start.ts';
-import { openDirectory, type Directory } from '../../src/identity/directory.ts';
+import { openDirectory, type Directory } from '../../src/identity/directory/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 
 export interface StartedIdentity {

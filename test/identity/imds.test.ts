@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { claimsOf, getJson, startForTest, suiteCleanup, type JsonAnswer, type StartedIdentity } from './helpers.ts';
 import { readMetric } from '../helpers/index.ts';
 import { createUserAssignedIdentity } from '../../src/identity/manage.ts';
-import type { ManagedIdentity } from '../../src/identity/directory.ts';
+import type { ManagedIdentity } from '../../src/identity/directory/index.ts';
 
 const METADATA = { Metadata: 'true' };
 

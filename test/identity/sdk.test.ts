@@ -14,7 +14,7 @@ import { claimsOf, startForTest, suiteCleanup, type StartedIdentity } from './he
 import { addClientCertificate, createClient, createUserAssignedIdentity, grantAppRole } from '../../src/identity/manage.ts';
 import { createSelfSignedKey } from '../../src/identity/keys.ts';
 import { tempDataDir } from '../helpers/index.ts';
-import { STORAGE_RESOURCE, type ManagedIdentity } from '../../src/identity/directory.ts';
+import { STORAGE_RESOURCE, type ManagedIdentity } from '../../src/identity/directory/index.ts';
 
 const CLIENT_SCRIPT = fileURLToPath(new URL('./sdk-client.ts', import.meta.url));
 

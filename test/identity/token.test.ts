@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { claimsOf, getJson, headerOf, postForm, startForTest, suiteCleanup, type JsonAnswer, type StartedIdentity } from './helpers.ts';
 import { addAppRole, addClientCertificate, addClientSecret, createApi, createClient, grantAppRole } from '../../src/identity/manage.ts';
 import { createSelfSignedKey } from '../../src/identity/keys.ts';
-import { GUID } from '../../src/identity/directory.ts';
+import { GUID } from '../../src/identity/directory/index.ts';
 
 const DEMO_SCOPE = 'api://offcloud-demo-api/.default';
 

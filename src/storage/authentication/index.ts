@@ -7,14 +7,18 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
-  createTokenVerifier,
-  TokenVerificationError,
   bearerToken,
+  createTokenVerifier,
+  dataRoleAssignmentsFor,
+  identityIssuers,
+  openDirectory,
+  openSigningKeys,
+  STORAGE_RESOURCE,
+  TokenVerificationError,
+  type DirectoryStore,
+  type IssuerStyle,
   type TokenVerifier,
-} from '../../identity/verify.ts';
-import { dataRoleAssignmentsFor, openDirectory, STORAGE_RESOURCE, type DirectoryStore } from '../../identity/directory.ts';
-import { identityIssuers, type IssuerStyle } from '../../identity/issuer.ts';
-import { openSigningKeys } from '../../identity/keys.ts';
+} from '../../identity/public.ts';
 import { errors } from '../errors.ts';
 import { isSasRequest, verifySas } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
