@@ -3,7 +3,7 @@
  * with `console <options JSON>`, the console alone — so its memory is its own.
  * Prints one JSON line when ready; SIGTERM closes.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureLocalCa } from '../../src/common/ca.ts';
@@ -13,6 +13,7 @@ import { components } from '../../src/components.ts';
 
 const quiet = { host: '127.0.0.1', port: 0, logLevel: 'silent' };
 const started = new Map<string, RunningComponent>();
+let dataDir = '';
 
 async function start(name: string, own: Record<string, unknown>): Promise<RunningComponent> {
   const definition = components.find((c) => c.name === name)!;
@@ -26,7 +27,7 @@ if (process.argv[2] === 'console') {
   const running = await start('console', JSON.parse(process.argv[3]!) as Record<string, unknown>);
   console.log(JSON.stringify({ base: running.urls[0]!.url.replace(/\/$/, ''), pid: process.pid }));
 } else {
-  const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-bench-console-'));
+  dataDir = await mkdtemp(join(tmpdir(), 'offcloud-bench-console-'));
   const { caCertPath } = await ensureLocalCa(dataDir);
   await start('storage', { dataDir });
   await start('hub', { dataDir, restPort: 0, telemetryLogSize: 20_000 });
@@ -36,5 +37,6 @@ if (process.argv[2] === 'console') {
 }
 process.once('SIGTERM', async () => {
   for (const running of [...started.values()].reverse()) await running.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
   process.exit(0);
 });
