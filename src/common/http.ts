@@ -111,7 +111,7 @@ function serveMetrics(app: FastifyInstance, metrics: ComponentMetrics): void {
 }
 
 export interface ErrorContract {
-  logger: Logger;
+  logger: Pick<Logger, 'error'>;
   /** The component's one mapping (its `errors.ts`) from any failure to its wire form. */
   toWire: (error: unknown, request: FastifyRequest) => WireAnswer;
 }

@@ -9,28 +9,29 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clientErrorStatus, WireError, type WireAnswer } from '../common/errors.ts';
 import type { TokenVerificationError } from './verify.ts';
 
 /** An error of the token endpoint, discovery or instance discovery. */
-export class AadError extends Error {
+export class AadError extends WireError {
   constructor(
-    readonly status: 400 | 401,
+    status: 400 | 401,
     readonly error: string,
     readonly aadsts: number,
     readonly description: string,
   ) {
-    super(`AADSTS${aadsts}: ${description}`);
+    super(status, `AADSTS${aadsts}`, `AADSTS${aadsts}: ${description}`);
   }
 }
 
 /** An error of the managed identity endpoints (IMDS and App Service form). */
-export class ImdsError extends Error {
+export class ImdsError extends WireError {
   constructor(
-    readonly status: 400 | 401,
+    status: 400 | 401,
     readonly error: string,
     readonly description: string,
   ) {
-    super(description);
+    super(status, error, description);
   }
 }
 
@@ -95,15 +96,14 @@ function correlationIdOf(request: FastifyRequest): string {
   return /^[0-9a-f-]{36}$/i.test(given) ? given : randomUUID();
 }
 
-export function sendAadError(request: FastifyRequest, reply: FastifyReply, err: AadError): FastifyReply {
+function aadAnswer(request: FastifyRequest, err: AadError): WireAnswer {
   const traceId = randomUUID();
   const correlationId = correlationIdOf(request);
-  const now = new Date();
-  const timestamp = aadTimestamp(now);
-  return reply
-    .code(err.status)
-    .header('cache-control', 'no-store, no-cache')
-    .send({
+  const timestamp = aadTimestamp(new Date());
+  return {
+    status: err.status,
+    headers: { 'cache-control': 'no-store, no-cache' },
+    body: {
       error: err.error,
       error_description: `${err.message} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
       error_codes: [err.aadsts],
@@ -111,11 +111,27 @@ export function sendAadError(request: FastifyRequest, reply: FastifyReply, err: 
       trace_id: traceId,
       correlation_id: correlationId,
       error_uri: `https://login.microsoftonline.com/error?code=${err.aadsts}`,
-    });
+    },
+  };
 }
 
-export function sendImdsError(reply: FastifyReply, err: ImdsError): FastifyReply {
-  return reply.code(err.status).send({ error: err.error, error_description: err.description });
+/**
+ * The one mapping, in the shape of the endpoint the request came to: the
+ * token issuer's Entra ID errors or the managed identity endpoint's. Neither
+ * ever answers 5xx (see the top of this file).
+ */
+export function toWireError(error: unknown, request: FastifyRequest, endpoint: 'issuer' | 'imds'): WireAnswer {
+  const unexpected = clientErrorStatus(error) === undefined;
+  if (endpoint === 'issuer') {
+    if (error instanceof AadError) return aadAnswer(request, error);
+    if (unexpected) return aadAnswer(request, new AadError(400, 'temporarily_unavailable', 90033, 'The request could not be completed; see the issuer log.'));
+    return aadAnswer(request, aad.malformedBody((error as Error).message));
+  }
+  const imdsError =
+    error instanceof ImdsError
+      ? error
+      : new ImdsError(400, 'invalid_request', unexpected ? 'The token could not be issued; see the server log.' : (error as Error).message);
+  return { status: imdsError.status, body: { error: imdsError.error, error_description: imdsError.description } };
 }
 
 /**

@@ -9,9 +9,10 @@
  */
 import type { Counter } from 'prom-client';
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { installErrorHandler, sendWireAnswer } from '../common/http.ts';
 import type { ManagedIdentitySelector } from './directory/index.ts';
-import { ImdsError, imds, sendImdsError } from './errors.ts';
+import { imds, toWireError } from './errors.ts';
 import { issueManagedIdentityToken, type IssuerContext } from './tokens.ts';
 
 export const IMDS_TOKEN_PATH = '/metadata/identity/oauth2/token';
@@ -117,18 +118,12 @@ export function registerImdsRoutes(app: FastifyInstance, options: ImdsRoutesOpti
   }
 
   // One catch-all route: paths are matched after normalising, which the router cannot do.
-  app.get('/*', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/*', async (request: FastifyRequest) => {
     const path = normalizePath(request.url);
     if (path === IMDS_TOKEN_PATH) return imdsToken(request);
     if (path === APP_SERVICE_TOKEN_PATH) return appServiceToken(request);
-    return sendImdsError(reply, imds.unknownRoute());
+    throw imds.unknownRoute();
   });
-  app.setNotFoundHandler(async (_request, reply) => sendImdsError(reply, imds.unknownRoute()));
-  app.setErrorHandler(async (error, request, reply) => {
-    if (error instanceof ImdsError) return sendImdsError(reply, error);
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) request.log.error({ err: error }, 'managed identity request failed');
-    // 400, never 404/410/5xx: the SDK retries those for up to a minute.
-    return sendImdsError(reply, new ImdsError(400, 'invalid_request', status >= 500 ? 'The token could not be issued; see the server log.' : (error as Error).message));
-  });
+  app.setNotFoundHandler(async (request, reply) => sendWireAnswer(reply, toWireError(imds.unknownRoute(), request, 'imds')));
+  installErrorHandler(app, { logger: app.log, toWire: (error, request) => toWireError(error, request, 'imds') });
 }

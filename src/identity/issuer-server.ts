@@ -6,8 +6,9 @@
  */
 import type { Counter } from 'prom-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { installErrorHandler, sendWireAnswer } from '../common/http.ts';
 import { findTenant, type Directory } from './directory/index.ts';
-import { AadError, aad, sendAadError } from './errors.ts';
+import { AadError, aad, toWireError } from './errors.ts';
 import { issuerFor } from './issuer.ts';
 import { issueClientCredentialsToken, type IssuerContext, type TokenParameters } from './tokens.ts';
 
@@ -161,15 +162,6 @@ export function registerIssuerRoutes(app: FastifyInstance, options: IssuerRoutes
     },
   });
 
-  app.setNotFoundHandler(async (request, reply) => sendAadError(request, reply, aad.unknownRoute(request.url.split('?')[0] ?? '')));
-  app.setErrorHandler(async (error, request, reply) => {
-    if (error instanceof AadError) return sendAadError(request, reply, error);
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) {
-      request.log.error({ err: error }, 'token request failed');
-      // Never a 5xx: MSAL would throttle the request and the identity SDK retry it.
-      return sendAadError(request, reply, new AadError(400, 'temporarily_unavailable', 90033, 'The request could not be completed; see the issuer log.'));
-    }
-    return sendAadError(request, reply, aad.malformedBody((error as Error).message));
-  });
+  app.setNotFoundHandler(async (request, reply) => sendWireAnswer(reply, toWireError(aad.unknownRoute(request.url.split('?')[0] ?? ''), request, 'issuer')));
+  installErrorHandler(app, { logger: app.log, toWire: (error, request) => toWireError(error, request, 'issuer') });
 }
