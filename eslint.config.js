@@ -6,7 +6,22 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', fetch: 'readonly', AbortController: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        fetch: 'readonly',
+        AbortController: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -23,7 +38,10 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       // node:test's test()/describe() return promises the runner itself follows.
-      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite'] }] }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite'] }] },
+      ],
       // A default branch counts as handling the rest (it is there on purpose); a switch without one must list every member.
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
     },
@@ -32,7 +50,24 @@ export default tseslint.config(
     // The console's page: plain ES modules that run in the browser.
     files: ['src/console/assets/**/*.js'],
     languageOptions: {
-      globals: { window: 'readonly', document: 'readonly', location: 'readonly', navigator: 'readonly', fetch: 'readonly', EventSource: 'readonly', FormData: 'readonly', URLSearchParams: 'readonly', TextDecoderStream: 'readonly', addEventListener: 'readonly', removeEventListener: 'readonly', AbortController: 'readonly', DataTransfer: 'readonly', File: 'readonly', createImageBitmap: 'readonly', URL: 'readonly' },
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        navigator: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+        FormData: 'readonly',
+        URLSearchParams: 'readonly',
+        TextDecoderStream: 'readonly',
+        addEventListener: 'readonly',
+        removeEventListener: 'readonly',
+        AbortController: 'readonly',
+        DataTransfer: 'readonly',
+        File: 'readonly',
+        createImageBitmap: 'readonly',
+        URL: 'readonly',
+      },
     },
   },
 );

@@ -52,11 +52,33 @@ const probabilities = Float32Array.from({ length: 1000 }, () => random() / 1000)
 const answer = { result: Array.from(probabilities), time: 0.0123 };
 
 const checks = [
-  { name: 'reader', against: 'JSON.parse', limit: LIMITS.reader, ...compare(() => readTensorBody(body, INPUT_LAYOUT), () => JSON.parse(text), CALLS_PER_ROUND.reader) },
-  { name: 'writer', against: 'JSON.stringify', limit: LIMITS.writer, ...compare(() => scoreAnswer(probabilities, answer.time), () => JSON.stringify(answer), CALLS_PER_ROUND.writer) },
+  {
+    name: 'reader',
+    against: 'JSON.parse',
+    limit: LIMITS.reader,
+    ...compare(
+      () => readTensorBody(body, INPUT_LAYOUT),
+      () => JSON.parse(text),
+      CALLS_PER_ROUND.reader,
+    ),
+  },
+  {
+    name: 'writer',
+    against: 'JSON.stringify',
+    limit: LIMITS.writer,
+    ...compare(
+      () => scoreAnswer(probabilities, answer.time),
+      () => JSON.stringify(answer),
+      CALLS_PER_ROUND.writer,
+    ),
+  },
 ];
 
-console.log(`codecs: CPU time per call, medians of ${ROUNDS} interleaved rounds (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+console.log(
+  `codecs: CPU time per call, medians of ${ROUNDS} interleaved rounds (load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')})`,
+);
 let failed = false;
 for (const check of checks) {
   const ratio = check.ours / check.baseline;

@@ -47,7 +47,11 @@ function ownChildren(): number[] {
     .filter((pid) => {
       try {
         // "pid (comm) state ppid …": comm may hold spaces, so read after its last ')'.
-        return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === mine;
+        return (
+          readFileSync(`/proc/${pid}/stat`, 'utf8')
+            .replace(/^.*\) /s, '')
+            .split(' ')[1] === mine
+        );
       } catch {
         return false;
       }
@@ -89,5 +93,9 @@ for (const pid of ownChildren().filter((child) => !before.has(child))) {
   console.error(`bench ${name}: ending process ${pid} it left running (${commandLine(pid)})`);
   process.kill(pid, 'SIGKILL');
 }
-console.log(`bench ${name}: ${printed.size} figure(s); load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `bench ${name}: ${printed.size} figure(s); load average at the end ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 process.exit(failed ? 1 : 0);

@@ -62,7 +62,10 @@ function optionHelp(schema: OptionSchema, prefix = ''): string[] {
   });
 }
 
-const GLOBAL_OPTIONS = { ...commonOptions, config: { type: 'string', default: '', description: 'JSON or YAML config file with a section per component' } } as const satisfies OptionSchema;
+const GLOBAL_OPTIONS = {
+  ...commonOptions,
+  config: { type: 'string', default: '', description: 'JSON or YAML config file with a section per component' },
+} as const satisfies OptionSchema;
 
 function usage(): string {
   return [
@@ -107,7 +110,12 @@ async function closeAll(started: Map<string, RunningComponent>, logger: Logger):
 }
 
 const UP_OPTIONS = {
-  strict: { type: 'boolean', default: false, description: 'exit with code 1 (after closing the rest) when any component fails to start; without it, up starts the others and names the failed one in its table' },
+  strict: {
+    type: 'boolean',
+    default: false,
+    description:
+      'exit with code 1 (after closing the rest) when any component fails to start; without it, up starts the others and names the failed one in its table',
+  },
 } as const satisfies OptionSchema;
 
 /** A component's options as `offcloud up` gives them: its own defaults, with the ones up changes (a port that would clash). */
@@ -205,11 +213,23 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
     if (!command) throw new UsageError(`unknown command "offcloud ${component.name} ${sub}"; see offcloud ${component.name} --help`);
     return runSubcommand(command, args.slice(1));
   }
-  const schema = { ...component.options, config: GLOBAL_OPTIONS.config, help: { type: 'boolean', default: false, description: 'show this help' } } as OptionSchema;
+  const schema = {
+    ...component.options,
+    config: GLOBAL_OPTIONS.config,
+    help: { type: 'boolean', default: false, description: 'show this help' },
+  } as OptionSchema;
   const { flags, positionals } = parseArgs(args, flagNames(schema));
   if (flags.help) {
     const subs = Object.entries(component.subcommands ?? {}).map(([name, s]) => `  offcloud ${component.name} ${name} — ${s.summary}`);
-    process.stdout.write([`usage: offcloud ${component.name} [options]`, component.summary, '', ...optionHelp(component.options), ...(subs.length ? ['', 'commands:', ...subs] : [])].join('\n') + '\n');
+    process.stdout.write(
+      [
+        `usage: offcloud ${component.name} [options]`,
+        component.summary,
+        '',
+        ...optionHelp(component.options),
+        ...(subs.length ? ['', 'commands:', ...subs] : []),
+      ].join('\n') + '\n',
+    );
     return 0;
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
@@ -299,4 +319,3 @@ try {
   }
   throw err;
 }
-

@@ -16,7 +16,23 @@ import { scoreCommands, scoring, scoringFrontend } from './scoring/index.ts';
 import { modelsCommands } from './models/commands.ts';
 import { webConsole } from './console/index.ts';
 
-export const components: ComponentDefinition<OptionSchema>[] = [calculator, users, gateway, identity, storage, devsvc, devdata, scripts, hub, billing, sentiment, face, scoring, scoringFrontend, webConsole] as unknown as ComponentDefinition<OptionSchema>[];
+export const components: ComponentDefinition<OptionSchema>[] = [
+  calculator,
+  users,
+  gateway,
+  identity,
+  storage,
+  devsvc,
+  devdata,
+  scripts,
+  hub,
+  billing,
+  sentiment,
+  face,
+  scoring,
+  scoringFrontend,
+  webConsole,
+] as unknown as ComponentDefinition<OptionSchema>[];
 
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands, scoreCommands];

@@ -14,7 +14,6 @@ const baseline = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end((BigInt(match[1]!) + BigInt(match[2]!)).toString());
 });
 await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve));
-announce(
-  { ours: ours.urls[0]!.url.replace('/add/{a}/{b}', ''), baseline: `http://127.0.0.1:${(baseline.address() as AddressInfo).port}` },
-  () => Promise.all([ours.close(), new Promise((resolve) => baseline.close(resolve))]),
+announce({ ours: ours.urls[0]!.url.replace('/add/{a}/{b}', ''), baseline: `http://127.0.0.1:${(baseline.address() as AddressInfo).port}` }, () =>
+  Promise.all([ours.close(), new Promise((resolve) => baseline.close(resolve))]),
 );

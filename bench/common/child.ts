@@ -18,7 +18,12 @@ export interface ChildServers<T> {
 export async function startChildServers<T>(module: URL, args: string[] = []): Promise<ChildServers<T>> {
   const child = spawn(process.execPath, ['--import', 'tsx', module.pathname, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
-  const [first] = (await Promise.race([once(lines, 'line'), once(child, 'exit').then(() => { throw new Error(`${module.pathname} exited before it was ready`); })])) as [string];
+  const [first] = (await Promise.race([
+    once(lines, 'line'),
+    once(child, 'exit').then(() => {
+      throw new Error(`${module.pathname} exited before it was ready`);
+    }),
+  ])) as [string];
   return {
     info: JSON.parse(first) as T,
     stop: async () => {

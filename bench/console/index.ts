@@ -58,7 +58,10 @@ async function pageTimes(browser: BrowserContext, url: string, ready: Ready, bef
       await page.click(before);
     }
     // A function, not a string: the console's Content-Security-Policy forbids eval.
-    await page.waitForFunction((want) => want.every(([selector, count]) => document.querySelectorAll(selector).length === count), ready, { polling: 'raf', timeout: 60_000 });
+    await page.waitForFunction((want) => want.every(([selector, count]) => document.querySelectorAll(selector).length === count), ready, {
+      polling: 'raf',
+      timeout: 60_000,
+    });
     return page.evaluate(() => ({
       data: performance.now(),
       fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN,
@@ -76,14 +79,25 @@ function median(values: number[]): number {
 export async function run(context: BenchContext): Promise<BenchResult[]> {
   const components = await startChildServers<Components>(new URL('./servers.ts', import.meta.url));
   const { caCertPath, consoleOptions, credentials } = components.info;
-  const consoleChild = await startChildServers<{ base: string; pid: number }>(new URL('./servers.ts', import.meta.url), ['console', JSON.stringify({ ...consoleOptions, dataDir: join(caCertPath, '..', '..') })]);
+  const consoleChild = await startChildServers<{ base: string; pid: number }>(new URL('./servers.ts', import.meta.url), [
+    'console',
+    JSON.stringify({ ...consoleOptions, dataDir: join(caCertPath, '..', '..') }),
+  ]);
   const { base, pid } = consoleChild.info;
   const profile = await mkdtemp(join(tmpdir(), 'offcloud-bench-chromium-'));
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
     viewport: { width: 1280, height: 800 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const results: BenchResult[] = [];
   const ca = await readFile(caCertPath, 'utf8');
@@ -91,7 +105,10 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     credentials.storage!.find((l) => l.startsWith('connection string: '))!.slice('connection string: '.length),
     { agent: new HttpsAgent({ ca, keepAlive: true }) } as StoragePipelineOptions,
   ).getContainerClient('bench');
-  const device = deviceSdk.Client.fromConnectionString(credentials.hub!.find((l) => l.startsWith('device demo-device: '))!.slice('device demo-device: '.length), mqttTransport.Mqtt);
+  const device = deviceSdk.Client.fromConnectionString(
+    credentials.hub!.find((l) => l.startsWith('device demo-device: '))!.slice('device demo-device: '.length),
+    mqttTransport.Mqtt,
+  );
   try {
     await device.setOptions({ ca });
     await device.open();
@@ -99,7 +116,10 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     await blobs.getBlockBlobClient('one.txt').upload('x', 1);
 
     const rssAtStart = await rssMiB(pid);
-    const hubReady = (devices: number, telemetry: number): Ready => [['table.devices tbody tr', devices], ['ol.telemetry li', telemetry]];
+    const hubReady = (devices: number, telemetry: number): Ready => [
+      ['table.devices tbody tr', devices],
+      ['ol.telemetry li', telemetry],
+    ];
     const blobsReady = (rows: number): Ready => [['table.blobs tbody tr', rows]];
     const measure = async (devices: number, telemetry: number, blobRows: number) => {
       const hub: { data: number; fcp: number }[] = [];
@@ -109,43 +129,106 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
         hub.push(await pageTimes(browser, `${base}/#/hub`, hubReady(devices, telemetry)));
         storage.push(await pageTimes(browser, `${base}/#/storage`, blobsReady(blobRows), 'button.link'));
       }
-      const cpuPerLoad = (await cpuMs(pid) - cpuBefore) / (hub.length + storage.length);
-      return { hub: median(hub.map((t) => t.data)), hubFcp: median(hub.map((t) => t.fcp)), storage: median(storage.map((t) => t.data)), storageFcp: median(storage.map((t) => t.fcp)), cpuPerLoad };
+      const cpuPerLoad = ((await cpuMs(pid)) - cpuBefore) / (hub.length + storage.length);
+      return {
+        hub: median(hub.map((t) => t.data)),
+        hubFcp: median(hub.map((t) => t.fcp)),
+        storage: median(storage.map((t) => t.data)),
+        storageFcp: median(storage.map((t) => t.fcp)),
+        cpuPerLoad,
+      };
     };
 
     const progress = (what: string) => console.error(`bench console: ${what} (load ${loadavg()[0]!.toFixed(1)})`);
     const empty = await measure(1, 0, 1);
     progress(`empty pages: hub ${empty.hub.toFixed(0)} ms, storage ${empty.storage.toFixed(0)} ms`);
     // The data: devices through the hub's REST API (via the console), telemetry from the SDK device, blobs through the storage SDK.
-    const put = (id: string) => fetch(`${base}/api/hub/devices/${id}`, { method: 'PUT', headers: { 'x-offcloud-console': '1', 'content-type': 'application/json' }, body: JSON.stringify({ deviceId: id }) }).then((r) => r.arrayBuffer());
-    await inBatches(Array.from({ length: DEVICES - 1 }, (_, i) => `bench-${i}`), 50, put);
+    const put = (id: string) =>
+      fetch(`${base}/api/hub/devices/${id}`, {
+        method: 'PUT',
+        headers: { 'x-offcloud-console': '1', 'content-type': 'application/json' },
+        body: JSON.stringify({ deviceId: id }),
+      }).then((r) => r.arrayBuffer());
+    await inBatches(
+      Array.from({ length: DEVICES - 1 }, (_, i) => `bench-${i}`),
+      50,
+      put,
+    );
     progress(`${DEVICES} devices made`);
-    await inBatches(Array.from({ length: TELEMETRY }, (_, i) => i), 200, (i) => device.sendEvent(new deviceSdk.Message(JSON.stringify({ i, temperature: 20 + (i % 10) }))));
+    await inBatches(
+      Array.from({ length: TELEMETRY }, (_, i) => i),
+      200,
+      (i) => device.sendEvent(new deviceSdk.Message(JSON.stringify({ i, temperature: 20 + (i % 10) }))),
+    );
     progress(`${TELEMETRY} telemetry messages sent`);
-    await inBatches(Array.from({ length: BLOBS - 1 }, (_, i) => `dir/blob-${String(i).padStart(5, '0')}.txt`), 64, (name) => blobs.getBlockBlobClient(name).upload('data', 4));
+    await inBatches(
+      Array.from({ length: BLOBS - 1 }, (_, i) => `dir/blob-${String(i).padStart(5, '0')}.txt`),
+      64,
+      (name) => blobs.getBlockBlobClient(name).upload('data', 4),
+    );
     progress(`${BLOBS} blobs uploaded`);
     const full = await measure(DEVICES, 50, 200);
     const rssAfter = await rssMiB(pid);
-    const load = loadavg().map((l) => l.toFixed(2)).join(' ');
-    const details = { loadAverage: load, rounds: ROUNDS, note: 'machine shared by eight sessions: not quiet', cpuMsPerPageLoadEmpty: empty.cpuPerLoad, cpuMsPerPageLoadFull: full.cpuPerLoad };
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    const details = {
+      loadAverage: load,
+      rounds: ROUNDS,
+      note: 'machine shared by eight sessions: not quiet',
+      cpuMsPerPageLoadEmpty: empty.cpuPerLoad,
+      cpuMsPerPageLoadFull: full.cpuPerLoad,
+    };
     const report = (r: BenchResult) => {
       context.report(r);
       results.push(r);
     };
-    report(result({ name: 'hub page: devices and telemetry shown (1,000 devices, 10,000 messages)', unit: 'ms', ours: full.hub, baseline: '1 device, no telemetry', baselineValue: empty.hub, better: 'lower', details: { ...details, firstContentfulPaintMs: full.hubFcp, baselineFcpMs: empty.hubFcp } }));
-    report(result({ name: `storage page: first 200 blobs shown (${BLOBS} blobs)`, unit: 'ms', ours: full.storage, baseline: '1 blob', baselineValue: empty.storage, better: 'lower', details: { ...details, firstContentfulPaintMs: full.storageFcp, baselineFcpMs: empty.storageFcp } }));
-    report(result({ name: 'console memory (RSS) after the loaded pages', unit: 'MiB', ours: rssAfter, baseline: 'RSS at start', baselineValue: rssAtStart, better: 'lower', details }));
+    report(
+      result({
+        name: 'hub page: devices and telemetry shown (1,000 devices, 10,000 messages)',
+        unit: 'ms',
+        ours: full.hub,
+        baseline: '1 device, no telemetry',
+        baselineValue: empty.hub,
+        better: 'lower',
+        details: { ...details, firstContentfulPaintMs: full.hubFcp, baselineFcpMs: empty.hubFcp },
+      }),
+    );
+    report(
+      result({
+        name: `storage page: first 200 blobs shown (${BLOBS} blobs)`,
+        unit: 'ms',
+        ours: full.storage,
+        baseline: '1 blob',
+        baselineValue: empty.storage,
+        better: 'lower',
+        details: { ...details, firstContentfulPaintMs: full.storageFcp, baselineFcpMs: empty.storageFcp },
+      }),
+    );
+    report(
+      result({
+        name: 'console memory (RSS) after the loaded pages',
+        unit: 'MiB',
+        ours: rssAfter,
+        baseline: 'RSS at start',
+        baselineValue: rssAtStart,
+        better: 'lower',
+        details,
+      }),
+    );
     const assets = [...loadAssets()];
     const bytes = (list: typeof assets) => list.reduce((n, [, a]) => n + a.body.length, 0) / 1024;
-    report(result({
-      name: 'shipped page (our modules, CSS, HTML + preact, hooks, htm)',
-      unit: 'KiB',
-      ours: bytes(assets),
-      baseline: 'the library alone',
-      baselineValue: bytes(assets.filter(([name]) => name.startsWith('lib/'))),
-      better: 'lower',
-      details: { files: assets.length, uncompressed: true },
-    }));
+    report(
+      result({
+        name: 'shipped page (our modules, CSS, HTML + preact, hooks, htm)',
+        unit: 'KiB',
+        ours: bytes(assets),
+        baseline: 'the library alone',
+        baselineValue: bytes(assets.filter(([name]) => name.startsWith('lib/'))),
+        better: 'lower',
+        details: { files: assets.length, uncompressed: true },
+      }),
+    );
     return results;
   } finally {
     await device.close().catch(() => undefined);

@@ -73,7 +73,11 @@ async function servedByAll(base: string, replicas: number): Promise<void> {
 
 async function measure(base: string, addresses: string[]): Promise<BenchResult> {
   await servedByAll(base, addresses.length);
-  const rounds = await alternate(ROUNDS, () => dataLoad(base), () => grpcLoad(addresses));
+  const rounds = await alternate(
+    ROUNDS,
+    () => dataLoad(base),
+    () => grpcLoad(addresses),
+  );
   const pick = (list: Figures[], key: keyof Figures) => median(list.map((f) => f[key]));
   return result({
     name: `devices GET /data/<device> req/s, ${addresses.length} DevSvc replica${addresses.length > 1 ? 's' : ''}`,

@@ -24,8 +24,12 @@ import { knownFaces } from '../../test/face/known-faces.ts';
 const models = await FaceModels.load(defaultModelPaths());
 const faces = await knownFaces(models);
 const reference = await measureAtOwnSize(models, faces);
-console.log(`known faces: ${faces.length} (${faces.filter((f) => f.sunglasses).length} with sunglasses, ${faces.filter((f) => f.sunglasses === false).length} without)`);
-console.log('| face width (px) | faces | found by detector | sunglasses TPR | sunglasses FPR | balanced accuracy | answered Sunglasses: with / bare | gender agrees | age change (years) | age slope | age spread ratio | smile change |');
+console.log(
+  `known faces: ${faces.length} (${faces.filter((f) => f.sunglasses).length} with sunglasses, ${faces.filter((f) => f.sunglasses === false).length} without)`,
+);
+console.log(
+  '| face width (px) | faces | found by detector | sunglasses TPR | sunglasses FPR | balanced accuracy | answered Sunglasses: with / bare | gender agrees | age change (years) | age slope | age spread ratio | smile change |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const width of [...CALIBRATION_WIDTHS, 'own size' as const]) {
   const row = await calibrationRow(models, faces, reference, width);

@@ -30,9 +30,13 @@ interface Photo {
 
 async function photos(): Promise<Photo[]> {
   const at640 = (image: Buffer) => sharp(image).resize({ width: 640 }).jpeg({ quality: 90 }).toBuffer();
-  const strip = await sharp(await fivePeople()).extract({ left: 0, top: 0, width: 632, height: 165 }).toBuffer();
+  const strip = await sharp(await fivePeople())
+    .extract({ left: 0, top: 0, width: 632, height: 165 })
+    .toBuffer();
   // Two rows of ten faces from the contact sheet of face crops.
-  const twenty = await sharp(await crowd()).extract({ left: 0, top: 283, width: 1030, height: 210 }).toBuffer();
+  const twenty = await sharp(await crowd())
+    .extract({ left: 0, top: 283, width: 1030, height: 210 })
+    .toBuffer();
   return [
     { name: '1 face at 640 px', bytes: await at640(await portrait()) },
     { name: '4 faces at 640 px', bytes: await at640(strip) },

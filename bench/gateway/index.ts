@@ -209,7 +209,9 @@ export async function run(): Promise<BenchResult[]> {
 
     const minimalPort = await freePort();
     const minimalPipe = fileURLToPath(new URL('minimal-pipe.ts', import.meta.url));
-    const minimal = await startProcess(process.execPath, ['--import', 'tsx', minimalPipe, String(minimalPort), String(backendPort)], (o) => o.includes('ready'));
+    const minimal = await startProcess(process.execPath, ['--import', 'tsx', minimalPipe, String(minimalPort), String(backendPort)], (o) =>
+      o.includes('ready'),
+    );
     children.push(minimal);
 
     const targets: { name: string; url: string; cpu: () => number; headers?: string[] }[] = [
@@ -228,7 +230,11 @@ export async function run(): Promise<BenchResult[]> {
         await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
         const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
         const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
-        const gw = spawn(process.execPath, ['--import', 'tsx', cli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], { stdio: 'ignore' });
+        const gw = spawn(
+          process.execPath,
+          ['--import', 'tsx', cli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])],
+          { stdio: 'ignore' },
+        );
         children.push(gw);
         await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
         targets.push({
@@ -246,13 +252,16 @@ export async function run(): Promise<BenchResult[]> {
       for (const target of targets) rounds.get(target.name)!.push(await wrk(target.url, target.cpu, target.headers));
     }
     const summary = Object.fromEntries(
-      [...rounds].map(([name, figures]) => [name, {
+      [...rounds].map(([name, figures]) => [
+        name,
+        {
           rps: median(figures.map((f) => f.rps)),
           p50ms: median(figures.map((f) => f.p50ms)),
           p99ms: median(figures.map((f) => f.p99ms)),
           cpuUsPerRequest: median(figures.map((f) => f.cpuUsPerRequest)),
           rounds: figures,
-        }]),
+        },
+      ]),
     );
     for (const [name, s] of Object.entries(summary)) {
       console.log(
@@ -264,8 +273,24 @@ export async function run(): Promise<BenchResult[]> {
     return WORKERS.flatMap((workers) => {
       const suffix = workers === 1 ? '1 process' : `${workers} workers`;
       return [
-        result({ name: `gateway (c) no plugins, ${suffix}, vs nginx, requests/s`, unit: 'req/s', ours: summary[`(c) gateway, no plugins, ${suffix}`]!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
-        result({ name: `gateway (d) key-auth + rate-limiting, ${suffix}, vs nginx, requests/s`, unit: 'req/s', ours: summary[`(d) gateway + key-auth + rate-limiting, ${suffix}`]!.rps, baseline: 'nginx 1.22 reverse proxy', baselineValue: nginxFigures.rps, better: 'higher', details }),
+        result({
+          name: `gateway (c) no plugins, ${suffix}, vs nginx, requests/s`,
+          unit: 'req/s',
+          ours: summary[`(c) gateway, no plugins, ${suffix}`]!.rps,
+          baseline: 'nginx 1.22 reverse proxy',
+          baselineValue: nginxFigures.rps,
+          better: 'higher',
+          details,
+        }),
+        result({
+          name: `gateway (d) key-auth + rate-limiting, ${suffix}, vs nginx, requests/s`,
+          unit: 'req/s',
+          ours: summary[`(d) gateway + key-auth + rate-limiting, ${suffix}`]!.rps,
+          baseline: 'nginx 1.22 reverse proxy',
+          baselineValue: nginxFigures.rps,
+          better: 'higher',
+          details,
+        }),
       ];
     });
   } finally {

@@ -40,6 +40,10 @@ const idle = await patchRoundTrips();
 setImmediate(spin);
 const busy = await patchRoundTrips();
 spinning = false;
-console.log(`reported PATCH round trip, ${PATCHES} in a row: idle loop ${idle}; every loop turn costing ${SPIN_MS} ms: ${busy} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+console.log(
+  `reported PATCH round trip, ${PATCHES} in a row: idle loop ${idle}; every loop turn costing ${SPIN_MS} ms: ${busy} (load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')})`,
+);
 await device.endAsync();
 for (const close of closers) await close();

@@ -57,7 +57,13 @@ async function connectAll(target: Target): Promise<MqttClient[]> {
   // In batches, so 200 TLS handshakes do not all land in one tick.
   for (let i = 0; i < DEVICES; i += 20) {
     const batch = Array.from({ length: Math.min(20, DEVICES - i) }, (_, j) =>
-      mqtt.connectAsync(`mqtts://localhost:${target.port}`, { protocolVersion: 4, ca: target.ca, reconnectPeriod: 0, clean: true, ...target.credentials(i + j) }),
+      mqtt.connectAsync(`mqtts://localhost:${target.port}`, {
+        protocolVersion: 4,
+        ca: target.ca,
+        reconnectPeriod: 0,
+        clean: true,
+        ...target.credentials(i + j),
+      }),
     );
     clients.push(...(await Promise.all(batch)));
   }
@@ -165,7 +171,16 @@ async function startMosquitto(dataDir: string): Promise<{ child: ChildProcess; t
   );
   const child = spawn('/usr/sbin/mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'inherit'] });
   await listening(child, port);
-  return { child, target: { name: 'mosquitto', pid: child.pid!, port, ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8'), credentials: (i) => ({ clientId: `bench-${i}` }) } };
+  return {
+    child,
+    target: {
+      name: 'mosquitto',
+      pid: child.pid!,
+      port,
+      ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8'),
+      credentials: (i) => ({ clientId: `bench-${i}` }),
+    },
+  };
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -192,11 +207,45 @@ export async function run(): Promise<BenchResult[]> {
     const mosquittoRate = median(mosquittoRounds.map((r) => r.messagesPerSecond));
     const twinMs = hubRounds.flatMap((r) => r.twinMs);
     const pubackMs = mosquittoRounds.flatMap((r) => r.pubackMs);
-    const details = { devices: DEVICES, secondsPerRound: SECONDS, rounds: ROUNDS, twinDevices: TWIN_DEVICES, hubRates: hubRounds.map((r) => Math.round(r.messagesPerSecond)), mosquittoRates: mosquittoRounds.map((r) => Math.round(r.messagesPerSecond)), hubCpuMicrosPerMessage: hubRounds.map((r) => Math.round(r.cpuMicrosPerMessage)), mosquittoCpuMicrosPerMessage: mosquittoRounds.map((r) => Math.round(r.cpuMicrosPerMessage)), twinSamples: twinMs.length };
+    const details = {
+      devices: DEVICES,
+      secondsPerRound: SECONDS,
+      rounds: ROUNDS,
+      twinDevices: TWIN_DEVICES,
+      hubRates: hubRounds.map((r) => Math.round(r.messagesPerSecond)),
+      mosquittoRates: mosquittoRounds.map((r) => Math.round(r.messagesPerSecond)),
+      hubCpuMicrosPerMessage: hubRounds.map((r) => Math.round(r.cpuMicrosPerMessage)),
+      mosquittoCpuMicrosPerMessage: mosquittoRounds.map((r) => Math.round(r.cpuMicrosPerMessage)),
+      twinSamples: twinMs.length,
+    };
     return [
-      result({ name: `hub QoS 1 telemetry, ${DEVICES} devices over TLS`, unit: 'msg/s', ours: hubRate, baseline: 'mosquitto 2.0 (TLS, anonymous)', baselineValue: mosquittoRate, better: 'higher', details }),
-      result({ name: 'hub twin reported PATCH round trip p50 under that load', unit: 'ms', ours: percentile(twinMs, 50), baseline: 'mosquitto QoS 1 PUBACK p50 under the same load', baselineValue: percentile(pubackMs, 50), better: 'lower', details }),
-      result({ name: 'hub twin reported PATCH round trip p99 under that load', unit: 'ms', ours: percentile(twinMs, 99), baseline: 'mosquitto QoS 1 PUBACK p99 under the same load', baselineValue: percentile(pubackMs, 99), better: 'lower', details }),
+      result({
+        name: `hub QoS 1 telemetry, ${DEVICES} devices over TLS`,
+        unit: 'msg/s',
+        ours: hubRate,
+        baseline: 'mosquitto 2.0 (TLS, anonymous)',
+        baselineValue: mosquittoRate,
+        better: 'higher',
+        details,
+      }),
+      result({
+        name: 'hub twin reported PATCH round trip p50 under that load',
+        unit: 'ms',
+        ours: percentile(twinMs, 50),
+        baseline: 'mosquitto QoS 1 PUBACK p50 under the same load',
+        baselineValue: percentile(pubackMs, 50),
+        better: 'lower',
+        details,
+      }),
+      result({
+        name: 'hub twin reported PATCH round trip p99 under that load',
+        unit: 'ms',
+        ours: percentile(twinMs, 99),
+        baseline: 'mosquitto QoS 1 PUBACK p99 under the same load',
+        baselineValue: percentile(pubackMs, 99),
+        better: 'lower',
+        details,
+      }),
     ];
   } finally {
     await Promise.all([stop(ours.child), baseline && stop(baseline.child)]);

@@ -62,7 +62,22 @@ async function tokenRound(info: ServerInfo, dispatcher: Agent, body: string): Pr
 async function signingRound(dataDir: string): Promise<Round> {
   const { active } = await openSigningKeys(dataDir).current();
   const now = Math.floor(Date.now() / 1000);
-  const claims = { aud: '00000000-0000-0000-0000-000000000000', iss: 'https://login.microsoftonline.com/x/v2.0', iat: now, nbf: now, exp: now + 3599, azp: 'y', azpacr: '1', idtyp: 'app', oid: 'z', roles: ['Demo.Read.All'], sub: 'z', tid: 'x', uti: 'u', ver: '2.0' };
+  const claims = {
+    aud: '00000000-0000-0000-0000-000000000000',
+    iss: 'https://login.microsoftonline.com/x/v2.0',
+    iat: now,
+    nbf: now,
+    exp: now + 3599,
+    azp: 'y',
+    azpacr: '1',
+    idtyp: 'app',
+    oid: 'z',
+    roles: ['Demo.Read.All'],
+    sub: 'z',
+    tid: 'x',
+    uti: 'u',
+    ver: '2.0',
+  };
   const latencies: number[] = [];
   const end = performance.now() + SECONDS * 1000;
   while (performance.now() < end) {
@@ -76,7 +91,9 @@ async function signingRound(dataDir: string): Promise<Round> {
 
 export async function run(): Promise<BenchResult[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-bench-identity-'));
-  const server = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./server.ts', import.meta.url)), dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./server.ts', import.meta.url)), dataDir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   try {
     const info = await new Promise<ServerInfo>((resolve, reject) => {
       let out = '';
@@ -87,9 +104,18 @@ export async function run(): Promise<BenchResult[]> {
       server.on('close', (code) => reject(new Error(`bench server exited ${code}`)));
     });
     const dispatcher = new Agent({ connect: { ca: await readFile(info.caCertPath, 'utf8') }, connections: CONNECTIONS, keepAliveTimeout: 30_000 });
-    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: info.clientId, client_secret: info.clientSecret, scope: 'api://offcloud-demo-api/.default' }).toString();
+    const body = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: info.clientId,
+      client_secret: info.clientSecret,
+      scope: 'api://offcloud-demo-api/.default',
+    }).toString();
     await tokenRound(info, dispatcher, body); // warm-up: TLS sessions, JIT
-    const rounds = await alternate(3, () => tokenRound(info, dispatcher, body), () => signingRound(dataDir));
+    const rounds = await alternate(
+      3,
+      () => tokenRound(info, dispatcher, body),
+      () => signingRound(dataDir),
+    );
     await dispatcher.close();
     const ours = median(rounds.a.map((r) => r.perSecond));
     const baseline = median(rounds.b.map((r) => r.perSecond));

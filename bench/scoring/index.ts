@@ -123,7 +123,9 @@ async function requestBody(): Promise<string> {
     raw[i * 3 + 1] = (y * 0.6 + ((i * 104729) % 31)) & 255;
     raw[i * 3 + 2] = ((x + y) * 0.4) & 255;
   }
-  const png = await sharp(raw, { raw: { width: size, height: size, channels: 3 } }).png().toBuffer();
+  const png = await sharp(raw, { raw: { width: size, height: size, channels: 3 } })
+    .png()
+    .toBuffer();
   return scoreRequestBody(await imageToPixels(png));
 }
 
@@ -194,24 +196,95 @@ export async function run(): Promise<BenchResult[]> {
     const d1 = await load(naive.url, 1);
     const c4 = await load(oursUrl, 4);
     const d4 = await load(naive.url, 4);
-    for (const [label, r] of [['ours c=1', c1], ['naive c=1', d1], ['ours c=4', c4], ['naive c=4', d4]] as const) {
+    for (const [label, r] of [
+      ['ours c=1', c1],
+      ['naive c=1', d1],
+      ['ours c=4', c4],
+      ['naive c=4', d4],
+    ] as const) {
       if (r.errors) throw new Error(`${label}: ${r.errors} failed requests`);
     }
     const figures = {
-      machine: { cpus: availableParallelism(), ortThreads: THREADS, bodyBytes: bytes.length, secondsPerLoad: SECONDS, rounds: ROUNDS, roundSeconds: ROUND_SECONDS },
+      machine: {
+        cpus: availableParallelism(),
+        ortThreads: THREADS,
+        bodyBytes: bytes.length,
+        secondsPerLoad: SECONDS,
+        rounds: ROUNDS,
+        roundSeconds: ROUND_SECONDS,
+      },
       a_sessionRun: { msPerRun: aMs, samples: a.length, rpsC1: aRps1, rpsC4: aRps4 },
       b_jsonParse: { msPerBody: bMs, samples: b.length, rps: 1000 / bMs },
       reader: { msPerBody: readerMs, asServedMsPerBody: readerAsServedMs, naiveParseAndFlattenMs: naiveParseMs },
-      c_ours: { msPerRequestC1: cMs, meanMsOneAtATime: mean(c), requestsOneAtATime: c.length, autocannonP50MsC1: c1.p50ms, rpsC1: c1.rps, rpsC4: c4.rps, p99msC1: c1.p99ms, p99msC4: c4.p99ms },
-      d_naive: { msPerRequestC1: dMs, meanMsOneAtATime: mean(d), requestsOneAtATime: d.length, autocannonP50MsC1: d1.p50ms, rpsC1: d1.rps, rpsC4: d4.rps, p99msC1: d1.p99ms, p99msC4: d4.p99ms },
-      ratios: { cOverAplusB: cMs / (aMs + bMs), cMeanOverAplusBMeans: mean(c) / (mean(a) + mean(b)), cOverDThroughputC1: c1.rps / d1.rps, cOverDThroughputC4: c4.rps / d4.rps },
+      c_ours: {
+        msPerRequestC1: cMs,
+        meanMsOneAtATime: mean(c),
+        requestsOneAtATime: c.length,
+        autocannonP50MsC1: c1.p50ms,
+        rpsC1: c1.rps,
+        rpsC4: c4.rps,
+        p99msC1: c1.p99ms,
+        p99msC4: c4.p99ms,
+      },
+      d_naive: {
+        msPerRequestC1: dMs,
+        meanMsOneAtATime: mean(d),
+        requestsOneAtATime: d.length,
+        autocannonP50MsC1: d1.p50ms,
+        rpsC1: d1.rps,
+        rpsC4: d4.rps,
+        p99msC1: d1.p99ms,
+        p99msC4: d4.p99ms,
+      },
+      ratios: {
+        cOverAplusB: cMs / (aMs + bMs),
+        cMeanOverAplusBMeans: mean(c) / (mean(a) + mean(b)),
+        cOverDThroughputC1: c1.rps / d1.rps,
+        cOverDThroughputC4: c4.rps / d4.rps,
+      },
     };
     return [
-      result({ name: 'scoring body → model input as the server reads it (ms per body)', unit: 'ms', ours: readerAsServedMs, baseline: 'JSON.parse alone', baselineValue: bMs, better: 'lower' }),
-      result({ name: 'scoring body parse into the tensor (ms per body)', unit: 'ms', ours: readerMs, baseline: 'JSON.parse alone', baselineValue: bMs, better: 'lower', details: figures }),
-      result({ name: 'scoring POST /score median per request at concurrency 1 (ms)', unit: 'ms', ours: cMs, baseline: '(a) session.run + (b) JSON.parse', baselineValue: aMs + bMs, better: 'lower' }),
-      result({ name: 'scoring POST /score req/s at concurrency 1', unit: 'req/s', ours: c1.rps, baseline: '(d) naive server', baselineValue: d1.rps, better: 'higher' }),
-      result({ name: 'scoring POST /score req/s at concurrency 4', unit: 'req/s', ours: c4.rps, baseline: '(d) naive server', baselineValue: d4.rps, better: 'higher' }),
+      result({
+        name: 'scoring body → model input as the server reads it (ms per body)',
+        unit: 'ms',
+        ours: readerAsServedMs,
+        baseline: 'JSON.parse alone',
+        baselineValue: bMs,
+        better: 'lower',
+      }),
+      result({
+        name: 'scoring body parse into the tensor (ms per body)',
+        unit: 'ms',
+        ours: readerMs,
+        baseline: 'JSON.parse alone',
+        baselineValue: bMs,
+        better: 'lower',
+        details: figures,
+      }),
+      result({
+        name: 'scoring POST /score median per request at concurrency 1 (ms)',
+        unit: 'ms',
+        ours: cMs,
+        baseline: '(a) session.run + (b) JSON.parse',
+        baselineValue: aMs + bMs,
+        better: 'lower',
+      }),
+      result({
+        name: 'scoring POST /score req/s at concurrency 1',
+        unit: 'req/s',
+        ours: c1.rps,
+        baseline: '(d) naive server',
+        baselineValue: d1.rps,
+        better: 'higher',
+      }),
+      result({
+        name: 'scoring POST /score req/s at concurrency 4',
+        unit: 'req/s',
+        ours: c4.rps,
+        baseline: '(d) naive server',
+        baselineValue: d4.rps,
+        better: 'higher',
+      }),
     ];
   } finally {
     await sequential.close();

@@ -90,7 +90,10 @@ interface Floor {
 /** Node's spawn of the script in a fresh process grown to `ballastMb`. */
 async function nodeSpawnFloor(file: string, concurrency: number, ballastMb: number, signal: AbortSignal): Promise<Floor & { rssMb: number }> {
   const floor = new URL('./floor.ts', import.meta.url).pathname;
-  const { stdout } = await run$(process.execPath, ['--import', 'tsx', floor, file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], { signal, timeout: STEP_LIMIT_MS });
+  const { stdout } = await run$(process.execPath, ['--import', 'tsx', floor, file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], {
+    signal,
+    timeout: STEP_LIMIT_MS,
+  });
   return JSON.parse(stdout) as Floor & { rssMb: number };
 }
 
@@ -132,7 +135,10 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-scripts-'));
   const folder = join(dir, 'scripts');
   await mkdir(folder);
-  for (const [name, text] of [['hello.sh', TWO_LINES], ['stamps.sh', TIMESTAMPS]] as const) {
+  for (const [name, text] of [
+    ['hello.sh', TWO_LINES],
+    ['stamps.sh', TIMESTAMPS],
+  ] as const) {
     await writeFile(join(folder, name), text);
     await chmod(join(folder, name), 0o755);
   }
@@ -193,7 +199,11 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
       });
     }
     await step('line delay', async () => {
-      const delays = await alternate(3, () => lineDelays(`${ours.info.url}/stamps`, signal), () => lineDelays(`${webhookBase}/stamps`, signal));
+      const delays = await alternate(
+        3,
+        () => lineDelays(`${ours.info.url}/stamps`, signal),
+        () => lineDelays(`${webhookBase}/stamps`, signal),
+      );
       const ourDelays = delays.a.flat();
       const webhookDelays = delays.b.flat();
       return result({

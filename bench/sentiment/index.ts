@@ -39,7 +39,14 @@ export async function run(): Promise<BenchResult[]> {
   console.log(
     formatTable(
       ['analyser', 'accuracy (all)', 'ratio', 'accuracy (≥ 10 tokens)', 'ratio', 'docs/s in process'],
-      [...measured].map(([name, m]) => [name, pct(m.all), (ours.all / m.all).toFixed(2), pct(m.long), (ours.long / m.long).toFixed(2), m.inProcessDocsPerSecond.toFixed(0)]),
+      [...measured].map(([name, m]) => [
+        name,
+        pct(m.all),
+        (ours.all / m.all).toFixed(2),
+        pct(m.long),
+        (ours.long / m.long).toFixed(2),
+        m.inProcessDocsPerSecond.toFixed(0),
+      ]),
     ),
   );
 
@@ -48,21 +55,62 @@ export async function run(): Promise<BenchResult[]> {
   const servers = await startChildServers<{ ours: string; baseline: string }>(new URL('./servers.ts', import.meta.url));
   let rounds: Awaited<ReturnType<typeof alternate<{ rps: number; errors: number; p99ms: number }>>>;
   try {
-    const load = (url: string) => () => requestsPerSecond({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, seconds: 3 });
+    const load = (url: string) => () =>
+      requestsPerSecond({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, seconds: 3 });
     rounds = await alternate(3, load(servers.info.ours), load(servers.info.baseline));
   } finally {
     await servers.stop();
   }
   const oursDocs = median(rounds.a.map((r) => r.rps)) * BATCH;
   const baseDocs = median(rounds.b.map((r) => r.rps)) * BATCH;
-  console.log(formatTable(['server', 'documents/s (100-document batches)'], [['offcloud sentiment container', oursDocs.toFixed(0)], ['bare node:http + vader-sentiment', baseDocs.toFixed(0)], ['ratio', (oursDocs / baseDocs).toFixed(2)]]));
+  console.log(
+    formatTable(
+      ['server', 'documents/s (100-document batches)'],
+      [
+        ['offcloud sentiment container', oursDocs.toFixed(0)],
+        ['bare node:http + vader-sentiment', baseDocs.toFixed(0)],
+        ['ratio', (oursDocs / baseDocs).toFixed(2)],
+      ],
+    ),
+  );
 
   const vader = measured.get('vader-sentiment')!;
   const afinn = measured.get('sentiment (AFINN-165)')!;
   return [
-    result({ name: 'sentiment accuracy, all validation lines', unit: '%', ours: 100 * ours.all, baseline: 'vader-sentiment', baselineValue: 100 * vader.all, better: 'higher', details: { afinn: 100 * afinn.all, lines: ours.allCount } }),
-    result({ name: 'sentiment accuracy, lines of ≥ 10 tokens', unit: '%', ours: 100 * ours.long, baseline: 'vader-sentiment', baselineValue: 100 * vader.long, better: 'higher', details: { afinn: 100 * afinn.long, lines: ours.longCount } }),
-    result({ name: 'sentiment accuracy, lines of ≥ 10 tokens (AFINN)', unit: '%', ours: 100 * ours.long, baseline: 'sentiment (AFINN-165)', baselineValue: 100 * afinn.long, better: 'higher' }),
-    result({ name: 'POST /sentiment documents/s, 100-document batches', unit: 'docs/s', ours: oursDocs, baseline: 'bare node:http + vader-sentiment', baselineValue: baseDocs, better: 'higher', details: { rounds, connections: 4, secondsPerRound: 3 } }),
+    result({
+      name: 'sentiment accuracy, all validation lines',
+      unit: '%',
+      ours: 100 * ours.all,
+      baseline: 'vader-sentiment',
+      baselineValue: 100 * vader.all,
+      better: 'higher',
+      details: { afinn: 100 * afinn.all, lines: ours.allCount },
+    }),
+    result({
+      name: 'sentiment accuracy, lines of ≥ 10 tokens',
+      unit: '%',
+      ours: 100 * ours.long,
+      baseline: 'vader-sentiment',
+      baselineValue: 100 * vader.long,
+      better: 'higher',
+      details: { afinn: 100 * afinn.long, lines: ours.longCount },
+    }),
+    result({
+      name: 'sentiment accuracy, lines of ≥ 10 tokens (AFINN)',
+      unit: '%',
+      ours: 100 * ours.long,
+      baseline: 'sentiment (AFINN-165)',
+      baselineValue: 100 * afinn.long,
+      better: 'higher',
+    }),
+    result({
+      name: 'POST /sentiment documents/s, 100-document batches',
+      unit: 'docs/s',
+      ours: oursDocs,
+      baseline: 'bare node:http + vader-sentiment',
+      baselineValue: baseDocs,
+      better: 'higher',
+      details: { rounds, connections: 4, secondsPerRound: 3 },
+    }),
   ];
 }

@@ -15,7 +15,13 @@ const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-bench-sentiment-'));
 const { key } = await (await BillingStore.open(dataDir)).createResource({ kind: 'sentiment' });
 const quiet = { port: 0, logLevel: 'silent', dataDir } as const;
 const billing = await startBilling(quiet);
-const ours = await startSentiment({ ...quiet, eula: 'accept', billing: billing.exports!.billingUrl!, apiKey: key, workers: Number(process.env.SENTIMENT_WORKERS ?? 1) });
+const ours = await startSentiment({
+  ...quiet,
+  eula: 'accept',
+  billing: billing.exports!.billingUrl!,
+  apiKey: key,
+  workers: Number(process.env.SENTIMENT_WORKERS ?? 1),
+});
 
 const baseline = createServer((req, res) => {
   const chunks: Buffer[] = [];

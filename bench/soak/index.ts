@@ -138,7 +138,10 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         errors: total.reduce((sum, m) => sum + m.errors, 0),
         cpuMsPerRequest: (cpuWithEndedChildren(pid) - cpuStart) / requests,
         perComponentPerMinute: Object.fromEntries(
-          [...minutes].map(([component, list]) => [component, list.map((m) => ({ requests: m.requests, errors: m.errors, p99ms: Math.round(p99(m.latencies)) }))]),
+          [...minutes].map(([component, list]) => [
+            component,
+            list.map((m) => ({ requests: m.requests, errors: m.errors, p99ms: Math.round(p99(m.latencies)) })),
+          ]),
         ),
         loadAverage: loadavg(),
       },

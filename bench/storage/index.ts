@@ -34,7 +34,14 @@ export async function run(): Promise<BenchResult[]> {
     const report = JSON.parse(stdout.trim().split('\n').pop()!) as ClientReport;
     return [
       ...Object.entries(report.results).map(([name, r]) =>
-        result({ name: `storage ${name} (SDK, bearer token)`, unit: 'MB/s', ours: r.oursMBs, baseline: 'fs on the same bytes', baselineValue: r.fsMBs, better: 'higher' }),
+        result({
+          name: `storage ${name} (SDK, bearer token)`,
+          unit: 'MB/s',
+          ours: r.oursMBs,
+          baseline: 'fs on the same bytes',
+          baselineValue: r.fsMBs,
+          better: 'higher',
+        }),
       ),
       result({
         name: `storage List Containers, ${report.list.containers} containers (p50 of 5)`,

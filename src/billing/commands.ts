@@ -25,7 +25,8 @@ function parse(args: string[], names: string[]): { values: Record<string, string
   }
 }
 
-const RESOURCE_USAGE = 'offcloud billing resource create --kind sentiment|face [--name NAME] [--quota N] [--data-dir DIR] | offcloud billing resource list [--data-dir DIR]';
+const RESOURCE_USAGE =
+  'offcloud billing resource create --kind sentiment|face [--name NAME] [--quota N] [--data-dir DIR] | offcloud billing resource list [--data-dir DIR]';
 
 async function resourceCommand(args: string[], out: NodeJS.WritableStream, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parse(args, ['kind', 'name', 'quota']);
@@ -46,7 +47,11 @@ async function resourceCommand(args: string[], out: NodeJS.WritableStream, env: 
   }
   const { resource, key } = await store.createResource({ kind, name: values.name, quota });
   out.write(
-    [`resource ${resource.name} (${resource.kind}) created, id ${resource.id}`, `ApiKey: ${key}`, 'The key is shown only now; the data dir keeps its hash.'].join('\n') + '\n',
+    [
+      `resource ${resource.name} (${resource.kind}) created, id ${resource.id}`,
+      `ApiKey: ${key}`,
+      'The key is shown only now; the data dir keeps its hash.',
+    ].join('\n') + '\n',
   );
   return 0;
 }

@@ -22,7 +22,10 @@ export type BillingOptions = OptionValues<typeof billingOptions>;
 async function ensureDemoResources(store: BillingStore): Promise<Record<ContainerKind, string>> {
   const path = join(store.dir, 'demo-keys.json');
   await removeStaleTemporaries(path);
-  const known = await readFile(path, 'utf8').then((text) => JSON.parse(text) as Partial<Record<ContainerKind, string>>, () => ({}) as Partial<Record<ContainerKind, string>>);
+  const known = await readFile(path, 'utf8').then(
+    (text) => JSON.parse(text) as Partial<Record<ContainerKind, string>>,
+    () => ({}) as Partial<Record<ContainerKind, string>>,
+  );
   const keys = {} as Record<ContainerKind, string>;
   let changed = false;
   for (const kind of CONTAINER_KIND_NAMES) {

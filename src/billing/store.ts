@@ -103,7 +103,10 @@ export class BillingStore {
 
   /** Re-reads resources.json when it changed on disk (`offcloud billing resource create` beside a running endpoint). */
   async refreshResources(): Promise<void> {
-    const mtime = await stat(this.#resourcesPath).then((s) => s.mtimeMs, () => 0);
+    const mtime = await stat(this.#resourcesPath).then(
+      (s) => s.mtimeMs,
+      () => 0,
+    );
     if (mtime === this.#resourcesMtime) return;
     this.#resources = mtime ? (JSON.parse(await readFile(this.#resourcesPath, 'utf8')) as Resource[]) : [];
     this.#resourcesMtime = mtime;
@@ -187,12 +190,21 @@ export class BillingStore {
       for (const meter of record.meters) {
         const when = periodOf(record.receivedAt, period);
         const key = `${resource.id}\u0000${when}\u0000${meter.name}`;
-        const total = byKey.get(key) ?? { resourceId: resource.id, resourceName: resource.name, kind: resource.kind, period: when, meter: meter.name, quantity: 0 };
+        const total = byKey.get(key) ?? {
+          resourceId: resource.id,
+          resourceName: resource.name,
+          kind: resource.kind,
+          period: when,
+          meter: meter.name,
+          quantity: 0,
+        };
         total.quantity += meter.quantity;
         byKey.set(key, total);
       }
     }
-    return [...byKey.values()].sort((a, b) => a.period.localeCompare(b.period) || a.resourceName.localeCompare(b.resourceName) || a.meter.localeCompare(b.meter));
+    return [...byKey.values()].sort(
+      (a, b) => a.period.localeCompare(b.period) || a.resourceName.localeCompare(b.resourceName) || a.meter.localeCompare(b.meter),
+    );
   }
 
   /** Every stored usage record (for tests and audits: proof that no payload is kept). */

@@ -36,7 +36,11 @@ export async function startCalculator(given: Partial<CalculatorOptions> & Runtim
     handler: async (request, reply) => {
       const rest = request.url.slice('/add/'.length).split('?')[0] ?? '';
       const segments = rest.split('/');
-      if (segments.length !== 2) return reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]}`);
+      if (segments.length !== 2)
+        return reply
+          .code(404)
+          .type(TEXT)
+          .send(`not found: ${request.url.split('?')[0]}`);
       const [a, b] = segments.map(decodeSegment) as [string, string];
       return reply.type(TEXT).send(add(a, b));
     },
@@ -47,7 +51,10 @@ export async function startCalculator(given: Partial<CalculatorOptions> & Runtim
     handler: async (_request, reply) => reply.code(405).header('allow', 'GET').type(TEXT).send('method not allowed; use GET'),
   });
   app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]}`),
+    reply
+      .code(404)
+      .type(TEXT)
+      .send(`not found: ${request.url.split('?')[0]}`),
   );
   installErrorHandler(app, { logger, toWire: toWireError });
 

@@ -59,11 +59,7 @@ const FLAGS = { Eula: '--eula', Billing: '--billing', ApiKey: '--api-key' } as c
  * StartupError naming the first missing or wrong one (the CLI prints it and
  * exits 1).
  */
-export function validateContainerStart(
-  component: string,
-  options: ContainerStartOptions,
-  env: NodeJS.ProcessEnv = process.env,
-): ContainerStart {
+export function validateContainerStart(component: string, options: ContainerStartOptions, env: NodeJS.ProcessEnv = process.env): ContainerStart {
   const eula = options.eula || fromEnvironment(env, 'Eula');
   const billing = options.billing || fromEnvironment(env, 'Billing');
   const apiKey = options.apiKey || fromEnvironment(env, 'ApiKey');

@@ -43,7 +43,9 @@ const sharedPaths: OpenApiPaths = {
       },
     },
   },
-  '/ready': { get: { summary: 'Ready to accept a query against the model', responses: { '200': { description: 'ready' }, '503': { description: 'starting' } } } },
+  '/ready': {
+    get: { summary: 'Ready to accept a query against the model', responses: { '200': { description: 'ready' }, '503': { description: 'starting' } } },
+  },
   '/health': { get: { summary: 'The process is alive', responses: { '200': { description: 'alive' } } } },
   '/swagger': { get: { summary: 'This page', responses: { '200': { description: 'HTML' } } } },
   [OPENAPI_PATH]: { get: { summary: 'The OpenAPI document of this container', responses: { '200': { description: 'OpenAPI 3 JSON' } } } },
@@ -99,7 +101,9 @@ export function registerContainerSurface(app: FastifyInstance, options: Containe
   app.get('/', async (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .send(`<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(options.title)}</title></head><body><h1>${escapeHtml(options.title)}</h1><p>The container is running. <a href="/swagger">API description</a> · <a href="/status">billing status</a></p></body></html>`),
+      .send(
+        `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(options.title)}</title></head><body><h1>${escapeHtml(options.title)}</h1><p>The container is running. <a href="/swagger">API description</a> · <a href="/status">billing status</a></p></body></html>`,
+      ),
   );
   app.get('/status', async () => options.connection.statusReport());
   app.get('/swagger', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));

@@ -85,11 +85,7 @@ async function readCa(dir: string): Promise<LocalCa> {
   const caCertPath = join(dir, 'ca.crt');
   const certPath = join(dir, 'localhost.crt');
   const keyPath = join(dir, 'localhost.key');
-  const [caCert, cert, key] = await Promise.all([
-    readFile(caCertPath, 'utf8'),
-    readFile(certPath, 'utf8'),
-    readFile(keyPath, 'utf8'),
-  ]);
+  const [caCert, cert, key] = await Promise.all([readFile(caCertPath, 'utf8'), readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
   return { caCertPath, certPath, keyPath, caCert, cert, key };
 }
 

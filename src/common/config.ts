@@ -92,19 +92,11 @@ export function describeKey(component: string, key: string, flagPrefix = ''): st
 }
 
 function fail(component: string, key: string, raw: unknown, allowed: string, flagPrefix: string): never {
-  throw new ConfigError(
-    `invalid value ${JSON.stringify(raw)} for ${describeKey(component, key, flagPrefix)}: expected ${allowed}`,
-  );
+  throw new ConfigError(`invalid value ${JSON.stringify(raw)} for ${describeKey(component, key, flagPrefix)}: expected ${allowed}`);
 }
 
 /** Converts one raw value (string from flags/env, or a typed value from a file). */
-export function coerceOption(
-  component: string,
-  key: string,
-  spec: OptionSpec,
-  raw: unknown,
-  flagPrefix = '',
-): string | number | boolean | string[] {
+export function coerceOption(component: string, key: string, spec: OptionSpec, raw: unknown, flagPrefix = ''): string | number | boolean | string[] {
   switch (spec.type) {
     case 'string': {
       if (typeof raw !== 'string' && typeof raw !== 'number') fail(component, key, raw, 'a string', flagPrefix);
@@ -133,7 +125,11 @@ export function coerceOption(
     }
     case 'list': {
       if (Array.isArray(raw) && raw.every((v) => typeof v === 'string')) return raw as string[];
-      if (typeof raw === 'string') return raw.split(',').map((v) => v.trim()).filter(Boolean);
+      if (typeof raw === 'string')
+        return raw
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean);
       return fail(component, key, raw, 'a comma-separated list', flagPrefix);
     }
   }
@@ -150,11 +146,7 @@ export interface ConfigSources {
 }
 
 /** Resolves every option of a schema: flags > env > file > default. */
-export function resolveConfig<S extends OptionSchema>(
-  component: string,
-  schema: S,
-  sources: ConfigSources,
-): OptionValues<S> {
+export function resolveConfig<S extends OptionSchema>(component: string, schema: S, sources: ConfigSources): OptionValues<S> {
   const env = sources.env ?? {};
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(schema)) {
@@ -174,10 +166,7 @@ export function resolveConfig<S extends OptionSchema>(
 }
 
 /** Fills the defaults of a schema under the values a caller (test, CLI) gave. */
-export function withDefaults<S extends OptionSchema>(
-  schema: S,
-  given: Partial<OptionValues<S>>,
-): OptionValues<S> {
+export function withDefaults<S extends OptionSchema>(schema: S, given: Partial<OptionValues<S>>): OptionValues<S> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(schema)) {
     out[key] = (given as Record<string, unknown>)[key] ?? spec.default;

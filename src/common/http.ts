@@ -186,9 +186,7 @@ export function translateListenError(err: unknown, options: ListenOptions): Erro
     return new StartupError(`${options.component}: port ${options.port} on ${options.host} is already in use; ${how}`);
   }
   if (code === 'EACCES') {
-    return new StartupError(
-      `${options.component}: not allowed to listen on port ${options.port} (ports below 1024 need root or CAP_NET_BIND_SERVICE); ${how}`,
-    );
+    return new StartupError(`${options.component}: not allowed to listen on port ${options.port} (ports below 1024 need root or CAP_NET_BIND_SERVICE); ${how}`);
   }
   if (code === 'EADDRNOTAVAIL') {
     return new StartupError(`${options.component}: address ${options.host} is not available on this machine; change it with --host`);

@@ -6,12 +6,12 @@ export type { Logger };
 export function createLogger(level: string, component: string): Logger {
   return pino(
     {
-    level,
-    base: { component },
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]', '*.password', '*.secret'],
-      censor: '[redacted]',
-    },
+      level,
+      base: { component },
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]', '*.password', '*.secret'],
+        censor: '[redacted]',
+      },
     },
     // Logs go to stderr, so stdout carries only what a command prints for people and scripts.
     pino.destination({ dest: 2, sync: true }),

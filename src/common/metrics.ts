@@ -37,7 +37,13 @@ export class ComponentMetrics {
       help,
       labelNames,
       registers: [this.registry],
-      ...(collect ? { async collect(this: Gauge<L>) { await collect(this); } } : {}),
+      ...(collect
+        ? {
+            async collect(this: Gauge<L>) {
+              await collect(this);
+            },
+          }
+        : {}),
     });
   }
 
@@ -56,7 +62,7 @@ export class ComponentMetrics {
   /** Counts a listening server's connections in `open_connections`, read when scraped. */
   watchConnections(server: Server): void {
     if (this.listeners.size === 0) {
-      this.gauge('open_connections', 'connections open now, over all of the component\'s listeners', [], async (gauge) => {
+      this.gauge('open_connections', "connections open now, over all of the component's listeners", [], async (gauge) => {
         const counts = await Promise.all(
           [...this.listeners].map((listener) => new Promise<number>((done) => listener.getConnections((err, count) => done(err ? 0 : count)))),
         );

@@ -36,11 +36,7 @@ export interface ModelLookup {
 
 /** The folders searched, in order, for a model's relative path. */
 export function modelSearchPath(dataDir: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  return [
-    ...(env.OFFCLOUD_MODELS_DIR ? [resolve(env.OFFCLOUD_MODELS_DIR)] : []),
-    resolve(dataDir, 'models'),
-    resolve(PACKAGE_ROOT, 'models'),
-  ];
+  return [...(env.OFFCLOUD_MODELS_DIR ? [resolve(env.OFFCLOUD_MODELS_DIR)] : []), resolve(dataDir, 'models'), resolve(PACKAGE_ROOT, 'models')];
 }
 
 export function resolveModelFile(lookup: ModelLookup): string {

@@ -16,10 +16,7 @@ import { StartupError } from './errors.ts';
 import { startTypeScriptWorker } from './worker.ts';
 
 type ToPool<Out> =
-  | { type: 'ready' }
-  | { type: 'load-failed'; message: string }
-  | { type: 'done'; id: number; value: Out }
-  | { type: 'failed'; id: number; message: string };
+  { type: 'ready' } | { type: 'load-failed'; message: string } | { type: 'done'; id: number; value: Out } | { type: 'failed'; id: number; message: string };
 
 interface ToWorker<In> {
   id: number;

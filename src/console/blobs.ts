@@ -75,7 +75,10 @@ export class BlobBrowser {
   }
 
   async upload(container: string, blob: string, data: Buffer, contentType: string): Promise<void> {
-    await this.service.getContainerClient(container).getBlockBlobClient(blob).uploadData(data, { blobHTTPHeaders: { blobContentType: contentType } });
+    await this.service
+      .getContainerClient(container)
+      .getBlockBlobClient(blob)
+      .uploadData(data, { blobHTTPHeaders: { blobContentType: contentType } });
   }
 
   async download(container: string, blob: string): Promise<BlobDownload> {

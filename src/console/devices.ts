@@ -18,7 +18,8 @@ const DEADLINE_MS = 3000;
 
 /** DevSvc's refusal, with the HTTP status nearest to its gRPC status and its own message. */
 function fromGrpc(error: ServiceError): ConsoleError {
-  const status = error.code === grpcStatus.NOT_FOUND ? 404 : error.code === grpcStatus.INVALID_ARGUMENT ? 400 : error.code === grpcStatus.DEADLINE_EXCEEDED ? 504 : 502;
+  const status =
+    error.code === grpcStatus.NOT_FOUND ? 404 : error.code === grpcStatus.INVALID_ARGUMENT ? 400 : error.code === grpcStatus.DEADLINE_EXCEEDED ? 504 : 502;
   return new ConsoleError(status, grpcStatus[error.code] ?? 'UNKNOWN', error.details || error.message);
 }
 
@@ -43,7 +44,8 @@ export function registerDeviceRoutes(app: FastifyInstance, options: ConsoleValue
   app.put<{ Params: { name: string }; Body: { active?: unknown } }>('/api/devices/:name/active', async (request) => {
     const active = request.body?.active;
     if (typeof active !== 'boolean') throw new InvalidInputError('"active" is true or false');
-    if (!(await setDeviceActive(file, request.params.name, active))) throw new ConsoleError(404, 'DeviceNotFound', `no device ${request.params.name} in ${file}`);
+    if (!(await setDeviceActive(file, request.params.name, active)))
+      throw new ConsoleError(404, 'DeviceNotFound', `no device ${request.params.name} in ${file}`);
     return { name: request.params.name, active };
   });
 

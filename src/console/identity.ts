@@ -92,6 +92,9 @@ export function registerIdentityRoutes(app: FastifyInstance, options: ConsoleVal
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: form.toString(),
     });
-    return reply.code(answer.statusCode).type('application/json').send(await answer.body.text());
+    return reply
+      .code(answer.statusCode)
+      .type('application/json')
+      .send(await answer.body.text());
   });
 }

@@ -43,9 +43,21 @@ function forwardedUpstreams(options: ConsoleOptions): Record<string, () => Upstr
       const token = hubServiceToken(required(options.hubConnectionString, "the hub's service connection string", 'hub-connection-string'));
       return { what: 'the hub', base: required(options.hubUrl, "the hub's REST URL", 'hub-url'), headers: () => ({ authorization: token() }) };
     },
-    gateway: () => ({ what: "the gateway's admin API", base: required(options.gatewayAdminUrl, "the gateway's admin URL", 'gateway-admin-url'), methods: ['GET'] }),
-    scripts: () => ({ what: 'the scripts server', base: required(options.scriptsUrl, "the scripts server's URL", 'scripts-url'), ...(scriptsAuth ? { headers: () => scriptsAuth } : {}) }),
-    sentiment: () => ({ what: 'the sentiment container', base: required(options.sentimentUrl, "the sentiment container's URL", 'sentiment-url'), methods: ['GET', 'POST'] }),
+    gateway: () => ({
+      what: "the gateway's admin API",
+      base: required(options.gatewayAdminUrl, "the gateway's admin URL", 'gateway-admin-url'),
+      methods: ['GET'],
+    }),
+    scripts: () => ({
+      what: 'the scripts server',
+      base: required(options.scriptsUrl, "the scripts server's URL", 'scripts-url'),
+      ...(scriptsAuth ? { headers: () => scriptsAuth } : {}),
+    }),
+    sentiment: () => ({
+      what: 'the sentiment container',
+      base: required(options.sentimentUrl, "the sentiment container's URL", 'sentiment-url'),
+      methods: ['GET', 'POST'],
+    }),
     face: () => ({ what: 'the face container', base: required(options.faceUrl, "the face container's URL", 'face-url'), methods: ['GET', 'POST'] }),
     devdata: () => ({ what: 'the device data service', base: required(options.devdataUrl, "the device data service's URL", 'devdata-url'), methods: ['GET'] }),
     scoring: () => ({
@@ -111,7 +123,10 @@ function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: stri
 
 function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFile: string): void {
   let browser: BlobBrowser | undefined;
-  const blobs = () => (browser ??= new BlobBrowser(openBlobService(required(options.storageConnectionString, 'a storage connection string', 'storage-connection-string'), caFile)));
+  const blobs = () =>
+    (browser ??= new BlobBrowser(
+      openBlobService(required(options.storageConnectionString, 'a storage connection string', 'storage-connection-string'), caFile),
+    ));
   type Container = { Params: { container: string } };
   type Blob = { Params: { container: string; '*': string }; Querystring: { prefix?: string; marker?: string } };
   app.get('/api/storage/containers', async () => blobs().listContainers());
@@ -144,7 +159,9 @@ function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFil
     await blobs().delete(request.params.container, blobName(request.params['*']));
     return reply.code(204).send();
   });
-  app.get<Blob>('/api/storage/containers/:container/properties/*', async (request) => blobs().properties(request.params.container, blobName(request.params['*'])));
+  app.get<Blob>('/api/storage/containers/:container/properties/*', async (request) =>
+    blobs().properties(request.params.container, blobName(request.params['*'])),
+  );
 }
 
 function registerPage(app: FastifyInstance, access: ConsoleAccess): void {
@@ -190,7 +207,9 @@ export async function startConsole(given: Partial<ConsoleOptions> & RuntimeExtra
     if (request.url.startsWith('/api/') && !request.url.startsWith('/api/session') && !request.url.startsWith('/api/login')) access.check(request);
   });
   installErrorHandler(app, { logger, toWire: toWireError });
-  app.setNotFoundHandler(async (request, reply) => reply.code(404).send({ error: { code: 'NotFound', message: `no console call at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` } }));
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send({ error: { code: 'NotFound', message: `no console call at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` } }),
+  );
   registerPage(app, access);
   registerApi(app, options, caFile);
 

@@ -86,7 +86,14 @@ export async function forward(dispatcher: Dispatcher, upstream: Upstream, reques
   reply.raw.on('close', () => abort.abort());
   const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
   const body = request.body as Buffer | undefined;
-  const answer = await callUpstream(dispatcher, upstream, { method: request.method, path, search, headers, signal: abort.signal, ...(body?.length ? { body } : {}) });
+  const answer = await callUpstream(dispatcher, upstream, {
+    method: request.method,
+    path,
+    search,
+    headers,
+    signal: abort.signal,
+    ...(body?.length ? { body } : {}),
+  });
   reply.code(answer.statusCode);
   for (const name of RESPONSE_HEADERS) {
     const value = answer.headers[name];

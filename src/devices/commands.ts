@@ -57,7 +57,7 @@ export const devicesCommands = {
       out.write(`${device.name} active=${device.active}\n`);
       return 0;
     }),
-    'set-active': command('set a device\'s active flag', SET, async (args, out) => {
+    'set-active': command("set a device's active flag", SET, async (args, out) => {
       const { file, positionals } = parse(args, 2, SET);
       const [name, flag] = positionals as [string, string];
       if (!(await setDeviceActive(file, name, parseFlag(flag, SET)))) throw new UsageError(`no device named ${JSON.stringify(name)} in ${file}`);
@@ -73,7 +73,12 @@ export const devicesCommands = {
     list: command('list the devices and their active flags', LIST, async (args, out) => {
       const { file } = parse(args, 0, LIST);
       const devices = await readDevices(file);
-      out.write(formatTable(['name', 'active'], devices.map((d) => [d.name, String(d.active)])) + '\n');
+      out.write(
+        formatTable(
+          ['name', 'active'],
+          devices.map((d) => [d.name, String(d.active)]),
+        ) + '\n',
+      );
       return 0;
     }),
   },

@@ -30,7 +30,12 @@ export function deviceDataText(active: boolean): string {
 }
 
 /** §4.4.1: the returned flag, or false when the lookup failed; the failure is logged, not returned. */
-export async function reportDeviceActive(pool: DevSvcPool, name: string, logger: Logger, lookups: Counter<'outcome'>): Promise<{ active: boolean; node?: string }> {
+export async function reportDeviceActive(
+  pool: DevSvcPool,
+  name: string,
+  logger: Logger,
+  lookups: Counter<'outcome'>,
+): Promise<{ active: boolean; node?: string }> {
   try {
     const { device, node } = await pool.get(name);
     lookups.inc({ outcome: device.active ? 'active' : 'inactive' });
@@ -83,7 +88,12 @@ export async function startDevData(given: Partial<DevDataOptions> & RuntimeExtra
     onRequest: async (_request, reply) => reply.code(405).header('allow', 'GET').type(TEXT).send('method not allowed; use GET'),
     handler: async () => undefined,
   });
-  app.setNotFoundHandler(async (request, reply) => reply.code(404).type(TEXT).send(`not found: ${request.url.split('?')[0]?.slice(0, 200)}`));
+  app.setNotFoundHandler(async (request, reply) =>
+    reply
+      .code(404)
+      .type(TEXT)
+      .send(`not found: ${request.url.split('?')[0]?.slice(0, 200)}`),
+  );
   installErrorHandler(app, { logger, toWire: toWireError });
 
   let url: string;

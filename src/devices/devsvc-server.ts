@@ -155,7 +155,11 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
     throw new StartupError(`devsvc: could not register in the ${registry.where}: ${(err as Error).message}`);
   }
   if (registry.kind === 'mdns' && !(await mdnsSeesItself(registry, serviceName, nodeId))) {
-    logger.warn('multicast DNS does not reach this machine itself; falling back to static wiring (give the data service --registry static --registry-address ' + advertised + ')');
+    logger.warn(
+      'multicast DNS does not reach this machine itself; falling back to static wiring (give the data service --registry static --registry-address ' +
+        advertised +
+        ')',
+    );
     await registry.deregister(record);
     await registry.close();
     registry = staticRegistry([advertised]);

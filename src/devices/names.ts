@@ -12,9 +12,7 @@ export function validateDeviceName(name: string): string {
   if (name.length > MAX_NAME_LENGTH) throw new InvalidDeviceNameError(`longer than ${MAX_NAME_LENGTH} characters`);
   if (name === '.' || name === '..') throw new InvalidDeviceNameError('"." and ".." are not names');
   if (!NAME.test(name)) {
-    throw new InvalidDeviceNameError(
-      `${JSON.stringify(name.slice(0, 40))} holds a character outside letters, digits and ._:@~+=,!$'()*-`,
-    );
+    throw new InvalidDeviceNameError(`${JSON.stringify(name.slice(0, 40))} holds a character outside letters, digits and ._:@~+=,!$'()*-`);
   }
   return name;
 }

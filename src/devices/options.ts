@@ -20,7 +20,7 @@ export const devsvcOptions = {
   advertiseAddress: {
     type: 'string',
     default: '',
-    description: 'host:port written to the registry (default: the bound address; a wildcard host becomes this machine\'s first IPv4)',
+    description: "host:port written to the registry (default: the bound address; a wildcard host becomes this machine's first IPv4)",
   },
   ...serviceNameOption,
   ...registryOptions,

@@ -86,7 +86,10 @@ export class DevSvcPool {
         last = err;
         this.pausedUntil.set(node.id, Date.now() + FAILED_NODE_PAUSE_MS);
         const code = (err as { code?: number }).code;
-        this.logger.warn({ node: node.id, address: node.address, code: code === undefined ? undefined : status[code] }, 'DevSvc call failed; trying the next node');
+        this.logger.warn(
+          { node: node.id, address: node.address, code: code === undefined ? undefined : status[code] },
+          'DevSvc call failed; trying the next node',
+        );
       }
     }
     throw new LookupFailedError(`every DevSvc node tried failed: ${(last as Error).message}`);

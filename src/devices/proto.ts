@@ -24,12 +24,7 @@ const DevSvc = (loadPackageDefinition(devicesPackage).devices as GrpcObject).Dev
 export const devSvcDefinition = DevSvc.service;
 
 export interface DevSvcClient {
-  Get(
-    request: { name: string },
-    metadata: Metadata,
-    options: CallOptions,
-    callback: (error: ServiceError | null, device?: Device) => void,
-  ): ClientUnaryCall;
+  Get(request: { name: string }, metadata: Metadata, options: CallOptions, callback: (error: ServiceError | null, device?: Device) => void): ClientUnaryCall;
   close(): void;
 }
 

@@ -60,7 +60,10 @@ export type UnsupportedAttributes = 'refuse' | 'omit';
  * `--unsupported-attributes omit`.
  */
 export function parseAttributeList(raw: string, detectionModel: string, unsupported: UnsupportedAttributes): FaceAttribute[] {
-  const names = raw.split(',').map((n) => n.trim()).filter(Boolean);
+  const names = raw
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const wanted = new Set<FaceAttribute>();
   for (const name of names) {
     const known = ALL_ATTRIBUTES.find((a) => a.toLowerCase() === name.toLowerCase());

@@ -44,9 +44,7 @@ function toWire(face: MeasuredFace, options: DetectOptions): DetectedFace {
   if (options.returnFaceLandmarks) {
     const landmarks = face.landmarks;
     if (!landmarks) throw new Error('landmarks were not measured');
-    out.faceLandmarks = Object.fromEntries(
-      Object.entries(landmarks).map(([name, p]) => [name, { x: Number(p.x.toFixed(1)), y: Number(p.y.toFixed(1)) }]),
-    );
+    out.faceLandmarks = Object.fromEntries(Object.entries(landmarks).map(([name, p]) => [name, { x: Number(p.x.toFixed(1)), y: Number(p.y.toFixed(1)) }]));
   }
   if (options.attributesRequested) out.faceAttributes = faceAttributes(face, options.attributes);
   return out;

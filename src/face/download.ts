@@ -85,7 +85,8 @@ export function createDownloader({ allowPrivate }: DownloaderOptions): Dispatche
     ? direct
     : (options, callback) => {
         publicAddressOf(options.hostname).then(
-          (address) => direct({ ...options, hostname: address, servername: options.servername ?? (isIP(options.hostname) ? undefined : options.hostname) }, callback),
+          (address) =>
+            direct({ ...options, hostname: address, servername: options.servername ?? (isIP(options.hostname) ? undefined : options.hostname) }, callback),
           (err: Error) => callback(err, null),
         );
       };

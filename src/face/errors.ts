@@ -7,13 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import { WireError, type WireAnswer } from '../common/errors.ts';
 
-export type FaceErrorCode =
-  | 'BadArgument'
-  | 'InvalidURL'
-  | 'InvalidImage'
-  | 'InvalidImageSize'
-  | 'NotFound'
-  | 'InternalServerError';
+export type FaceErrorCode = 'BadArgument' | 'InvalidURL' | 'InvalidImage' | 'InvalidImageSize' | 'NotFound' | 'InternalServerError';
 
 export class FaceApiError extends WireError {
   declare readonly code: FaceErrorCode;
@@ -25,8 +19,7 @@ export class FaceApiError extends WireError {
 
 export const badArgument = (message: string) => new FaceApiError(400, 'BadArgument', message);
 export const invalidUrl = (message = 'Invalid image URL.') => new FaceApiError(400, 'InvalidURL', message);
-export const invalidImage = (message = 'Decoding error, image format unsupported.') =>
-  new FaceApiError(400, 'InvalidImage', message);
+export const invalidImage = (message = 'Decoding error, image format unsupported.') => new FaceApiError(400, 'InvalidImage', message);
 export const imageTooSmall = (message = 'Image size is too small.') => new FaceApiError(400, 'InvalidImageSize', message);
 export const imageTooBig = (message = 'Image size is too big.') => new FaceApiError(400, 'InvalidImageSize', message);
 export const invalidMediaType = () => new FaceApiError(415, 'BadArgument', 'Invalid Media Type.');

@@ -12,13 +12,14 @@ export const faceOptions = {
     default: Math.min(availableParallelism(), 2),
     min: 1,
     max: 64,
-    description: 'model worker threads, each with its own copy of the models (default: one per core, at most 2, the container\'s 2 CPU cores)',
+    description: "model worker threads, each with its own copy of the models (default: one per core, at most 2, the container's 2 CPU cores)",
   },
   unsupportedAttributes: {
     type: 'string',
     default: 'refuse',
     choices: ['refuse', 'omit'],
-    description: 'an attribute no model here can estimate (facialHair, hair, makeup, occlusion, qualityForRecognition): refuse the request with BadArgument, or omit the attribute',
+    description:
+      'an attribute no model here can estimate (facialHair, hair, makeup, occlusion, qualityForRecognition): refuse the request with BadArgument, or omit the attribute',
   },
   urlTimeoutMs: {
     type: 'integer',
@@ -30,10 +31,19 @@ export const faceOptions = {
   urlAllowPrivate: {
     type: 'boolean',
     default: false,
-    description: 'let {"url"} requests fetch from loopback, private and link-local addresses (refused by default: the container must not be a way into its network)',
+    description:
+      'let {"url"} requests fetch from loopback, private and link-local addresses (refused by default: the container must not be a way into its network)',
   },
   detectorModel: { type: 'string', default: '', description: 'face detector ONNX file (default: face-ultralight-rfb/version-RFB-640.onnx)' },
-  eyeglassesModel: { type: 'string', default: '', description: 'eyeglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_eyeglasses.onnx)' },
-  sunglassesModel: { type: 'string', default: '', description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)' },
+  eyeglassesModel: {
+    type: 'string',
+    default: '',
+    description: 'eyeglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_eyeglasses.onnx)',
+  },
+  sunglassesModel: {
+    type: 'string',
+    default: '',
+    description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)',
+  },
   maskModel: { type: 'string', default: '', description: 'face-mask detector TF.js model.json (default: face-attributes-mask-aizoo/model.json)' },
 } as const;

@@ -73,4 +73,3 @@ function answerOf<K extends FaceAnswer['kind']>(answer: FaceAnswer, kind: K): Ex
   if (answer.kind !== kind) throw new Error(`face worker answered ${answer.kind} to a ${kind} task`);
   return answer as Extract<FaceAnswer, { kind: K }>;
 }
-

@@ -47,7 +47,12 @@ const openApiPaths: OpenApiPaths = {
       parameters: [
         flagParameter('returnFaceId', true, 'return a faceId (GUID) per face'),
         flagParameter('returnFaceLandmarks', false, 'return the 27 landmarks'),
-        { name: 'returnFaceAttributes', in: 'query', schema: { type: 'string' }, description: `comma-separated; supported: ${SUPPORTED_ATTRIBUTES.join(', ')}` },
+        {
+          name: 'returnFaceAttributes',
+          in: 'query',
+          schema: { type: 'string' },
+          description: `comma-separated; supported: ${SUPPORTED_ATTRIBUTES.join(', ')}`,
+        },
         { name: 'recognitionModel', in: 'query', schema: { type: 'string', enum: [...RECOGNITION_MODELS] } },
         flagParameter('returnRecognitionModel', false, 'echo the recognition model'),
         { name: 'detectionModel', in: 'query', schema: { type: 'string', enum: [...DETECTION_MODELS] } },

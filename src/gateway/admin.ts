@@ -45,7 +45,7 @@ function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
   const query = request.query as Record<string, string | undefined>;
   const size = query.size === undefined ? 100 : Number(query.size);
   if (!Number.isInteger(size) || size < 1 || size > 1000) {
-    return reply.code(400).send({ message: "size must be an integer between 1 and 1000" });
+    return reply.code(400).send({ message: 'size must be an integer between 1 and 1000' });
   }
   const decoded = query.offset === undefined ? '0' : Buffer.from(query.offset, 'base64url').toString('utf8');
   if (!/^\d{1,9}$/.test(decoded)) return reply.code(400).send({ message: 'invalid offset' });
@@ -59,7 +59,13 @@ function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
 /** The body of POST /config: the document itself (JSON), `{ config: "<yaml>" }`, or raw YAML. */
 function documentFrom(body: unknown): unknown {
   if (typeof body === 'string') return parseDeclarativeText(body);
-  if (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof (body as { config?: unknown }).config === 'string' && !('_format_version' in body)) {
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    !Array.isArray(body) &&
+    typeof (body as { config?: unknown }).config === 'string' &&
+    !('_format_version' in body)
+  ) {
     return parseDeclarativeText((body as { config: string }).config);
   }
   return body;
@@ -129,13 +135,16 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   });
   const nodeId = randomUUID();
   const entities = () => runtime.config.entities;
-  const find = (kind: Kind, key: string) => (entities()[kind] as { id: string; name?: string | null; username?: string | null }[]).find((e) => e.id === key || e.name === key || e.username === key);
+  const find = (kind: Kind, key: string) =>
+    (entities()[kind] as { id: string; name?: string | null; username?: string | null }[]).find((e) => e.id === key || e.name === key || e.username === key);
   const one = (kind: Kind) => async (request: FastifyRequest<{ Params: { key: string } }>, reply: FastifyReply) =>
     find(kind, request.params.key) ?? reply.code(404).send({ message: 'Not found' });
-  const children = <T>(parent: Kind, list: (id: string) => T[]) => async (request: FastifyRequest<{ Params: { key: string } }>, reply: FastifyReply) => {
-    const found = find(parent, request.params.key);
-    return found ? page(list(found.id), request, reply) : reply.code(404).send({ message: 'Not found' });
-  };
+  const children =
+    <T>(parent: Kind, list: (id: string) => T[]) =>
+    async (request: FastifyRequest<{ Params: { key: string } }>, reply: FastifyReply) => {
+      const found = find(parent, request.params.key);
+      return found ? page(list(found.id), request, reply) : reply.code(404).send({ message: 'Not found' });
+    };
 
   app.get('/', async () => ({
     tagline: 'Welcome to the offcloud gateway (Kong 3.x compatible, DB-less)',
@@ -143,7 +152,13 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     hostname: hostname(),
     node_id: nodeId,
     pids: { master: process.pid, workers: runtime.workerPids() },
-    configuration: { database: 'off', role: 'traditional', router_flavor: 'traditional', proxy_listeners: runtime.listeners().proxy, admin_listen: [`${options.host}:${options.port}`] },
+    configuration: {
+      database: 'off',
+      role: 'traditional',
+      router_flavor: 'traditional',
+      proxy_listeners: runtime.listeners().proxy,
+      admin_listen: [`${options.host}:${options.port}`],
+    },
     plugins: {
       available_on_server: Object.fromEntries([...PLUGINS.values()].map((p) => [p.name, { version: VERSION, priority: p.priority }])),
       enabled_in_cluster: [...new Set(entities().plugins.map((p) => p.name))],
@@ -153,7 +168,10 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     const memory = process.memoryUsage();
     const stats = runtime.stats();
     return {
-      memory: { workers_lua_vms: [{ pid: process.pid, http_allocated_gc: `${(memory.heapUsed / 2 ** 20).toFixed(2)} MiB` }], rss: `${(memory.rss / 2 ** 20).toFixed(2)} MiB` },
+      memory: {
+        workers_lua_vms: [{ pid: process.pid, http_allocated_gc: `${(memory.heapUsed / 2 ** 20).toFixed(2)} MiB` }],
+        rss: `${(memory.rss / 2 ** 20).toFixed(2)} MiB`,
+      },
       server: {
         connections_accepted: stats.accepted,
         connections_active: stats.active,
@@ -172,11 +190,26 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     app.get(`/${kind}/:key`, one(kind));
   }
   app.get('/key-auths', async (request, reply) => page(entities().keyauth_credentials, request, reply));
-  app.get('/services/:key/routes', children('services', (id) => entities().routes.filter((r) => r.service?.id === id)));
-  app.get('/services/:key/plugins', children('services', (id) => entities().plugins.filter((p) => p.service?.id === id)));
-  app.get('/routes/:key/plugins', children('routes', (id) => entities().plugins.filter((p) => p.route?.id === id)));
-  app.get('/consumers/:key/plugins', children('consumers', (id) => entities().plugins.filter((p) => p.consumer?.id === id)));
-  app.get('/consumers/:key/key-auth', children('consumers', (id) => entities().keyauth_credentials.filter((c) => c.consumer.id === id)));
+  app.get(
+    '/services/:key/routes',
+    children('services', (id) => entities().routes.filter((r) => r.service?.id === id)),
+  );
+  app.get(
+    '/services/:key/plugins',
+    children('services', (id) => entities().plugins.filter((p) => p.service?.id === id)),
+  );
+  app.get(
+    '/routes/:key/plugins',
+    children('routes', (id) => entities().plugins.filter((p) => p.route?.id === id)),
+  );
+  app.get(
+    '/consumers/:key/plugins',
+    children('consumers', (id) => entities().plugins.filter((p) => p.consumer?.id === id)),
+  );
+  app.get(
+    '/consumers/:key/key-auth',
+    children('consumers', (id) => entities().keyauth_credentials.filter((c) => c.consumer.id === id)),
+  );
 
   // Upstreams and their targets (Kong's paths). Health checks are off, which /health reports as Kong does.
   app.get('/upstreams', async (request, reply) => page(entities().upstreams, request, reply));
@@ -184,7 +217,10 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   const targetsOf = (id: string) => entities().targets.filter((t) => t.upstream.id === id);
   app.get('/upstreams/:key/targets', children('upstreams', targetsOf));
   app.get('/upstreams/:key/targets/all', children('upstreams', targetsOf));
-  app.get('/upstreams/:key/health', children('upstreams', (id) => targetsOf(id).map((t) => ({ ...t, health: 'HEALTHCHECKS_OFF' }))));
+  app.get(
+    '/upstreams/:key/health',
+    children('upstreams', (id) => targetsOf(id).map((t) => ({ ...t, health: 'HEALTHCHECKS_OFF' }))),
+  );
   app.get('/upstreams/:key/targets/:target', async (request: FastifyRequest<{ Params: { key: string; target: string } }>, reply) => {
     const upstream = find('upstreams', request.params.key);
     const { target } = request.params;
@@ -205,7 +241,11 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url,
       handler: async (request, reply) =>
-        reply.code(405).send({ message: `cannot ${request.method.toLowerCase()} '${(request.params as { kind: string }).kind}' entities when not using a database; use POST /config` }),
+        reply
+          .code(405)
+          .send({
+            message: `cannot ${request.method.toLowerCase()} '${(request.params as { kind: string }).kind}' entities when not using a database; use POST /config`,
+          }),
     });
   }
   app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ message: 'Not found' }));

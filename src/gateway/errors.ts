@@ -138,6 +138,6 @@ export function toWireError(err: unknown): WireAnswer {
   if (err instanceof GatewayError) return { status: err.status, headers: err.headers, body: { message: err.message } };
   const status = clientErrorStatus(err) ?? 500;
   const messages: Record<number, string> = { 404: 'Not found', 405: 'Method not allowed', 413: 'Payload too large', 415: 'Unsupported Media Type' };
-  const message = status >= 500 ? MESSAGES.unexpected : messages[status] ?? (err as Error).message;
+  const message = status >= 500 ? MESSAGES.unexpected : (messages[status] ?? (err as Error).message);
   return { status, body: { message } };
 }

@@ -21,7 +21,7 @@ export const gateway = defineComponent({
   start: async (options) => (await import('./server.ts')).startGateway(options),
   subcommands: {
     parse: {
-      summary: "check a Kong 3.0 declarative file without starting anything (like `kong config parse`)",
+      summary: 'check a Kong 3.0 declarative file without starting anything (like `kong config parse`)',
       usage: PARSE_USAGE,
       // The file is checked for by name first, so a usage error loads nothing.
       run: async ([file, ...rest]) => {

@@ -57,7 +57,9 @@ function checkDeploymentUrls(options: GatewayOptions): void {
       // reported below
     }
     if (!(schemes as readonly string[]).includes(scheme)) {
-      throw new ConfigError(`invalid value ${JSON.stringify(value)} for ${describeKey('gateway', key)}: expected a ${schemes.map((s) => `${s}//`).join(' or ')} URL`);
+      throw new ConfigError(
+        `invalid value ${JSON.stringify(value)} for ${describeKey('gateway', key)}: expected a ${schemes.map((s) => `${s}//`).join(' or ')} URL`,
+      );
     }
   }
 }
@@ -143,7 +145,9 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   try {
     // Stop accepting first, then let the proxy (or the workers) finish what is in flight.
     closers.push(async () => {
-      const stopped = [httpServer, httpsServer].filter((server) => server.listening).map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+      const stopped = [httpServer, httpsServer]
+        .filter((server) => server.listening)
+        .map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
       if (service) {
         await service.close();
         await Promise.all(stopped);
@@ -155,12 +159,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     httpPort = await listenRaw(httpServer, options.host, options.port, 'port');
     httpsPort = await listenRaw(httpsServer, options.host, options.httpsPort, 'httpsPort');
     if (!service) {
-      const pool = new WorkerPool(
-        options.workers,
-        { logLevel: options.logLevel, proxy: proxySettings, httpsPort, doc },
-        counters.local,
-        logger,
-      );
+      const pool = new WorkerPool(options.workers, { logLevel: options.logLevel, proxy: proxySettings, httpsPort, doc }, counters.local, logger);
       workers = pool;
       await pool.start();
     }
@@ -176,10 +175,12 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
         { label: 'proxy', url: `http://${host}:${httpPort}` },
         { label: 'proxy (TLS)', url: `https://${host}:${httpsPort}` },
         { label: 'admin API', url: admin.url },
-        ...(options.declarativeConfig ? [] : [
-          { label: 'user API', url: `http://${host}:${httpPort}/users` },
-          { label: 'calculator', url: `http://${host}:${httpPort}/calc/v1/add/{a}/{b}` },
-        ]),
+        ...(options.declarativeConfig
+          ? []
+          : [
+              { label: 'user API', url: `http://${host}:${httpPort}/users` },
+              { label: 'calculator', url: `http://${host}:${httpPort}/calc/v1/add/{a}/{b}` },
+            ]),
       ],
       credentials,
       caCertPath: tls.caCertPath,

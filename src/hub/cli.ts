@@ -15,7 +15,13 @@ import { HubError } from './domain/errors.ts';
 import { hubOptions } from './options.ts';
 
 const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';
-const cliOptions = { dataDir: hubOptions.dataDir, hostName: hubOptions.hostName, port: hubOptions.port, redisUrl: hubOptions.redisUrl, logLevel: { ...hubOptions.logLevel, default: 'warn' } };
+const cliOptions = {
+  dataDir: hubOptions.dataDir,
+  hostName: hubOptions.hostName,
+  port: hubOptions.port,
+  redisUrl: hubOptions.redisUrl,
+  logLevel: { ...hubOptions.logLevel, default: 'warn' },
+};
 
 async function runDeviceCommand(args: string[]): Promise<number> {
   let parsed;
@@ -23,7 +29,13 @@ async function runDeviceCommand(args: string[]): Promise<number> {
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: { 'data-dir': { type: 'string' }, 'host-name': { type: 'string' }, port: { type: 'string' }, 'redis-url': { type: 'string' }, key: { type: 'string' } },
+      options: {
+        'data-dir': { type: 'string' },
+        'host-name': { type: 'string' },
+        port: { type: 'string' },
+        'redis-url': { type: 'string' },
+        key: { type: 'string' },
+      },
     });
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\nusage: ${USAGE}`);
@@ -31,7 +43,9 @@ async function runDeviceCommand(args: string[]): Promise<number> {
   const { values, positionals } = parsed;
   const [command, id] = positionals;
   const flags = Object.fromEntries(
-    Object.entries({ dataDir: values['data-dir'], hostName: values['host-name'], port: values.port, redisUrl: values['redis-url'] }).filter(([, v]) => v !== undefined),
+    Object.entries({ dataDir: values['data-dir'], hostName: values['host-name'], port: values.port, redisUrl: values['redis-url'] }).filter(
+      ([, v]) => v !== undefined,
+    ),
   ) as Record<string, string>;
   const options = resolveConfig('hub', cliOptions, { flags, env: process.env });
   const needsId = command !== 'list';
@@ -43,7 +57,12 @@ async function runDeviceCommand(args: string[]): Promise<number> {
   const [{ openState }, { createLogger }] = await Promise.all([import('./persistence/open.ts'), import('../common/log.ts')]);
   const { store, bus } = await openState(options);
   const logger = createLogger(options.logLevel, 'hub');
-  const hub = new DeviceHub(store, bus, { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() }, logger);
+  const hub = new DeviceHub(
+    store,
+    bus,
+    { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() },
+    logger,
+  );
   try {
     const key = identity ? identityKey(identity) : '';
     switch (command) {
@@ -53,7 +72,9 @@ async function runDeviceCommand(args: string[]): Promise<number> {
         return 0;
       }
       case 'show':
-        process.stdout.write(`${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(options.hostName, options.port, await hub.identity(key)) }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ ...(await hub.describe(await hub.identity(key))), connectionString: connectionString(options.hostName, options.port, await hub.identity(key)) }, null, 2)}\n`,
+        );
         return 0;
       case 'list':
         for (const record of await hub.listDevices(Number.MAX_SAFE_INTEGER)) process.stdout.write(`${record.deviceId}\t${record.status}\n`);

@@ -8,13 +8,20 @@ export const hubOptions = {
   port: portOption(8883, 'MQTT over TLS port for devices (0 = any free port)'),
   restPort: portOption(8884, 'HTTPS port of the cloud-side REST API (0 = any free port)'),
   // The device SDKs' MqttWs transport always dials 443; only root (or CAP_NET_BIND_SERVICE) may bind it.
-  webSocketPort: portOption(process.getuid?.() === 0 ? 443 : 8885, 'MQTT over WebSockets port for devices, path /$iothub/websocket (default 443 as root, else 8885; 0 = any free port)'),
+  webSocketPort: portOption(
+    process.getuid?.() === 0 ? 443 : 8885,
+    'MQTT over WebSockets port for devices, path /$iothub/websocket (default 443 as root, else 8885; 0 = any free port)',
+  ),
   hostName: {
     type: 'string',
     default: 'localhost',
     description: 'hub host name devices put in their username and SAS resource (connection string HostName)',
   },
-  redisUrl: { type: 'string', default: '', description: 'redis://host:port: keep registry, twins and C2D queues in Redis and talk to other replicas through it' },
+  redisUrl: {
+    type: 'string',
+    default: '',
+    description: 'redis://host:port: keep registry, twins and C2D queues in Redis and talk to other replicas through it',
+  },
   demoDevice: { type: 'string', default: 'demo-device', description: 'device made on start if missing, printed with its connection string ("" = none)' },
   twinMaxDepth: { type: 'integer', default: DEFAULT_TWIN_MAX_DEPTH, min: 1, max: 32, description: 'deepest nesting allowed in a twin section' },
   c2dTtlSeconds: { type: 'integer', default: 3600, min: 1, max: 172800, description: 'default time a cloud-to-device message waits for its device' },

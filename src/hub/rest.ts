@@ -122,7 +122,9 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
         },
       });
     }
-    app.post<{ Params: IdParams }>(`${path}/methods`, serviceConnect, async (request) => hub.invokeMethod(identityKey(identityOf(request.params)), request.body));
+    app.post<{ Params: IdParams }>(`${path}/methods`, serviceConnect, async (request) =>
+      hub.invokeMethod(identityKey(identityOf(request.params)), request.body),
+    );
   }
 
   // ---- cloud-to-device and telemetry (ours) ----

@@ -23,14 +23,19 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   const { store, bus } = await openState(options);
   const metrics = new ComponentMetrics('hub');
   const activity = metrics.counter('hub_activity_total', 'device and service operations on this replica, by kind', ['kind']);
-  const hub = new DeviceHub(store, bus, {
-    count: (kind) => activity.inc({ kind }),
-    hostName: options.hostName,
-    limits: { ...DEFAULT_TWIN_LIMITS, maxDepth: options.twinMaxDepth },
-    c2dTtlSeconds: options.c2dTtlSeconds,
-    telemetryLogSize: options.telemetryLogSize,
-    replicaId: randomUUID(),
-  }, logger);
+  const hub = new DeviceHub(
+    store,
+    bus,
+    {
+      count: (kind) => activity.inc({ kind }),
+      hostName: options.hostName,
+      limits: { ...DEFAULT_TWIN_LIMITS, maxDepth: options.twinMaxDepth },
+      c2dTtlSeconds: options.c2dTtlSeconds,
+      telemetryLogSize: options.telemetryLogSize,
+      replicaId: randomUUID(),
+    },
+    logger,
+  );
   let mqtt;
   let rest;
   try {

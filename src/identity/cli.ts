@@ -62,7 +62,9 @@ function integer(flags: Flags, name: string): number | undefined {
 type Write = (text: string) => void;
 
 function lines(fields: Record<string, string>): string {
-  return `${Object.entries(fields).map(([k, v]) => `${k}: ${v}`).join('\n')}\n`;
+  return `${Object.entries(fields)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\n')}\n`;
 }
 
 function dataDirOf(flags: Flags): string {
@@ -74,16 +76,24 @@ async function openStore(flags: Flags, write: Write): Promise<DirectoryStore> {
   const store = openDirectory(dataDirOf(flags), optional(flags, 'directory') ?? process.env.OFFCLOUD_IDENTITY_DIRECTORY);
   const seed = await store.ensure();
   if (seed) {
-    write(lines({
-      'created directory': store.path,
-      'demo client': seed.directory.clients[0]!.appId,
-      'demo client secret (shown once)': seed.demoClientSecret,
-    }));
+    write(
+      lines({
+        'created directory': store.path,
+        'demo client': seed.directory.clients[0]!.appId,
+        'demo client secret (shown once)': seed.demoClientSecret,
+      }),
+    );
   }
   return store;
 }
 
-function command(write: Write, summary: string, usage: string, options: Record<string, { type: 'string' | 'boolean' }>, run: (flags: Flags, positionals: string[]) => Promise<void>): Subcommand {
+function command(
+  write: Write,
+  summary: string,
+  usage: string,
+  options: Record<string, { type: 'string' | 'boolean' }>,
+  run: (flags: Flags, positionals: string[]) => Promise<void>,
+): Subcommand {
   return {
     summary,
     usage,
@@ -120,70 +130,126 @@ export function createIdentityCommands(write: Write): Record<string, Subcommand>
   const print = (fields: Record<string, string>) => write(lines(fields));
   const changeDirectory = async <T>(flags: Flags, change: (directory: Directory) => T): Promise<T> => (await openStore(flags, write)).update(change);
   return {
-    app: command(write, 'register an API (resource) application', APP_USAGE, { name: { type: 'string' }, 'identifier-uri': { type: 'string' }, 'token-version': { type: 'string' }, 'assignment-required': { type: 'boolean' } }, async (flags, positionals) => {
-      expectAction(positionals, ['create'], APP_USAGE);
-      const version = optional(flags, 'token-version');
-      if (version !== undefined && version !== '1' && version !== '2') throw new UsageError('--token-version is 1 or 2');
-      const api = await changeDirectory(flags, (d) =>
-        createApi(d, {
-          displayName: need(flags, 'name'),
-          ...(optional(flags, 'identifier-uri') ? { identifierUri: optional(flags, 'identifier-uri')! } : {}),
-          ...(version ? { accessTokenAcceptedVersion: Number(version) as 1 | 2 } : {}),
-          appRoleAssignmentRequired: flags['assignment-required'] === true,
-          ...(optional(flags, 'tenant') ? { tenantId: optional(flags, 'tenant')! } : {}),
-        }),
-      );
-      print({ appId: api.appId, identifierUri: api.identifierUris[0]!, servicePrincipalId: api.servicePrincipalId, tokenVersion: String(api.accessTokenAcceptedVersion ?? 1) });
-    }),
-    role: command(write, 'add an app role (allowedMemberTypes Application) to an API', ROLE_USAGE, { app: { type: 'string' }, value: { type: 'string' }, 'display-name': { type: 'string' }, description: { type: 'string' } }, async (flags, positionals) => {
-      expectAction(positionals, ['add'], ROLE_USAGE);
-      const role = await changeDirectory(flags, (d) =>
-        addAppRole(d, need(flags, 'app'), {
-          value: need(flags, 'value'),
-          ...(optional(flags, 'display-name') ? { displayName: optional(flags, 'display-name')! } : {}),
-          ...(optional(flags, 'description') ? { description: optional(flags, 'description')! } : {}),
-        }),
-      );
-      print({ roleId: role.id, value: role.value });
-    }),
-    client: command(write, 'register a client application with a secret (shown once)', CLIENT_USAGE, { name: { type: 'string' }, 'secret-days': { type: 'string' } }, async (flags, positionals) => {
-      expectAction(positionals, ['create'], CLIENT_USAGE);
-      const days = integer(flags, 'secret-days');
-      const made = await changeDirectory(flags, (d) =>
-        createClient(d, { displayName: need(flags, 'name'), ...(days !== undefined ? { secretDays: days } : {}), ...(optional(flags, 'tenant') ? { tenantId: optional(flags, 'tenant')! } : {}) }),
-      );
-      print({ appId: made.client.appId, servicePrincipalId: made.client.servicePrincipalId, tenantId: made.client.tenantId, 'secret (shown once)': made.secret });
-    }),
-    secret: command(write, 'add a secret to a client application (shown once)', SECRET_USAGE, { client: { type: 'string' }, days: { type: 'string' } }, async (flags, positionals) => {
-      expectAction(positionals, ['add'], SECRET_USAGE);
-      const made = await changeDirectory(flags, (d) => addClientSecret(d, need(flags, 'client'), integer(flags, 'days')));
-      print({ keyId: made.keyId, expiresAt: made.expiresAt, 'secret (shown once)': made.value });
-    }),
-    cert: command(write, 'register a certificate whose key signs client assertions', CERT_USAGE, { client: { type: 'string' }, cert: { type: 'string' } }, async (flags, positionals) => {
-      expectAction(positionals, ['add'], CERT_USAGE);
-      const path = need(flags, 'cert');
-      let pem: string;
-      try {
-        pem = await readFile(path, 'utf8');
-      } catch (err) {
-        throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
-      }
-      const made = await changeDirectory(flags, (d) => addClientCertificate(d, need(flags, 'client'), pem));
-      print({ keyId: made.keyId, 'x5t (SHA-1)': made.thumbprint, 'x5t#S256': made.thumbprintSha256, expiresAt: made.expiresAt });
-    }),
-    grant: command(write, 'grant a client (or managed identity) an app role of an API', GRANT_USAGE, { client: { type: 'string' }, app: { type: 'string' }, role: { type: 'string' } }, async (flags) => {
-      const grant = await changeDirectory(flags, (d) => grantAppRole(d, need(flags, 'client'), need(flags, 'app'), need(flags, 'role')));
-      print({ principalId: grant.principalId, resourceAppId: grant.resourceAppId, appRoleId: grant.appRoleId });
-    }),
+    app: command(
+      write,
+      'register an API (resource) application',
+      APP_USAGE,
+      { name: { type: 'string' }, 'identifier-uri': { type: 'string' }, 'token-version': { type: 'string' }, 'assignment-required': { type: 'boolean' } },
+      async (flags, positionals) => {
+        expectAction(positionals, ['create'], APP_USAGE);
+        const version = optional(flags, 'token-version');
+        if (version !== undefined && version !== '1' && version !== '2') throw new UsageError('--token-version is 1 or 2');
+        const api = await changeDirectory(flags, (d) =>
+          createApi(d, {
+            displayName: need(flags, 'name'),
+            ...(optional(flags, 'identifier-uri') ? { identifierUri: optional(flags, 'identifier-uri')! } : {}),
+            ...(version ? { accessTokenAcceptedVersion: Number(version) as 1 | 2 } : {}),
+            appRoleAssignmentRequired: flags['assignment-required'] === true,
+            ...(optional(flags, 'tenant') ? { tenantId: optional(flags, 'tenant')! } : {}),
+          }),
+        );
+        print({
+          appId: api.appId,
+          identifierUri: api.identifierUris[0]!,
+          servicePrincipalId: api.servicePrincipalId,
+          tokenVersion: String(api.accessTokenAcceptedVersion ?? 1),
+        });
+      },
+    ),
+    role: command(
+      write,
+      'add an app role (allowedMemberTypes Application) to an API',
+      ROLE_USAGE,
+      { app: { type: 'string' }, value: { type: 'string' }, 'display-name': { type: 'string' }, description: { type: 'string' } },
+      async (flags, positionals) => {
+        expectAction(positionals, ['add'], ROLE_USAGE);
+        const role = await changeDirectory(flags, (d) =>
+          addAppRole(d, need(flags, 'app'), {
+            value: need(flags, 'value'),
+            ...(optional(flags, 'display-name') ? { displayName: optional(flags, 'display-name')! } : {}),
+            ...(optional(flags, 'description') ? { description: optional(flags, 'description')! } : {}),
+          }),
+        );
+        print({ roleId: role.id, value: role.value });
+      },
+    ),
+    client: command(
+      write,
+      'register a client application with a secret (shown once)',
+      CLIENT_USAGE,
+      { name: { type: 'string' }, 'secret-days': { type: 'string' } },
+      async (flags, positionals) => {
+        expectAction(positionals, ['create'], CLIENT_USAGE);
+        const days = integer(flags, 'secret-days');
+        const made = await changeDirectory(flags, (d) =>
+          createClient(d, {
+            displayName: need(flags, 'name'),
+            ...(days !== undefined ? { secretDays: days } : {}),
+            ...(optional(flags, 'tenant') ? { tenantId: optional(flags, 'tenant')! } : {}),
+          }),
+        );
+        print({
+          appId: made.client.appId,
+          servicePrincipalId: made.client.servicePrincipalId,
+          tenantId: made.client.tenantId,
+          'secret (shown once)': made.secret,
+        });
+      },
+    ),
+    secret: command(
+      write,
+      'add a secret to a client application (shown once)',
+      SECRET_USAGE,
+      { client: { type: 'string' }, days: { type: 'string' } },
+      async (flags, positionals) => {
+        expectAction(positionals, ['add'], SECRET_USAGE);
+        const made = await changeDirectory(flags, (d) => addClientSecret(d, need(flags, 'client'), integer(flags, 'days')));
+        print({ keyId: made.keyId, expiresAt: made.expiresAt, 'secret (shown once)': made.value });
+      },
+    ),
+    cert: command(
+      write,
+      'register a certificate whose key signs client assertions',
+      CERT_USAGE,
+      { client: { type: 'string' }, cert: { type: 'string' } },
+      async (flags, positionals) => {
+        expectAction(positionals, ['add'], CERT_USAGE);
+        const path = need(flags, 'cert');
+        let pem: string;
+        try {
+          pem = await readFile(path, 'utf8');
+        } catch (err) {
+          throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+        }
+        const made = await changeDirectory(flags, (d) => addClientCertificate(d, need(flags, 'client'), pem));
+        print({ keyId: made.keyId, 'x5t (SHA-1)': made.thumbprint, 'x5t#S256': made.thumbprintSha256, expiresAt: made.expiresAt });
+      },
+    ),
+    grant: command(
+      write,
+      'grant a client (or managed identity) an app role of an API',
+      GRANT_USAGE,
+      { client: { type: 'string' }, app: { type: 'string' }, role: { type: 'string' } },
+      async (flags) => {
+        const grant = await changeDirectory(flags, (d) => grantAppRole(d, need(flags, 'client'), need(flags, 'app'), need(flags, 'role')));
+        print({ principalId: grant.principalId, resourceAppId: grant.resourceAppId, appRoleId: grant.appRoleId });
+      },
+    ),
     identity: command(write, 'create a user-assigned managed identity', IDENTITY_USAGE, { name: { type: 'string' } }, async (flags, positionals) => {
       expectAction(positionals, ['create'], IDENTITY_USAGE);
       const made = await changeDirectory(flags, (d) => createUserAssignedIdentity(d, need(flags, 'name')));
       print({ clientId: made.clientId, principalId: made.principalId, resourceId: made.resourceId });
     }),
-    assign: command(write, 'give a principal a data-plane role (storage) on a scope', ASSIGN_USAGE, { principal: { type: 'string' }, role: { type: 'string' }, scope: { type: 'string' } }, async (flags) => {
-      const made = await changeDirectory(flags, (d) => assignDataRole(d, need(flags, 'principal'), need(flags, 'role'), need(flags, 'scope')));
-      print({ principalId: made.principalId, role: made.role, scope: made.scope });
-    }),
+    assign: command(
+      write,
+      'give a principal a data-plane role (storage) on a scope',
+      ASSIGN_USAGE,
+      { principal: { type: 'string' }, role: { type: 'string' }, scope: { type: 'string' } },
+      async (flags) => {
+        const made = await changeDirectory(flags, (d) => assignDataRole(d, need(flags, 'principal'), need(flags, 'role'), need(flags, 'scope')));
+        print({ principalId: made.principalId, role: made.role, scope: made.scope });
+      },
+    ),
     list: command(write, 'print the directory as JSON (secrets as hint and expiry only)', 'offcloud identity list', {}, async (flags) => {
       const directory = await (await openStore(flags, write)).current();
       write(`${JSON.stringify(describeDirectory(directory), null, 2)}\n`);

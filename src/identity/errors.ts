@@ -36,36 +36,79 @@ export class ImdsError extends WireError {
 }
 
 export const aad = {
-  missingParameter: (name: string) =>
-    new AadError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`),
+  missingParameter: (name: string) => new AadError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`),
   duplicateParameter: (name: string) =>
     new AadError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. The parameter '${name}' is duplicated.`),
-  malformedBody: (why: string) =>
-    new AadError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. ${why}`),
+  malformedBody: (why: string) => new AadError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. ${why}`),
   unknownTenant: (tenant: string) =>
-    new AadError(400, 'invalid_request', 90002, `Tenant '${tenant}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`),
+    new AadError(
+      400,
+      'invalid_request',
+      90002,
+      `Tenant '${tenant}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`,
+    ),
   unsupportedGrantType: (grant: string) =>
     new AadError(400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grant}'. This issuer supports client_credentials.`),
   unknownClient: (clientId: string, tenant: string) =>
-    new AadError(400, 'unauthorized_client', 700016, `Application with identifier '${clientId}' was not found in the directory '${tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.`),
+    new AadError(
+      400,
+      'unauthorized_client',
+      700016,
+      `Application with identifier '${clientId}' was not found in the directory '${tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.`,
+    ),
   missingCredential: () =>
     new AadError(401, 'invalid_client', 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'."),
   invalidAssertion: (why: string) => new AadError(401, 'invalid_client', 700027, why),
   unknownCertificate: (clientId: string) =>
-    new AadError(401, 'invalid_client', 700027, `The certificate with the identifier used to sign the client assertion is not registered on application '${clientId}'.`),
+    new AadError(
+      401,
+      'invalid_client',
+      700027,
+      `The certificate with the identifier used to sign the client assertion is not registered on application '${clientId}'.`,
+    ),
   assertionLifetime: () => new AadError(401, 'invalid_client', 700024, 'Client assertion is not within its valid time range.'),
   invalidSecret: (clientId: string) =>
-    new AadError(401, 'invalid_client', 7000215, `Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '${clientId}'.`),
+    new AadError(
+      401,
+      'invalid_client',
+      7000215,
+      `Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '${clientId}'.`,
+    ),
   expiredSecret: (clientId: string) =>
-    new AadError(401, 'invalid_client', 7000222, `The provided client secret keys for app '${clientId}' are expired. Create new keys for your app, or consider using certificate credentials for added security.`),
+    new AadError(
+      401,
+      'invalid_client',
+      7000222,
+      `The provided client secret keys for app '${clientId}' are expired. Create new keys for your app, or consider using certificate credentials for added security.`,
+    ),
   scopeWithoutDefault: (scope: string) =>
-    new AadError(400, 'invalid_scope', 1002012, `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`),
+    new AadError(
+      400,
+      'invalid_scope',
+      1002012,
+      `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`,
+    ),
   invalidScope: (scope: string) =>
-    new AadError(400, 'invalid_scope', 70011, `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scope} is not valid.`),
+    new AadError(
+      400,
+      'invalid_scope',
+      70011,
+      `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scope} is not valid.`,
+    ),
   unknownResource: (resource: string, tenant: string) =>
-    new AadError(400, 'invalid_resource', 500011, `The resource principal named ${resource} was not found in the tenant named ${tenant}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`),
+    new AadError(
+      400,
+      'invalid_resource',
+      500011,
+      `The resource principal named ${resource} was not found in the tenant named ${tenant}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`,
+    ),
   roleNotAssigned: (clientId: string, clientName: string, apiId: string, apiName: string) =>
-    new AadError(400, 'invalid_grant', 501051, `Application '${clientId}'(${clientName}) is not assigned to a role for the application '${apiId}'(${apiName}).`),
+    new AadError(
+      400,
+      'invalid_grant',
+      501051,
+      `Application '${clientId}'(${clientName}) is not assigned to a role for the application '${apiId}'(${apiName}).`,
+    ),
   unknownRoute: (path: string) =>
     new AadError(400, 'invalid_request', 900561, `The endpoint only accepts the documented methods and paths; ${path} is not one of them.`),
 };
@@ -74,8 +117,7 @@ export const imds = {
   missingMetadataHeader: () => new ImdsError(400, 'invalid_request', 'Required metadata header not specified'),
   forwardedRequest: () => new ImdsError(400, 'invalid_request', 'Request contains X-Forwarded-For header'),
   missingParameter: (name: string) => new ImdsError(400, 'invalid_request', `Required query variable '${name}' is missing`),
-  unsupportedApiVersion: (version: string) =>
-    new ImdsError(400, 'invalid_request', `Unsupported api-version '${version}'`),
+  unsupportedApiVersion: (version: string) => new ImdsError(400, 'invalid_request', `Unsupported api-version '${version}'`),
   unknownResource: (resource: string, tenant: string) =>
     new ImdsError(400, 'invalid_resource', `AADSTS500011: The resource principal named ${resource} was not found in the tenant named ${tenant}.`),
   identityNotFound: () => new ImdsError(400, 'invalid_request', 'Identity not found'),

@@ -31,7 +31,10 @@ export interface ImdsRoutesOptions {
 
 function normalizePath(rawUrl: string): string {
   const path = rawUrl.split('?')[0] ?? '';
-  return path.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1').toLowerCase();
+  return path
+    .replace(/\/{2,}/g, '/')
+    .replace(/(.)\/$/, '$1')
+    .toLowerCase();
 }
 
 /** Query fields, each given at most once. */

@@ -74,7 +74,9 @@ export async function createSelfSignedKey(subject: string, now = new Date()): Pr
   x509.cryptoProvider.set(webcrypto as unknown as Crypto);
   const keys = (await webcrypto.subtle.generateKey(RSA, true, ['sign', 'verify'])) as CryptoKeyPair;
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^./, '1'),
+    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(8)))
+      .toString('hex')
+      .replace(/^./, '1'),
     name: `CN=${subject}`,
     notBefore: new Date(now.getTime() - 3_600_000),
     notAfter: new Date(now.getTime() + 2 * 365 * 86_400_000),

@@ -84,7 +84,11 @@ export function addAppRole(directory: Directory, apiIdentifier: string, input: {
   return role;
 }
 
-export function createClient(directory: Directory, input: { displayName: string; secretDays?: number; tenantId?: string }, now = new Date()): { client: ClientApplication; secret: string } {
+export function createClient(
+  directory: Directory,
+  input: { displayName: string; secretDays?: number; tenantId?: string },
+  now = new Date(),
+): { client: ClientApplication; secret: string } {
   const secret = createClientSecret(input.secretDays ?? DEFAULT_SECRET_DAYS, now);
   const client: ClientApplication = {
     appId: newId(),
@@ -105,7 +109,12 @@ function requireClient(directory: Directory, appId: string): ClientApplication {
 }
 
 /** Adds a secret; `days` may be negative to make an already expired one (for tests of expiry). */
-export function addClientSecret(directory: Directory, appId: string, days = DEFAULT_SECRET_DAYS, now = new Date()): { value: string; keyId: string; expiresAt: string } {
+export function addClientSecret(
+  directory: Directory,
+  appId: string,
+  days = DEFAULT_SECRET_DAYS,
+  now = new Date(),
+): { value: string; keyId: string; expiresAt: string } {
   const client = requireClient(directory, appId);
   const secret = createClientSecret(days, now);
   client.secrets.push(secret.record);

@@ -17,7 +17,7 @@ export const identityOptions = {
     type: 'string',
     default: 'cloud',
     choices: ISSUER_STYLES,
-    description: 'token `iss`: the real cloud strings (sts.windows.net / login.microsoftonline.com) or this server\'s origin',
+    description: "token `iss`: the real cloud strings (sts.windows.net / login.microsoftonline.com) or this server's origin",
   },
   tokenLifetime: {
     type: 'integer',

@@ -8,10 +8,4 @@ export { bearerToken, createTokenVerifier, TokenVerificationError, type TokenVer
 export { openSigningKeys } from './keys.ts';
 export { identityIssuers } from './issuer.ts';
 export * from './public-names.ts';
-export {
-  dataRoleAssignmentsFor,
-  openDirectory,
-  STORAGE_RESOURCE,
-  type Directory,
-  type DirectoryStore,
-} from './directory/index.ts';
+export { dataRoleAssignmentsFor, openDirectory, STORAGE_RESOURCE, type Directory, type DirectoryStore } from './directory/index.ts';

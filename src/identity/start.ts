@@ -108,7 +108,15 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
       { label: 'discovery', url: `${issuerUrl}/${tenantId}/v2.0/.well-known/openid-configuration` },
       { label: 'managed identity (IMDS)', url: `${imdsUrl}/metadata/identity/oauth2/token` },
     ],
-    credentials: credentialLines(demo && { ...demo, firstStart: seed !== null, path: directory.demoSecretPath }, first.directory, tenantId, imdsUrl, appServiceUrl, identityHeader, issuerUrl),
+    credentials: credentialLines(
+      demo && { ...demo, firstStart: seed !== null, path: directory.demoSecretPath },
+      first.directory,
+      tenantId,
+      imdsUrl,
+      appServiceUrl,
+      identityHeader,
+      issuerUrl,
+    ),
     caCertPath: tls.caCertPath,
     exports: {
       authorityHost: issuerUrl,

@@ -40,7 +40,10 @@ export async function scoreImage(args: string[], print: Print = toStdout): Promi
   const top = Number(values.top);
   if (!Number.isInteger(top) || top < 1 || top > 1000) throw new UsageError('--top must be an integer from 1 to 1000');
   if (values.frontend && !values.key) throw new UsageError('--frontend needs --key <primary or secondary key>');
-  const [{ imageToPixels, loadLabels, readImage, scoreRequestBody, sendScoreRequest, topClasses }, { Agent }] = await Promise.all([import('./client.ts'), import('undici')]);
+  const [{ imageToPixels, loadLabels, readImage, scoreRequestBody, sendScoreRequest, topClasses }, { Agent }] = await Promise.all([
+    import('./client.ts'),
+    import('undici'),
+  ]);
   const labels = await loadLabels(resolveModelFile({ ...IMAGENET_LABELS, explicit: values.labels, dataDir: commandDataDir(values['data-dir']) }));
   const dispatcher = values.ca ? new Agent({ connect: { ca: await readFile(values.ca, 'utf8') } }) : undefined;
   try {
@@ -97,7 +100,12 @@ const KEYS_USAGE = 'offcloud scoring keys show <service> | offcloud scoring keys
 export async function manageKeys(args: string[], print: Print = toStdout): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     args,
-    { 'data-dir': { type: 'string' }, primary: { type: 'boolean', default: false }, secondary: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+    {
+      'data-dir': { type: 'string' },
+      primary: { type: 'boolean', default: false },
+      secondary: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
     KEYS_USAGE,
   );
   const [action, service, ...rest] = positionals;
@@ -113,7 +121,8 @@ export async function manageKeys(args: string[], print: Print = toStdout): Promi
     if (values.json) print(JSON.stringify(keys));
     else print(`primary key   ${keys.primaryKey}\nsecondary key ${keys.secondaryKey}`);
   } catch (err) {
-    if (err instanceof UnknownServiceError) throw new UsageError(`${err.message} in ${store.path}; the front-end makes them when it first starts with that service`);
+    if (err instanceof UnknownServiceError)
+      throw new UsageError(`${err.message} in ${store.path}; the front-end makes them when it first starts with that service`);
     throw err;
   }
   return 0;

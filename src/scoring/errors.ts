@@ -17,7 +17,6 @@ export class ScoringError extends WireError {
   }
 }
 
-
 /** The body is not JSON, or not the JSON a request needs (wrong shape, a non-number). */
 export function invalidBody(message: string, path?: string): ScoringError {
   return new ScoringError(400, 'InvalidRequestBody', message, path);

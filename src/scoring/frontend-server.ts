@@ -75,7 +75,9 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
 
   const keys = new KeyStore(keysFilePath(options.dataDir));
   await keys.ensureServices(specs.map((s) => s.name));
-  const services = new Map(specs.map((s) => [s.name, new ReplicaSet(s.name, s.origins, { healthIntervalMs: options.healthIntervalMs, timeoutMs: options.timeoutMs, logger })]));
+  const services = new Map(
+    specs.map((s) => [s.name, new ReplicaSet(s.name, s.origins, { healthIntervalMs: options.healthIntervalMs, timeoutMs: options.timeoutMs, logger })]),
+  );
   await Promise.all([...services.values()].map((set) => set.startHealthChecks()));
 
   const app = createHttpServer({ logger, tls, bodyLimit: options.maxBodyBytes, ready: () => [...services.values()].some((s) => s.healthyCount > 0) });
@@ -120,7 +122,6 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
     throw notFound(`no route ${request.method} ${request.url.split('?')[0]}; scoring is POST /api/v1/service/<service_name>/score`);
   });
   installErrorHandler(app, { logger, toWire: (error) => toWireError(error, options.maxBodyBytes) });
-
 
   let url: string;
   try {

@@ -32,7 +32,8 @@ export const scoringOptions = {
     type: 'string',
     default: 'auto',
     choices: INPUT_SCALES,
-    description: 'how request numbers are read: auto (negative → normalized; integers or any value > 1 → 0..255 pixels; else 0..1 floats), pixels, unit, normalized',
+    description:
+      'how request numbers are read: auto (negative → normalized; integers or any value > 1 → 0..255 pixels; else 0..1 floats), pixels, unit, normalized',
   },
   modelOutput: {
     type: 'string',

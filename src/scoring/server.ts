@@ -93,7 +93,8 @@ function readTensorBodyStream(limit: number, pixels: () => ChannelTransform | un
     function onEnd(err?: Error): void {
       stop();
       if (err) return refuse(Object.assign(err, { statusCode: 400 }));
-      if (!Number.isNaN(declared) && received !== declared) return refuse(new ScoringError(400, 'BadRequest', `the body has ${received} bytes; Content-Length said ${declared}`));
+      if (!Number.isNaN(declared) && received !== declared)
+        return refuse(new ScoringError(400, 'BadRequest', `the body has ${received} bytes; Content-Length said ${declared}`));
       let body: TensorBody;
       try {
         body = stream.end();
@@ -135,7 +136,10 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     const inputs = new InputArrays(INPUT_LAYOUT.size, 4);
-    scope.addContentTypeParser('*', readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels, inputs));
+    scope.addContentTypeParser(
+      '*',
+      readTensorBodyStream(options.maxBodyBytes, () => classifier?.pixels, inputs),
+    );
     scope.post<{ Body: TensorBody | undefined }>('/score', async (request, reply) => {
       try {
         const model = loaded();

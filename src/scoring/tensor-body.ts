@@ -58,7 +58,6 @@ export interface TensorBody {
   pixelsApplied: boolean;
 }
 
-
 const ESCAPABLE = new Set([QUOTE, BACKSLASH, SLASH, 98, 102, 110, 114, 116]); // " \ / b f n r t
 const LITERALS: Record<number, string> = { 116: 'true', 102: 'false', 110: 'null' };
 

@@ -41,7 +41,6 @@ const LOWER_E = 101;
 export const LBRACE = 123;
 export const RBRACE = 125;
 
-
 /** Significant digits the fast path takes: below 2^53, so the mantissa is an exact integer. */
 const FAST_DIGITS = 15;
 /** A fast token reads at most a sign + 15 digits + point + terminator + a space after its comma. */
@@ -455,8 +454,15 @@ export class TensorValuesReader {
    */
   private readRow(bytes: Uint8Array, words: DataView, p: number, end: number, final: boolean): number {
     // Constants as locals: module-level constants would be loaded at every use.
-    const space = SPACE, comma = COMMA, rbracket = RBRACKET, minus = MINUS, zero = ZERO, dot = DOT;
-    const lf = LF, cr = CR, tab = TAB;
+    const space = SPACE,
+      comma = COMMA,
+      rbracket = RBRACKET,
+      minus = MINUS,
+      zero = ZERO,
+      dot = DOT;
+    const lf = LF,
+      cr = CR,
+      tab = TAB;
     const values = this.values;
     const last = this.last;
     const dim = this.dims[last]!;

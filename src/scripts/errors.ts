@@ -42,11 +42,9 @@ export const serverBusy = (limit: number) =>
 
 export const shuttingDown = () => new ScriptError(503, 'ShuttingDown', 'the server is shutting down; try again shortly', { 'retry-after': '1' });
 
-export const httpsStarting = () =>
-  new ScriptError(503, 'Starting', 'HTTPS is not up yet (waiting for its certificate)', { 'retry-after': '5' });
+export const httpsStarting = () => new ScriptError(503, 'Starting', 'HTTPS is not up yet (waiting for its certificate)', { 'retry-after': '5' });
 
-export const cannotStart = (path: string, reason: string) =>
-  new ScriptError(500, 'ScriptNotStarted', `${path} could not be started: ${reason}`);
+export const cannotStart = (path: string, reason: string) => new ScriptError(500, 'ScriptNotStarted', `${path} could not be started: ${reason}`);
 
 export const unauthorized = (realm: string) =>
   new ScriptError(401, 'Unauthorized', 'a valid user name and password are required', {

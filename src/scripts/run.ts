@@ -160,10 +160,12 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
       }
     };
     source.on('data', (chunk: Buffer) => deliver(splitter.push(chunk)));
-    return new Promise<void>((resolve) => source.once('close', () => {
-      deliver(splitter.end());
-      resolve();
-    }));
+    return new Promise<void>((resolve) =>
+      source.once('close', () => {
+        deliver(splitter.end());
+        resolve();
+      }),
+    );
   };
   const outputsClosed = Promise.all([pipe('stdout'), pipe('stderr')]);
 

@@ -116,7 +116,14 @@ async function callScript(ctx: Context, request: FastifyRequest, reply: FastifyR
   }
 }
 
-async function streamRun(ctx: Context, script: Script, env: Record<string, string>, stdin: Buffer | null, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function streamRun(
+  ctx: Context,
+  script: Script,
+  env: Record<string, string>,
+  stdin: Buffer | null,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const response = new ScriptResponse(reply.raw, chooseFraming(request.headers.accept));
   const started = Date.now();
   let run: ScriptRun;
@@ -144,7 +151,15 @@ async function streamRun(ctx: Context, script: Script, env: Record<string, strin
   const result = await run.done;
   response.finish(result, `${run.pid}-${randomBytes(4).toString('hex')}`);
   ctx.logger.info(
-    { script: script.urlPath, user: ctx.users.get(request) ?? null, pid: run.pid, code: result.code, signal: result.signal, reason: result.reason, ms: Date.now() - started },
+    {
+      script: script.urlPath,
+      user: ctx.users.get(request) ?? null,
+      pid: run.pid,
+      code: result.code,
+      signal: result.signal,
+      reason: result.reason,
+      ms: Date.now() - started,
+    },
     'script run ended',
   );
 }

@@ -114,7 +114,10 @@ export async function analyzeSentiment(body: unknown, options: AnalyzeOptions): 
     [...options.scorers].map(async ([language, scorer]) => {
       const batch = toScore.filter((d) => d.language === language);
       if (batch.length === 0) return;
-      const { characters, scores } = await scorer(batch.map((d) => d.text), max);
+      const { characters, scores } = await scorer(
+        batch.map((d) => d.text),
+        max,
+      );
       batch.forEach((d, i) => {
         if (characters[i]! > max) problems.set(d.id, DOCUMENT_MESSAGES.tooLarge(max));
         else measured.set(d.id, { characters: characters[i]!, score: scores[i]! });
@@ -138,6 +141,11 @@ export async function analyzeSentiment(body: unknown, options: AnalyzeOptions): 
   }
   const usage = { documents: scored.length, transactions };
   if (!options.showStats) return { result: { documents: scored, errors }, usage };
-  const statistics = { documentsCount: documents.length, validDocumentsCount: scored.length, erroneousDocumentsCount: errors.length, transactionsCount: transactions };
+  const statistics = {
+    documentsCount: documents.length,
+    validDocumentsCount: scored.length,
+    erroneousDocumentsCount: errors.length,
+    transactionsCount: transactions,
+  };
   return { result: { statistics, documents: scored, errors }, usage };
 }

@@ -19,7 +19,24 @@ export interface FeatureConfig {
   contrast?: boolean;
 }
 
-const NEGATIONS = new Set(["not", "n't", 'no', 'never', 'nothing', 'nobody', 'none', 'neither', 'nor', 'nowhere', 'cannot', 'without', 'hardly', 'barely', 'lacks', 'lack']);
+const NEGATIONS = new Set([
+  'not',
+  "n't",
+  'no',
+  'never',
+  'nothing',
+  'nobody',
+  'none',
+  'neither',
+  'nor',
+  'nowhere',
+  'cannot',
+  'without',
+  'hardly',
+  'barely',
+  'lacks',
+  'lack',
+]);
 const SCOPE_END = /^[.,;:!?]$/;
 const CONTRAST = new Set(['but', 'however', 'yet', 'though', 'although', 'nevertheless', 'still']);
 

@@ -54,7 +54,9 @@ export async function loadSentimentModel(dir: string): Promise<SentimentModel> {
   }
   const expected = 2 << card.features.hashBits;
   if (card.format !== 'offcloud-sentiment-logistic-v1' || raw.length !== expected) {
-    throw new StartupError(`sentiment model in ${dir} is not a model this version reads (format ${card.format}, ${raw.length} bytes of weights, expected ${expected})`);
+    throw new StartupError(
+      `sentiment model in ${dir} is not a model this version reads (format ${card.format}, ${raw.length} bytes of weights, expected ${expected})`,
+    );
   }
   const weights = new Float32Array(raw.length / 2);
   for (let i = 0; i < weights.length; i++) weights[i] = raw.readInt16LE(2 * i) * card.weightScale;

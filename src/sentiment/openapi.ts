@@ -26,7 +26,11 @@ export const sentimentSchemas = {
   },
   ErrorResponse: {
     type: 'object',
-    properties: { code: { type: 'string' }, message: { type: 'string' }, innerError: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+    properties: {
+      code: { type: 'string' },
+      message: { type: 'string' },
+      innerError: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    },
   },
 };
 

@@ -63,7 +63,14 @@ function showStatsOf(request: FastifyRequest): boolean {
 export async function startSentiment(given: Partial<SentimentOptions> & RuntimeExtras & { env?: NodeJS.ProcessEnv } = {}): Promise<RunningComponent> {
   const options = withDefaults(sentimentOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'sentiment');
-  const connection = await openBillingConnection({ component: 'sentiment', kind: 'sentiment', containerVersion: CONTAINER_VERSION, options, logger, env: given.env });
+  const connection = await openBillingConnection({
+    component: 'sentiment',
+    kind: 'sentiment',
+    containerVersion: CONTAINER_VERSION,
+    options,
+    logger,
+    env: given.env,
+  });
   let pool: ScorerPool;
   try {
     pool = await ScorerPool.start(options.model ? resolve(options.model) : DEFAULT_MODEL_DIR, options.workers);
@@ -78,7 +85,13 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   const documents = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
   const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes, metrics });
   acceptJsonBodies(app);
-  registerContainerSurface(app, { connection, title: 'Sentiment (Text Analytics v2)', version: CONTAINER_VERSION, paths: sentimentPaths, schemas: sentimentSchemas });
+  registerContainerSurface(app, {
+    connection,
+    title: 'Sentiment (Text Analytics v2)',
+    version: CONTAINER_VERSION,
+    paths: sentimentPaths,
+    schemas: sentimentSchemas,
+  });
   const gate = billingGate(connection, refusalBody);
   for (const version of ['v2.0', 'v2.1']) {
     app.post(`/text/analytics/${version}/sentiment`, { preHandler: gate }, async (request) => {

@@ -244,5 +244,7 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   await writeFileAtomic(join(out, 'MODEL_CARD.md'), modelCard(card));
   const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
   console.log(`trained on ${card.training.trainCount} phrases in ${((Date.now() - started) / 1000).toFixed(1)} s → ${out}`);
-  console.log(`validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`);
+  console.log(
+    `validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`,
+  );
 }

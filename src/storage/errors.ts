@@ -24,11 +24,21 @@ export class StorageError extends WireError {
 
 export const errors = {
   noAuthentication: (challenge: string) =>
-    new StorageError(401, 'NoAuthenticationInformation', 'Server failed to authenticate the request. Please refer to the information in the www-authenticate header.', undefined, {
-      'www-authenticate': challenge,
-    }),
+    new StorageError(
+      401,
+      'NoAuthenticationInformation',
+      'Server failed to authenticate the request. Please refer to the information in the www-authenticate header.',
+      undefined,
+      {
+        'www-authenticate': challenge,
+      },
+    ),
   invalidAuthenticationInfo: () =>
-    new StorageError(400, 'InvalidAuthenticationInfo', 'Authentication information is not given in the correct format. Check the value of Authorization header.'),
+    new StorageError(
+      400,
+      'InvalidAuthenticationInfo',
+      'Authentication information is not given in the correct format. Check the value of Authorization header.',
+    ),
   authenticationFailed: (detail: string) =>
     new StorageError(
       403,
@@ -38,21 +48,25 @@ export const errors = {
     ),
   permissionMismatch: () =>
     new StorageError(403, 'AuthorizationPermissionMismatch', 'This request is not authorized to perform this operation using this permission.'),
-  protocolMismatch: () => new StorageError(403, 'AuthorizationProtocolMismatch', 'This request is not authorized to perform this operation using this protocol.'),
+  protocolMismatch: () =>
+    new StorageError(403, 'AuthorizationProtocolMismatch', 'This request is not authorized to perform this operation using this protocol.'),
   sourceIpMismatch: (ip: string) =>
     new StorageError(403, 'AuthorizationSourceIPMismatch', `This request is not authorized to perform this operation using this source IP ${ip}.`),
   serviceMismatch: () => new StorageError(403, 'AuthorizationServiceMismatch', 'This request is not authorized to perform this operation using this service.'),
   resourceTypeMismatch: () =>
     new StorageError(403, 'AuthorizationResourceTypeMismatch', 'This request is not authorized to perform this operation using this resource type.'),
-  missingHeader: (name: string) => new StorageError(400, 'MissingRequiredHeader', `An HTTP header that's mandatory for this request is not specified: ${name}.`),
+  missingHeader: (name: string) =>
+    new StorageError(400, 'MissingRequiredHeader', `An HTTP header that's mandatory for this request is not specified: ${name}.`),
   invalidHeader: (name: string) => new StorageError(400, 'InvalidHeaderValue', `The value for one of the HTTP headers is not in the correct format: ${name}.`),
-  invalidQuery: (name: string) => new StorageError(400, 'InvalidQueryParameterValue', `Value for one of the query parameters specified in the request URI is invalid: ${name}.`),
+  invalidQuery: (name: string) =>
+    new StorageError(400, 'InvalidQueryParameterValue', `Value for one of the query parameters specified in the request URI is invalid: ${name}.`),
   invalidUri: () => new StorageError(400, 'InvalidUri', 'The requested URI does not represent any resource on the server.'),
   invalidResourceName: () => new StorageError(400, 'InvalidResourceName', 'The specifed resource name contains invalid characters.'),
   outOfRangeInput: (what: string) => new StorageError(400, 'OutOfRangeInput', `One of the request inputs is out of range: ${what}.`),
   invalidXml: () => new StorageError(400, 'InvalidXmlDocument', 'XML specified is not syntactically valid.'),
   invalidBlockList: () => new StorageError(400, 'InvalidBlockList', 'The specified block list is invalid.'),
-  invalidBlockId: () => new StorageError(400, 'InvalidQueryParameterValue', 'Value for one of the query parameters specified in the request URI is invalid: blockid.'),
+  invalidBlockId: () =>
+    new StorageError(400, 'InvalidQueryParameterValue', 'Value for one of the query parameters specified in the request URI is invalid: blockid.'),
   requestBodyTooLarge: () => new StorageError(413, 'RequestBodyTooLarge', 'The request body is too large and exceeds the maximum permissible limit.'),
   md5Mismatch: () => new StorageError(400, 'Md5Mismatch', 'The MD5 value specified in the request did not match with the MD5 value calculated by the server.'),
   accountNotFound: () => new StorageError(400, 'InvalidUri', 'The requested URI does not represent any resource on the server.'),
@@ -63,7 +77,7 @@ export const errors = {
   invalidBlobType: () => new StorageError(400, 'InvalidBlobType', 'The blob type is invalid for this operation.'),
   conditionNotMet: () => new StorageError(412, 'ConditionNotMet', 'The condition specified using HTTP conditional header(s) is not met.'),
   invalidRange: () => new StorageError(416, 'InvalidRange', 'The range specified is invalid for the current size of the resource.'),
-  unsupportedOperation: () => new StorageError(400, 'UnsupportedHttpVerb', 'The resource doesn\'t support specified Http Verb.'),
+  unsupportedOperation: () => new StorageError(400, 'UnsupportedHttpVerb', "The resource doesn't support specified Http Verb."),
   internal: () => new StorageError(500, 'InternalError', 'The server encountered an internal error. Please retry the request.'),
 };
 

@@ -165,7 +165,8 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   };
   const tls = await resolveTls(options);
   // A URL fastify cannot decode (`/devstoreaccount1/c/%zz`) is refused before routing: answer it as the service does.
-  const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) => void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
+  const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) =>
+    void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
   const http = createHttpServer({ logger, frameworkErrors, metrics });
   registerRoutes(http, ctx, false);
   const https = createHttpServer({ logger, tls, frameworkErrors, metrics });

@@ -49,7 +49,12 @@ async function storageToken(identity: StartedRecord, ca: string | null): Promise
       method: 'POST',
       dispatcher,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: exports.demoClientId!, client_secret: exports.demoClientSecret!, scope: 'https://storage.azure.com/.default' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: exports.demoClientId!,
+        client_secret: exports.demoClientSecret!,
+        scope: 'https://storage.azure.com/.default',
+      }).toString(),
     });
     const body = (await answer.body.json()) as { access_token?: string; error_description?: string };
     if (!body.access_token) throw new StartupError(`identity refused a storage token: ${body.error_description ?? answer.statusCode}`);

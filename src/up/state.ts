@@ -27,7 +27,11 @@ export function upStatePath(dataDir: string): string {
   return resolve(dataDir, 'up.json');
 }
 
-export async function writeUpState(dataDir: string, started: ReadonlyMap<string, RunningComponent>, failed: ReadonlyMap<string, FailedComponent>): Promise<void> {
+export async function writeUpState(
+  dataDir: string,
+  started: ReadonlyMap<string, RunningComponent>,
+  failed: ReadonlyMap<string, FailedComponent>,
+): Promise<void> {
   const components: Record<string, StartedRecord> = {};
   for (const [name, running] of started) {
     components[name] = { urls: running.urls, credentials: running.credentials ?? [], exports: running.exports ?? {}, caCertPath: running.caCertPath ?? null };

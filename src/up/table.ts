@@ -20,7 +20,9 @@ export interface FailedComponent {
 /** Splits text into lines of at most `width`, at spaces, else after a `;`, `,`, `/` or `=` inside a long token; a longer piece stays whole. */
 export function wrap(text: string, width: number): string[] {
   // Each piece remembers whether a space came before it, so a token split at `;` joins back without one.
-  const pieces = text.split(' ').flatMap((word) => (word.length <= width ? [word] : word.split(/(?<=[;,/])|(?<==)(?=[^=])/)).map((piece, i) => ({ piece, spaced: i === 0 })));
+  const pieces = text
+    .split(' ')
+    .flatMap((word) => (word.length <= width ? [word] : word.split(/(?<=[;,/])|(?<==)(?=[^=])/)).map((piece, i) => ({ piece, spaced: i === 0 })));
   const lines: string[] = [];
   let line = '';
   for (const { piece, spaced } of pieces) {
@@ -55,7 +57,13 @@ export function formatStartTable(started: ReadonlyMap<string, RunningComponent>,
   const lines = [`${'component'.padEnd(NAME_WIDTH - 1)} ${'what'.padEnd(LABEL_WIDTH - 1)} url`, '-'.repeat(TABLE_WIDTH)];
   const caFiles = new Set<string>();
   for (const [name, running] of started) {
-    lines.push(...block(name, endpointLines(running), (running.credentials ?? []).map((text) => `· ${text}`)));
+    lines.push(
+      ...block(
+        name,
+        endpointLines(running),
+        (running.credentials ?? []).map((text) => `· ${text}`),
+      ),
+    );
     if (running.caCertPath) caFiles.add(running.caCertPath);
   }
   for (const [name, failure] of failed) lines.push(...block(name, ['NOT STARTED'], [`reason: ${failure.reason}`, `fix: ${failure.fix}`]));

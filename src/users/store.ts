@@ -23,7 +23,14 @@ const SEED: User[] = [
 
 function isUser(value: unknown): value is User {
   const u = value as Record<string, unknown>;
-  return typeof u === 'object' && u !== null && Number.isSafeInteger(u.id) && typeof u.username === 'string' && typeof u.name === 'string' && typeof u.email === 'string';
+  return (
+    typeof u === 'object' &&
+    u !== null &&
+    Number.isSafeInteger(u.id) &&
+    typeof u.username === 'string' &&
+    typeof u.name === 'string' &&
+    typeof u.email === 'string'
+  );
 }
 
 export function usersFile(dataDir: string): string {

@@ -92,7 +92,10 @@ test('R-SENT-9 usage reports are recorded durably, once per report id, and summe
   t.after(() => restarted.close());
   assert.equal((await call(restarted.exports!.billingUrl!, '/billing/v1/usage', key, report(1))).status, 200);
   const totals = JSON.parse(await command(dataDir, ['usage', '--period', 'all', '--format', 'json'])) as { quantity: number; meter: string }[];
-  assert.deepEqual(totals.map((x) => [x.meter, x.quantity]), [[METER, 13]]);
+  assert.deepEqual(
+    totals.map((x) => [x.meter, x.quantity]),
+    [[METER, 13]],
+  );
   const month = new Date().toISOString().slice(0, 7);
   assert.match(await command(dataDir, ['usage']), new RegExp(`${month}\\s+sentiment-1\\s+sentiment\\s+${METER.replace(/\./g, '\\.')}\\s+13`));
   const day = JSON.parse(await command(dataDir, ['usage', '--period', 'day', '--format', 'json', '--resource', 'sentiment-1'])) as { period: string }[];
@@ -166,5 +169,8 @@ test('R-SENT-9 report ids are de-duplicated per resource: another resource reusi
   assert.equal((await call(again, '/billing/v1/usage', key, report(5, { reportId: shared }))).status, 200, 'a retry is acknowledged');
   assert.equal((await call(again, '/billing/v1/usage', otherKey, report(7, { reportId: shared }))).status, 200, 'a retry is acknowledged');
   const totals = JSON.parse(await command(dataDir, ['usage', '--period', 'all', '--format', 'json'])) as { resourceName: string; quantity: number }[];
-  assert.deepEqual(totals.map((x) => [x.resourceName, x.quantity]).sort(), [['sentiment-1', 5], ['sentiment-2', 7]]);
+  assert.deepEqual(totals.map((x) => [x.resourceName, x.quantity]).sort(), [
+    ['sentiment-1', 5],
+    ['sentiment-2', 7],
+  ]);
 });

@@ -114,7 +114,10 @@ test('GET /health and /ready answer', async () => {
 test('metrics: GET /metrics counts requests by route and status and shows open connections', async () => {
   const ok = { method: 'GET', route: '/add/*', status: '200', component: 'calculator' };
   const bad = { ...ok, status: '400' };
-  const before = { ok: (await readMetric(base, 'offcloud_http_requests_total', ok)) ?? 0, bad: (await readMetric(base, 'offcloud_http_requests_total', bad)) ?? 0 };
+  const before = {
+    ok: (await readMetric(base, 'offcloud_http_requests_total', ok)) ?? 0,
+    bad: (await readMetric(base, 'offcloud_http_requests_total', bad)) ?? 0,
+  };
   for (let i = 0; i < 3; i++) assert.equal((await request(`${base}/add/${i}/1`)).statusCode, 200);
   assert.equal((await request(`${base}/add/x/1`)).statusCode, 400);
   assert.equal(await readMetric(base, 'offcloud_http_requests_total', ok), before.ok + 3);

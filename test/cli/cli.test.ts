@@ -45,7 +45,21 @@ test('CLI: --help lists every component and each component its options', async (
 });
 
 /** Packages only a running server needs (HTTP, MQTT, gRPC, inference, images, registries, ACME, tokens, logging). */
-const SERVER_PACKAGES = ['fastify', 'aedes', '@grpc/grpc-js', 'onnxruntime-node', 'sharp', 'ioredis', 'etcd3', 'multicast-dns', 'acme-client', '@peculiar/x509', 'jose', 'undici', 'pino'];
+const SERVER_PACKAGES = [
+  'fastify',
+  'aedes',
+  '@grpc/grpc-js',
+  'onnxruntime-node',
+  'sharp',
+  'ioredis',
+  'etcd3',
+  'multicast-dns',
+  'acme-client',
+  '@peculiar/x509',
+  'jose',
+  'undici',
+  'pino',
+];
 const RECORDER = new URL('./record-modules.mjs', import.meta.url).href;
 
 test('CLI: help, usage errors and subcommand lookup load no server module', async (t) => {
@@ -73,11 +87,15 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     assert.match(loaded, /\/src\/common\/config\.ts$/m, what);
     assert.match(loaded, /^\/.*\/node_modules\/yaml\/dist\/.*\.js$/m, what);
     const packages = new Set([...loaded.matchAll(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((m) => m[1]));
-    assert.deepEqual(SERVER_PACKAGES.filter((name) => packages.has(name)), [], `${what} loads no server package`);
+    assert.deepEqual(
+      SERVER_PACKAGES.filter((name) => packages.has(name)),
+      [],
+      `${what} loads no server package`,
+    );
   }
 });
 
-test('CLI: a management command\'s --help prints its usage and runs nothing', async () => {
+test("CLI: a management command's --help prints its usage and runs nothing", async () => {
   for (const [args, usage] of [
     [['billing', 'usage', '--help'], /^usage: offcloud billing usage/],
     [['gateway', 'parse', '--help'], /^usage: offcloud gateway parse <kong\.yml\|kong\.json>/],
@@ -137,7 +155,10 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
       await response.body.dump();
       statuses.push(`${origin} ${response.statusCode}`);
     }
-    assert.ok(statuses.some((s) => s.endsWith(' 200')), `${name}: /health on one of its URLs (${statuses.join(', ')})`);
+    assert.ok(
+      statuses.some((s) => s.endsWith(' 200')),
+      `${name}: /health on one of its URLs (${statuses.join(', ')})`,
+    );
   }
   const started = Date.now();
   run.child.kill('SIGTERM');

@@ -10,7 +10,14 @@ import { withDefaults } from '../../src/common/config.ts';
 import { StartupError } from '../../src/common/errors.ts';
 import { createHttpServer, listen } from '../../src/common/http.ts';
 import { createLogger } from '../../src/common/log.ts';
-import { billingGate, CONTAINER_KINDS, containerOptions, openBillingConnection, registerContainerSurface, validateContainerStart } from '../../src/cognitive/index.ts';
+import {
+  billingGate,
+  CONTAINER_KINDS,
+  containerOptions,
+  openBillingConnection,
+  registerContainerSurface,
+  validateContainerStart,
+} from '../../src/cognitive/index.ts';
 import { startBilling } from '../../src/billing/server.ts';
 import { BillingStore } from '../../src/billing/store.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
@@ -22,13 +29,25 @@ async function startMiniContainer(billingUrl: string, apiKey: string) {
   const options = withDefaults(containerOptions, { eula: 'accept', billing: billingUrl, apiKey, meteringIntervalMs: 60_000 });
   const connection = await openBillingConnection({ component: 'mini', kind: 'face', containerVersion: '0.0.1', options, logger, env: {} });
   const app = createHttpServer({ logger });
-  registerContainerSurface(app, { connection, title: 'mini', version: '1', paths: { '/work': { post: { summary: 'work', responses: { '200': { description: 'ok' } } } } } });
+  registerContainerSurface(app, {
+    connection,
+    title: 'mini',
+    version: '1',
+    paths: { '/work': { post: { summary: 'work', responses: { '200': { description: 'ok' } } } } },
+  });
   app.post('/work', { preHandler: billingGate(connection) }, async () => {
     connection.record({ [METER]: 1 });
     return { ok: true };
   });
   const url = await listen(app, { host: '127.0.0.1', port: 0, component: 'mini' });
-  return { url, connection, close: async () => { await app.close(); await connection.close(); } };
+  return {
+    url,
+    connection,
+    close: async () => {
+      await app.close();
+      await connection.close();
+    },
+  };
 }
 
 async function getJson(url: string) {
@@ -38,7 +57,10 @@ async function getJson(url: string) {
 
 test('R-SENT-8 R-FACE-6 start-up names the missing parameter: Eula, Billing, ApiKey', () => {
   const full = { eula: 'accept', billing: 'http://127.0.0.1:5100', apiKey: 'k' };
-  assert.throws(() => validateContainerStart('face', { ...full, eula: '' }, {}), (e: Error) => e instanceof StartupError && /Eula/.test(e.message));
+  assert.throws(
+    () => validateContainerStart('face', { ...full, eula: '' }, {}),
+    (e: Error) => e instanceof StartupError && /Eula/.test(e.message),
+  );
   assert.throws(() => validateContainerStart('face', { ...full, eula: 'yes' }, {}), /Eula must be "accept"/);
   assert.throws(() => validateContainerStart('face', { ...full, billing: '' }, {}), /missing start-up parameter Billing/);
   assert.throws(() => validateContainerStart('face', { ...full, billing: 'not a url' }, {}), /Invalid Billing Endpoint URI/);
@@ -78,5 +100,8 @@ test('R-SENT-9 R-FACE-6 the gate follows billing: Valid serves, CouldNotConnect 
   assert.equal((await request(`${mini.url}/work`, { method: 'POST' })).statusCode, 200);
   await mini.connection.report();
   const totals = (await BillingStore.open(dataDir)).totals('all');
-  assert.deepEqual(totals.map((x) => [x.meter, x.quantity]), [[METER, 2]]);
+  assert.deepEqual(
+    totals.map((x) => [x.meter, x.quantity]),
+    [[METER, 2]],
+  );
 });

@@ -29,10 +29,7 @@ test('config precedence: flags > environment > file > defaults', () => {
 
 test('config: common options also read OFFCLOUD_<KEY>, the component variable wins', () => {
   assert.equal(resolveConfig('calculator', schema, { env: { OFFCLOUD_DATA_DIR: '/x' } }).dataDir, '/x');
-  assert.equal(
-    resolveConfig('calculator', schema, { env: { OFFCLOUD_DATA_DIR: '/x', OFFCLOUD_CALCULATOR_DATA_DIR: '/y' } }).dataDir,
-    '/y',
-  );
+  assert.equal(resolveConfig('calculator', schema, { env: { OFFCLOUD_DATA_DIR: '/x', OFFCLOUD_CALCULATOR_DATA_DIR: '/y' } }).dataDir, '/y');
 });
 
 test('config: a bad value stops start-up with one line naming the key and what is allowed', () => {
@@ -44,12 +41,15 @@ test('config: a bad value stops start-up with one line naming the key and what i
     [{ verbose: 'maybe' }, /--verbose .*true or false/],
   ];
   for (const [flags, message] of cases) {
-    assert.throws(() => resolveConfig('calculator', schema, { flags }), (err: unknown) => {
-      assert.ok(err instanceof ConfigError);
-      assert.match(err.message, message);
-      assert.ok(!err.message.includes('\n'), 'one line');
-      return true;
-    });
+    assert.throws(
+      () => resolveConfig('calculator', schema, { flags }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, message);
+        assert.ok(!err.message.includes('\n'), 'one line');
+        return true;
+      },
+    );
   }
   assert.throws(() => resolveConfig('calculator', schema, { env: { OFFCLOUD_CALCULATOR_PORT: '-1' } }), /OFFCLOUD_CALCULATOR_PORT/);
   assert.throws(() => resolveConfig('calculator', schema, { file: { prot: 1 } }), /unknown key "prot"/);

@@ -28,29 +28,34 @@ test('shutdown: after SIGTERM the in-flight request completes, new connections a
   assert.equal(code, 0);
 });
 
-test('shutdown: close() ends connections that never sent a request (a browser preconnect), plain and TLS, or never finished the TLS handshake, and lets a busy one finish', { timeout: 20_000 }, async (t) => {
-  const logger = createLogger('silent', 'test');
-  for (const tls of [null, await resolveTls({ tlsCert: '', tlsKey: '', dataDir: await tempDataDir(t) })]) {
-    const app = createHttpServer({ logger, tls });
-    app.get('/slow', async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      return 'finished';
-    });
-    const url = new URL(await listen(app, { host: '127.0.0.1', port: 0, component: 'test' }));
-    const connect = () => (tls ? tlsConnect({ host: '127.0.0.1', port: Number(url.port), rejectUnauthorized: false }) : netConnect(Number(url.port), '127.0.0.1'));
-    const silent = connect();
-    await once(silent, tls ? 'secureConnect' : 'connect');
-    // A TCP connection that sends nothing: on the TLS server, a handshake never begun.
-    const handshaking = netConnect(Number(url.port), '127.0.0.1');
-    await once(handshaking, 'connect');
-    const agent = new Agent({ connect: { rejectUnauthorized: false } });
-    t.after(() => agent.close());
-    const busy = request(`${url.origin}/slow`, { dispatcher: agent });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const silentClosed = [once(silent, 'close'), once(handshaking, 'close')];
-    await app.close();
-    await Promise.all(silentClosed);
-    const answer = await busy;
-    assert.equal(await answer.body.text(), 'finished', url.protocol);
-  }
-});
+test(
+  'shutdown: close() ends connections that never sent a request (a browser preconnect), plain and TLS, or never finished the TLS handshake, and lets a busy one finish',
+  { timeout: 20_000 },
+  async (t) => {
+    const logger = createLogger('silent', 'test');
+    for (const tls of [null, await resolveTls({ tlsCert: '', tlsKey: '', dataDir: await tempDataDir(t) })]) {
+      const app = createHttpServer({ logger, tls });
+      app.get('/slow', async () => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return 'finished';
+      });
+      const url = new URL(await listen(app, { host: '127.0.0.1', port: 0, component: 'test' }));
+      const connect = () =>
+        tls ? tlsConnect({ host: '127.0.0.1', port: Number(url.port), rejectUnauthorized: false }) : netConnect(Number(url.port), '127.0.0.1');
+      const silent = connect();
+      await once(silent, tls ? 'secureConnect' : 'connect');
+      // A TCP connection that sends nothing: on the TLS server, a handshake never begun.
+      const handshaking = netConnect(Number(url.port), '127.0.0.1');
+      await once(handshaking, 'connect');
+      const agent = new Agent({ connect: { rejectUnauthorized: false } });
+      t.after(() => agent.close());
+      const busy = request(`${url.origin}/slow`, { dispatcher: agent });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const silentClosed = [once(silent, 'close'), once(handshaking, 'close')];
+      await app.close();
+      await Promise.all(silentClosed);
+      const answer = await busy;
+      assert.equal(await answer.body.text(), 'finished', url.protocol);
+    }
+  },
+);

@@ -26,7 +26,10 @@ test('worker pool: concurrent tasks run on different workers; a failing task fai
     while (pool.workers < 2) await sleep(50);
     const after = await Promise.all([pool.run({ op: 'whoami', waitMs: 200 }), pool.run({ op: 'whoami', waitMs: 200 })]);
     assert.equal(new Set(after).size, 2);
-    assert.ok(after.some((thread) => !threads.includes(thread)), 'a new thread took the dead one’s place');
+    assert.ok(
+      after.some((thread) => !threads.includes(thread)),
+      'a new thread took the dead one’s place',
+    );
   } finally {
     await pool.close();
   }

@@ -64,11 +64,15 @@ async function openDevice(t: TestContext) {
 test('the overview lists every component with its health, URLs and keys, and serves the CA file', async (t) => {
   const page = await openPage(t, 'overview');
   for (const name of ['hub', 'storage', 'identity', 'gateway', 'scripts', 'calculator']) {
-    await page.locator('section', { has: page.locator(`h2:text-is("${name}")`) }).locator('.probe-up').first().waitFor();
+    await page
+      .locator('section', { has: page.locator(`h2:text-is("${name}")`) })
+      .locator('.probe-up')
+      .first()
+      .waitFor();
   }
   const hubCard = page.locator('section', { has: page.locator('h2:text-is("hub")') });
-  assert.match(await hubCard.textContent() ?? '', /SharedAccessKeyName=iothubowner/);
-  assert.match(await page.locator('.snippet').first().textContent() ?? '', /DeviceId=demo-device/);
+  assert.match((await hubCard.textContent()) ?? '', /SharedAccessKeyName=iothubowner/);
+  assert.match((await page.locator('.snippet').first().textContent()) ?? '', /DeviceId=demo-device/);
   const download = await page.evaluate(() => fetch('/api/ca.crt').then((r) => r.text()));
   assert.equal(download, ca);
   await screenshot(page, 'overview');
@@ -98,7 +102,7 @@ test('hub: telemetry sent by the vendor device SDK appears on the page within a 
   await device.sendEvent(message);
   const shown = page.locator('ol.telemetry li', { hasText: 'from-the-sdk' });
   await shown.waitFor({ timeout: 1000 });
-  assert.match(await shown.textContent() ?? '', /demo-device.*temperature.*alert=high/s);
+  assert.match((await shown.textContent()) ?? '', /demo-device.*temperature.*alert=high/s);
   await page.getByRole('button', { name: 'open demo-device' }).click();
   await page.getByText('Twin of demo-device').waitFor();
   await screenshot(page, 'hub');
@@ -136,10 +140,10 @@ test('hub: a desired property edited in the page reaches the device, a C2D messa
   await page.getByLabel('Payload (JSON)').fill('{"delay": 5}');
   await page.getByRole('button', { name: 'Invoke' }).click();
   await page.getByText('Status 200').waitFor();
-  assert.match(await page.locator('form[aria-label="invoke a direct method"]').textContent() ?? '', /"rebooting": true/);
+  assert.match((await page.locator('form[aria-label="invoke a direct method"]').textContent()) ?? '', /"rebooting": true/);
 });
 
-test('hub: bad input in its forms shows the reason, the hub\'s own message when the hub refuses', async (t) => {
+test("hub: bad input in its forms shows the reason, the hub's own message when the hub refuses", async (t) => {
   const page = await openPage(t, 'hub');
   await page.getByRole('button', { name: 'open demo-device' }).click();
   await page.getByLabel(/Desired properties to merge/).fill('{not json');
@@ -148,10 +152,17 @@ test('hub: bad input in its forms shows the reason, the hub\'s own message when 
   // A name the hub does not allow in a twin: its message comes back as it wrote it.
   await page.getByLabel(/Desired properties to merge/).fill('{"bad name": 1}');
   await page.getByRole('button', { name: 'Update desired' }).click();
-  await page.getByRole('alert').filter({ hasText: /^400 · ErrorCode:/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · ErrorCode:/ })
+    .waitFor();
   await page.getByLabel('Method name').fill('nobody-listens');
   await page.getByRole('button', { name: 'Invoke' }).click();
-  await page.getByRole('alert').filter({ hasText: /ErrorCode:/ }).last().waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /ErrorCode:/ })
+    .last()
+    .waitFor();
   await screenshot(page, 'hub-errors');
 });
 
@@ -160,7 +171,7 @@ function blobService(): BlobServiceClient {
   return BlobServiceClient.fromConnectionString(printed('storage', /^connection string: (.*)$/), { agent } as StoragePipelineOptions);
 }
 
-test('storage: a container made and a blob uploaded in the page are read back by the storage SDK; a bad name shows storage\'s message', async (t) => {
+test("storage: a container made and a blob uploaded in the page are read back by the storage SDK; a bad name shows storage's message", async (t) => {
   const page = await openPage(t, 'storage');
   await page.getByLabel('New container').fill('photos');
   await page.getByRole('button', { name: 'Create' }).click();
@@ -181,7 +192,10 @@ test('storage: a container made and a blob uploaded in the page are read back by
 
   await page.getByLabel('New container').fill('Not_A_Name');
   await page.getByRole('button', { name: 'Create' }).click();
-  await page.getByRole('alert').filter({ hasText: /^400 · InvalidResourceName/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · InvalidResourceName/ })
+    .waitFor();
   await page.getByRole('button', { name: 'delete dir/note.txt' }).click();
   await page.getByText('No blobs.').waitFor();
   assert.equal(await blob.exists(), false);
@@ -198,8 +212,11 @@ test('identity: a token got in one click verifies against the JWKS; a changed on
   await page.getByRole('button', { name: 'Get token' }).click();
   await page.getByText('Token issued').waitFor();
   await page.getByRole('button', { name: 'Decode and verify' }).click();
-  await page.getByRole('status').filter({ hasText: /^Verifies: signature and lifetime verified/ }).waitFor();
-  assert.match(await page.locator('section', { hasText: 'Token decoder' }).textContent() ?? '', /"aud": "api:\/\/offcloud-demo-api"|"roles"/);
+  await page
+    .getByRole('status')
+    .filter({ hasText: /^Verifies: signature and lifetime verified/ })
+    .waitFor();
+  assert.match((await page.locator('section', { hasText: 'Token decoder' }).textContent()) ?? '', /"aud": "api:\/\/offcloud-demo-api"|"roles"/);
   await screenshot(page, 'identity');
 
   const token = await page.getByLabel('Token (JWT)').inputValue();
@@ -208,23 +225,29 @@ test('identity: a token got in one click verifies against the JWKS; a changed on
   const forged = `${head}.${Buffer.from(JSON.stringify({ ...claims, roles: ['Admin'] })).toString('base64url')}.${token.split('.')[2]}`;
   await page.getByLabel('Token (JWT)').fill(forged);
   await page.getByRole('button', { name: 'Decode and verify' }).click();
-  await page.getByRole('status').filter({ hasText: /^Does not verify: ERR_JWS_SIGNATURE_VERIFICATION_FAILED/ }).waitFor();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /^Does not verify: ERR_JWS_SIGNATURE_VERIFICATION_FAILED/ })
+    .waitFor();
 
   await page.getByLabel('Token (JWT)').fill('not a token');
   await page.getByRole('button', { name: 'Decode and verify' }).click();
-  await page.getByRole('alert').filter({ hasText: /^400 · InvalidInput: not a JWT/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · InvalidInput: not a JWT/ })
+    .waitFor();
 });
 
 test('gateway: services, routes, consumers and plugins from the admin API', async (t) => {
   const page = await openPage(t, 'gateway');
   await page.getByRole('heading', { name: 'routes (3)' }).waitFor();
   for (const name of ['users', 'calculator', 'calc-v1-add', 'demo', 'key-auth', 'rate-limiting']) {
-    assert.ok(await page.getByText(name, { exact: true }).count() > 0, name);
+    assert.ok((await page.getByText(name, { exact: true }).count()) > 0, name);
   }
   await screenshot(page, 'gateway');
 });
 
-test('scripts: a script run from the page streams its lines in order; a bad parameter shows the server\'s message', async (t) => {
+test("scripts: a script run from the page streams its lines in order; a bad parameter shows the server's message", async (t) => {
   const page = await openPage(t, 'scripts');
   await page.getByRole('button', { name: 'open /hello' }).click();
   await page.getByLabel(/Parameters/).fill('name=console');
@@ -232,14 +255,17 @@ test('scripts: a script run from the page streams its lines in order; a bad para
   const output = page.getByLabel('output');
   // The first line is on the page before the script has printed its last one.
   await output.filter({ hasText: 'hello console' }).waitFor();
-  assert.doesNotMatch(await output.textContent() ?? '', /third line/);
+  assert.doesNotMatch((await output.textContent()) ?? '', /third line/);
   await page.getByText('exit 0 (exited)').waitFor();
   assert.equal(await output.textContent(), 'hello console\nsecond line\nthird line\n');
   await screenshot(page, 'scripts');
 
   await page.getByLabel(/Parameters/).fill('1x=2');
   await page.getByRole('button', { name: 'Run /hello (GET)' }).click();
-  await page.getByRole('alert').filter({ hasText: /^400 · InvalidParameter/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · InvalidParameter/ })
+    .waitFor();
 });
 
 test('models: a photo dropped on the face page shows as many rectangles as the face API returns; scoring shows the top 5; a text gets its sentiment', async (t) => {
@@ -253,13 +279,19 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
   assert.ok(expected > 0);
   const page = await openPage(t, 'models');
   // A drop as the browser makes it: a DataTransfer holding the file, dispatched on the drop zone.
-  const dataTransfer = await page.evaluateHandle((bytes) => {
-    const transfer = new DataTransfer();
-    transfer.items.add(new File([new Uint8Array(bytes)], 'five.jpg', { type: 'image/jpeg' }));
-    return transfer;
-  }, [...photo]);
+  const dataTransfer = await page.evaluateHandle(
+    (bytes) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([new Uint8Array(bytes)], 'five.jpg', { type: 'image/jpeg' }));
+      return transfer;
+    },
+    [...photo],
+  );
   await page.dispatchEvent('[data-drop="face-file"]', 'drop', { dataTransfer });
-  await page.getByRole('status').filter({ hasText: `${expected} faces found.` }).waitFor();
+  await page
+    .getByRole('status')
+    .filter({ hasText: `${expected} faces found.` })
+    .waitFor();
   assert.equal(await page.locator('svg.faces rect.face').count(), expected);
 
   await page.locator('#scoring-file').setInputFiles({ name: 'portrait.jpg', mimeType: 'image/jpeg', buffer: await portrait() });
@@ -267,8 +299,14 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
   await classes.waitFor();
   const probabilities = await classes.locator('meter').evaluateAll((meters) => meters.map((m) => Number((m as HTMLMeterElement).value)));
   assert.equal(probabilities.length, 5);
-  assert.deepEqual(probabilities, [...probabilities].sort((a, b) => b - a));
-  await page.getByRole('status').filter({ hasText: /^inference [\d.]+ ms/ }).waitFor();
+  assert.deepEqual(
+    probabilities,
+    [...probabilities].sort((a, b) => b - a),
+  );
+  await page
+    .getByRole('status')
+    .filter({ hasText: /^inference [\d.]+ ms/ })
+    .waitFor();
 
   await page.getByLabel('Text', { exact: true }).fill('What a wonderful, friendly and helpful team!');
   await page.getByRole('button', { name: 'Score' }).click();
@@ -278,9 +316,15 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
 
   await page.getByLabel('Language').fill('xx');
   await page.getByRole('button', { name: 'Score' }).click();
-  await page.getByRole('alert').filter({ hasText: /language/i }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /language/i })
+    .waitFor();
   await page.locator('#face-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a photo') });
-  await page.getByRole('alert').filter({ hasText: /^400 · InvalidImage/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · InvalidImage/ })
+    .waitFor();
   await page.locator('#scoring-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a photo') });
   await page.getByRole('alert').filter({ hasText: 'notes.txt is not an image the browser can read' }).waitFor();
 });
@@ -292,7 +336,10 @@ test('devices: the active flag toggled in the page is what DevSvc (gRPC) and the
   const flag = devices.getByRole('row', { name: /sensor-2/ }).getByRole('checkbox');
   const before = await flag.isChecked();
   await flag.click();
-  await devices.getByRole('row', { name: /sensor-2/ }).getByRole('checkbox', { checked: !before }).waitFor();
+  await devices
+    .getByRole('row', { name: /sensor-2/ })
+    .getByRole('checkbox', { checked: !before })
+    .waitFor();
   await page.getByLabel('Device', { exact: true }).fill('sensor-2');
   // DevSvc rereads the file when it changes: ask until it answers the new flag.
   const want = !before ? 'is active' : 'is inactive';
@@ -303,7 +350,7 @@ test('devices: the active flag toggled in the page is what DevSvc (gRPC) and the
     assert.ok(i < 50, `DevSvc never answered "${want}"`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  assert.match(await page.getByLabel('data service answer').textContent() ?? '', new RegExp(String(!before)));
+  assert.match((await page.getByLabel('data service answer').textContent()) ?? '', new RegExp(String(!before)));
   await screenshot(page, 'devices');
 
   await page.getByLabel('Device', { exact: true }).fill('no-such-device');
@@ -311,7 +358,11 @@ test('devices: the active flag toggled in the page is what DevSvc (gRPC) and the
   await page.getByLabel('DevSvc answer').getByText('does not know this device').waitFor();
   await page.getByLabel('Device', { exact: true }).fill('bad name?');
   await page.getByRole('button', { name: 'Look up' }).click();
-  await page.getByLabel('data service answer').getByRole('alert').filter({ hasText: /^400 · invalid device name/ }).waitFor();
+  await page
+    .getByLabel('data service answer')
+    .getByRole('alert')
+    .filter({ hasText: /^400 · invalid device name/ })
+    .waitFor();
 });
 
 test('the console API refuses calls from other sites, paths out of a component, and answers bad bodies in its own shape', async () => {
@@ -329,7 +380,11 @@ test('the console API refuses calls from other sites, paths out of a component, 
   const json = { 'x-offcloud-console': '1', 'content-type': 'application/json' };
   await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: '{"token": 5}' }), 400, 'InvalidInput');
   await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: '{broken' }), 400, 'InvalidRequest');
-  await expect(await call('/api/identity/decode', { method: 'POST', headers: json, body: JSON.stringify({ token: 'x'.repeat(33 * 1024 * 1024) }) }), 413, 'InvalidRequest');
+  await expect(
+    await call('/api/identity/decode', { method: 'POST', headers: json, body: JSON.stringify({ token: 'x'.repeat(33 * 1024 * 1024) }) }),
+    413,
+    'InvalidRequest',
+  );
   await expect(await call('/api/nothing-here'), 404, 'NotFound');
   assert.equal((await call('/assets/../../package.json')).statusCode, 404);
   assert.equal((await call('/api/overview')).statusCode, 200);

@@ -28,7 +28,10 @@ export class Cleanup {
   constructor(after: (fn: () => unknown) => void) {
     after(async () => {
       const failures: unknown[] = [];
-      for (const step of this.steps.reverse()) await Promise.resolve().then(step).catch((err: unknown) => failures.push(err));
+      for (const step of this.steps.reverse())
+        await Promise.resolve()
+          .then(step)
+          .catch((err: unknown) => failures.push(err));
       if (failures.length) throw failures[0];
     });
   }
@@ -47,12 +50,21 @@ export interface Stack {
 }
 
 /** Starts a component by name with the options `offcloud up` would give it, plus `own`. */
-export async function startNamed(cleanup: Cleanup, name: string, started: Map<string, RunningComponent>, own: Record<string, unknown>): Promise<RunningComponent> {
+export async function startNamed(
+  cleanup: Cleanup,
+  name: string,
+  started: Map<string, RunningComponent>,
+  own: Record<string, unknown>,
+): Promise<RunningComponent> {
   const definition = components.find((c) => c.name === name);
   if (!definition) throw new Error(`no component ${name}`);
   const quietOnes = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
   // Every listener on a free port (storage's HTTPS, the hub's WebSockets, …): suites run side by side.
-  const freePorts = Object.fromEntries(Object.keys(definition.options).filter((key) => key.endsWith('Port')).map((key) => [key, 0]));
+  const freePorts = Object.fromEntries(
+    Object.keys(definition.options)
+      .filter((key) => key.endsWith('Port'))
+      .map((key) => [key, 0]),
+  );
   const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...freePorts, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
@@ -97,7 +109,15 @@ export async function launchBrowser(cleanup: Cleanup): Promise<BrowserContext> {
     headless: true,
     viewport: { width: 1280, height: 800 },
     // Without the background-networking flags Chromium's own connections are refused here and slow it down.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   // A page that waits too long fails the test in 10 s, not playwright's 30.
   browser.setDefaultTimeout(10_000);

@@ -77,7 +77,10 @@ test('R-TWIN-5 a device on hub replica 1 receives a C2D message sent through rep
   await podman(['cp', `${container('hub-1')}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);
   const ca = await readFile(join(dir, 'ca.crt'), 'utf8');
 
-  const device = deviceSdk.Client.fromConnectionString(`HostName=localhost:${ports.HUB_PORT};DeviceId=demo-device;SharedAccessKey=${deviceKey}`, mqttTransport.Mqtt);
+  const device = deviceSdk.Client.fromConnectionString(
+    `HostName=localhost:${ports.HUB_PORT};DeviceId=demo-device;SharedAccessKey=${deviceKey}`,
+    mqttTransport.Mqtt,
+  );
   await device.setOptions({ ca });
   await device.open();
   const rest = await restClient(`https://localhost:${ports.HUB_2_REST_PORT}`, ca, () => serviceToken('localhost', ownerKey));

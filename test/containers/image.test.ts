@@ -51,7 +51,10 @@ interface Started {
  * `podman run -d` on the suite's network, each container port published on a
  * free host port; waits for `readyPath` on the first published port.
  */
-async function run(role: string, options: { publish?: number[]; flags?: string[]; args: string[]; readyPath?: string; readyScheme?: 'http' | 'https' }): Promise<Started> {
+async function run(
+  role: string,
+  options: { publish?: number[]; flags?: string[]; args: string[]; readyPath?: string; readyScheme?: 'http' | 'https' },
+): Promise<Started> {
   const name = `${NETWORK}-${role}`;
   containers.push(name);
   const ports: Record<number, number> = {};
@@ -117,7 +120,11 @@ test('the image builds from the repository, both build files are one, and it run
   assert.equal(await realpath(join(ROOT, 'Dockerfile')), await realpath(join(ROOT, 'Containerfile')));
   const { stdout } = await podman(['run', '--rm', '--entrypoint', 'id', image, '-u']);
   assert.notEqual(stdout.trim(), '0');
-  const config = JSON.parse((await podman(['image', 'inspect', '--format', '{{json .Config}}', image])).stdout) as { User: string; Entrypoint: string[]; Cmd: string[] };
+  const config = JSON.parse((await podman(['image', 'inspect', '--format', '{{json .Config}}', image])).stdout) as {
+    User: string;
+    Entrypoint: string[];
+    Cmd: string[];
+  };
   assert.equal(config.User, 'offcloud');
   assert.deepEqual(config.Entrypoint, ['/usr/bin/tini', '--', 'offcloud']);
   assert.deepEqual(config.Cmd, ['up']);
@@ -178,7 +185,10 @@ test('R-SENT-1 R-SENT-8 R-SENT-9 R-FACE-1 R-FACE-6 the spec commands: sentiment 
     30_000,
     'sentiment usage in the billing container',
   );
-  assert.ok(Object.keys(meters).some((meter) => /TextAnalytics/.test(meter)), JSON.stringify(meters));
+  assert.ok(
+    Object.keys(meters).some((meter) => /TextAnalytics/.test(meter)),
+    JSON.stringify(meters),
+  );
 
   const byEnvironment = await run('sentiment-env', {
     publish: [5000],
@@ -263,7 +273,13 @@ test('podman stop ends the script server with exit code 0 and no script it start
   const scripts = await run('scripts', { publish: [8080], args: ['scripts'], readyPath: '/ready' });
   // A script that would outlive the test by far; its argument marks it in the host's process list.
   const marker = String(4000 + (process.pid % 1000));
-  await podman(['exec', scripts.name, 'sh', '-c', `mkdir -p /data/scripts/long && printf '#!/bin/sh\\necho started\\nexec sleep ${marker}\\n' > /data/scripts/long/wait.sh && chmod +x /data/scripts/long/wait.sh`]);
+  await podman([
+    'exec',
+    scripts.name,
+    'sh',
+    '-c',
+    `mkdir -p /data/scripts/long && printf '#!/bin/sh\\necho started\\nexec sleep ${marker}\\n' > /data/scripts/long/wait.sh && chmod +x /data/scripts/long/wait.sh`,
+  ]);
   const curl = spawn('curl', ['-sN', '-X', 'POST', `http://127.0.0.1:${scripts.ports[8080]}/long/wait`]);
   await new Promise<void>((resolve, reject) => {
     curl.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('data: started') && resolve());

@@ -124,7 +124,22 @@ before(async () => {
     const name = `${NETWORK}-svc-${service.metadata.name}`;
     forwarders.push(name);
     const publish = service.metadata.name === 'gateway' ? ['-p', `127.0.0.1:${(gatewayPort = await freePort())}:8000`] : [];
-    await podman(['run', '-d', '--name', name, '--network', NETWORK, '--network-alias', service.metadata.name, ...publish, BASE_IMAGE, 'node', '-e', FORWARDER, JSON.stringify(routes)]);
+    await podman([
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--network',
+      NETWORK,
+      '--network-alias',
+      service.metadata.name,
+      ...publish,
+      BASE_IMAGE,
+      'node',
+      '-e',
+      FORWARDER,
+      JSON.stringify(routes),
+    ]);
   }
 
   // kube play takes Deployments, ConfigMaps and claims; Services and Secrets are stood in for above.
@@ -137,8 +152,12 @@ before(async () => {
 
 after(async () => {
   // kube down leaves the anonymous volumes of the image's VOLUMEs (/models) behind: note them first.
-  const containers = resources.filter((r) => r.kind === 'Deployment').flatMap((d) => podsOf(d).flatMap((pod) => d.spec!.template!.spec.containers.map((c) => `${pod}-${c.name}`)));
-  const mounts = podmanStatus(['inspect', '--format', '{{range .Mounts}}{{.Name}} {{end}}', ...containers]).stdout.split(/\s+/).filter(Boolean);
+  const containers = resources
+    .filter((r) => r.kind === 'Deployment')
+    .flatMap((d) => podsOf(d).flatMap((pod) => d.spec!.template!.spec.containers.map((c) => `${pod}-${c.name}`)));
+  const mounts = podmanStatus(['inspect', '--format', '{{range .Mounts}}{{.Name}} {{end}}', ...containers])
+    .stdout.split(/\s+/)
+    .filter(Boolean);
   if (playFile) await podman(['kube', 'down', playFile]).catch(() => undefined);
   for (const volume of new Set(mounts)) await podman(['volume', 'rm', '--force', volume]).catch(() => undefined);
   for (const name of forwarders) await removeContainer(name);

@@ -81,7 +81,15 @@ async function ensureBaseImage(): Promise<void> {
   const mmdebstrap = debianProgram('mmdebstrap', '/usr/bin/mmdebstrap');
   const tar = join(WORK, 'base.tar');
   await podman(
-    ['--variant=minbase', '--mode=root', '--format=tar', `--customize-hook=copy-in ${process.execPath} /usr/local/bin`, 'bookworm', tar, 'http://deb.debian.org/debian'],
+    [
+      '--variant=minbase',
+      '--mode=root',
+      '--format=tar',
+      `--customize-hook=copy-in ${process.execPath} /usr/local/bin`,
+      'bookworm',
+      tar,
+      'http://deb.debian.org/debian',
+    ],
     { program: mmdebstrap, timeoutMs: 900_000 },
   );
   await podman(['import', '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', '--change', 'CMD ["node"]', tar, BASE_IMAGE]);
@@ -170,7 +178,12 @@ function stageContext(files: string[]): string {
 
 function contextHash(files: string[]): string {
   const hash = createHash('sha256');
-  for (const path of files.sort()) hash.update(path).update('\0').update(readFileSync(join(ROOT, path))).update('\0');
+  for (const path of files.sort())
+    hash
+      .update(path)
+      .update('\0')
+      .update(readFileSync(join(ROOT, path)))
+      .update('\0');
   hash.update(JSON.stringify(productionPackages()));
   return hash.digest('hex').slice(0, 32);
 }
@@ -217,10 +230,14 @@ export function ensureImage(): Promise<BuiltImage> {
     const files = contextFiles();
     const hash = contextHash(files);
     let built = false;
-    const current = (await exists('image', IMAGE)) ? (await podman(['image', 'inspect', '--format', `{{index .Labels "${CONTEXT_LABEL}"}}`, IMAGE])).stdout.trim() : '';
+    const current = (await exists('image', IMAGE))
+      ? (await podman(['image', 'inspect', '--format', `{{index .Labels "${CONTEXT_LABEL}"}}`, IMAGE])).stdout.trim()
+      : '';
     if (current !== hash) {
       const context = stageContext(files);
-      await podman(['build', '--pull=never', '--build-arg', 'DEPENDENCIES=context', '--label', `${CONTEXT_LABEL}=${hash}`, '-t', IMAGE, context], { timeoutMs: 1_200_000 });
+      await podman(['build', '--pull=never', '--build-arg', 'DEPENDENCIES=context', '--label', `${CONTEXT_LABEL}=${hash}`, '-t', IMAGE, context], {
+        timeoutMs: 1_200_000,
+      });
       rmSync(context, { recursive: true, force: true });
       // The image this one replaces, now untagged.
       await podman(['image', 'prune', '--force', '--filter', `label=${CONTEXT_LABEL}`]);

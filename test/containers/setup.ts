@@ -8,4 +8,6 @@ import { ensureImage, ensureStandIns } from './podman.ts';
 const started = performance.now();
 const { image, sizeBytes, built } = await ensureImage();
 await ensureStandIns();
-console.log(`test: ${image} ${(sizeBytes / 1e6).toFixed(0)} MB (${built ? 'built' : 'reused'}); images ready in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+console.log(
+  `test: ${image} ${(sizeBytes / 1e6).toFixed(0)} MB (${built ? 'built' : 'reused'}); images ready in ${((performance.now() - started) / 1000).toFixed(0)} s`,
+);

@@ -95,7 +95,9 @@ test('R-DEV-5 DevSvc slower than the deadline: false, within about the deadline'
       pending.add(timer);
     },
   });
-  const port = await new Promise<number>((resolve, reject) => slow.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    slow.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   t.after(() => {
     for (const timer of pending) clearTimeout(timer);
     slow.forceShutdown();

@@ -45,7 +45,14 @@ test('R-DEV-1 R-DEV-6 an independent client (Debian python3-grpcio, stubs from d
   debianProgram('python3-grpcio', '/usr/lib/python3/dist-packages/grpc/__init__.py');
   debianProgram('python3-grpc-tools', '/usr/lib/python3/dist-packages/grpc_tools/protoc.py');
   const { address, dataDir } = await devsvc(t);
-  await execFileAsync(DEBIAN_PYTHON, ['-m', 'grpc_tools.protoc', `-I${PROTO_PATH.replace(/\/[^/]+$/, '')}`, `--python_out=${dataDir}`, `--grpc_python_out=${dataDir}`, 'devices.proto']);
+  await execFileAsync(DEBIAN_PYTHON, [
+    '-m',
+    'grpc_tools.protoc',
+    `-I${PROTO_PATH.replace(/\/[^/]+$/, '')}`,
+    `--python_out=${dataDir}`,
+    `--grpc_python_out=${dataDir}`,
+    'devices.proto',
+  ]);
   const { stdout } = await execFileAsync(DEBIAN_PYTHON, ['-c', PYTHON_CLIENT, dataDir, address, 'sensor-1', 'sensor-2', 'nobody', 'x'.repeat(10_240)]);
   const lines = stdout.trim().split('\n');
   assert.equal(lines[0], "'sensor-1' 'sensor-1' True 12");
@@ -79,7 +86,9 @@ test('R-DEV-7 DevSvc serves the standard health service and server reflection (g
   t.after(() => healthClient.close());
   const check = (service: string) =>
     new Promise<{ status: string }>((resolve, reject) =>
-      (healthClient.Check as (r: object, cb: (e: ServiceError | null, v: { status: string }) => void) => void)({ service }, (e, v) => (e ? reject(e) : resolve(v))),
+      (healthClient.Check as (r: object, cb: (e: ServiceError | null, v: { status: string }) => void) => void)({ service }, (e, v) =>
+        e ? reject(e) : resolve(v),
+      ),
     );
   assert.equal((await check('')).status, 'SERVING');
   assert.equal((await check('devices.DevSvc')).status, 'SERVING');

@@ -29,7 +29,11 @@ test('R-DEV-7 etcd: a node is stored under /micro/registry/<service>/<node-id> w
   const listing = await client.getAll().prefix(`/micro/registry/${serviceName}/`).exec();
   assert.equal(listing.kvs.length, 1);
   const kv = listing.kvs[0]!;
-  const record = JSON.parse(kv.value.toString()) as { name: string; version: string; nodes: Array<{ id: string; address: string; metadata: Record<string, string> }> };
+  const record = JSON.parse(kv.value.toString()) as {
+    name: string;
+    version: string;
+    nodes: Array<{ id: string; address: string; metadata: Record<string, string> }>;
+  };
   assert.equal(kv.key.toString(), `/micro/registry/${serviceName}/${record.nodes[0]!.id}`);
   assert.match(record.nodes[0]!.id, new RegExp(`^${serviceName}-[0-9a-f-]{36}$`));
   assert.equal(record.name, serviceName);
@@ -47,7 +51,20 @@ test('R-DEV-7 etcd: two replicas share the calls; kill -9 one, its TTL runs out 
   const dataDir = await tempDataDir(t);
   const etcd = await startEtcd(t, dataDir);
   const serviceName = uniqueServiceName();
-  const args = ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'etcd', '--registry-address', etcd, '--register-ttl', '3', '--register-interval', '1'];
+  const args = [
+    '--data-dir',
+    dataDir,
+    '--service-name',
+    serviceName,
+    '--registry',
+    'etcd',
+    '--registry-address',
+    etcd,
+    '--register-ttl',
+    '3',
+    '--register-interval',
+    '1',
+  ];
   const [a, b] = await Promise.all([spawnDevSvc(t, args), spawnDevSvc(t, args)]);
   const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'etcd', registryAddress: [etcd] });
   t.after(() => devdata.close());

@@ -43,7 +43,12 @@ async function fakeApiServer(t: { after(fn: () => unknown): void }, namespace: s
   };
   const server = createServer(async (req: IncomingMessage, res) => {
     const body = await text(req);
-    requests.push({ method: req.method!, url: req.url!, contentType: String(req.headers['content-type'] ?? ''), authorization: String(req.headers.authorization ?? '') });
+    requests.push({
+      method: req.method!,
+      url: req.url!,
+      contentType: String(req.headers['content-type'] ?? ''),
+      authorization: String(req.headers.authorization ?? ''),
+    });
     const url = new URL(req.url!, 'http://api');
     const prefix = `/api/v1/namespaces/${namespace}/pods`;
     const send = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
@@ -112,7 +117,9 @@ test('R-DEV-7 kubernetes: watchers list pods by selector, keep Running ones not 
   for (const name of names) api.addPod(name, name === 'pod-pending' ? 'Pending' : 'Running');
   const service = uniqueServiceName();
   // Relisting only every minute: changes within the test can only arrive through the watch stream.
-  const registries = await Promise.all(names.map((podName) => connectKubernetesRegistry({ apiUrl: api.url, namespace: 'default', podName, pollIntervalMs: 60_000 })));
+  const registries = await Promise.all(
+    names.map((podName) => connectKubernetesRegistry({ apiUrl: api.url, namespace: 'default', podName, pollIntervalMs: 60_000 })),
+  );
   t.after(() => Promise.all(registries.map((r) => r.close())));
   const records = names.map((name, i) => serviceRecord(service, `${service}-${name}`, `10.0.0.${i + 1}:4000`, 'kubernetes'));
   await Promise.all(registries.slice(0, 4).map((r, i) => r.register(records[i]!, 90)));
@@ -121,17 +128,27 @@ test('R-DEV-7 kubernetes: watchers list pods by selector, keep Running ones not 
   const watch = await registries[0]!.watch(service, () => changes++);
   t.after(() => watch.stop());
   await watch.ready;
-  assert.deepEqual(watch.nodes().map((n) => n.address).sort(), ['10.0.0.1:4000', '10.0.0.2:4000']);
+  assert.deepEqual(
+    watch
+      .nodes()
+      .map((n) => n.address)
+      .sort(),
+    ['10.0.0.1:4000', '10.0.0.2:4000'],
+  );
   const listing = api.requests.find((r) => r.url.includes('labelSelector'))!;
   assert.equal(new URL(listing.url, 'http://x').searchParams.get('labelSelector'), `micro.mu/selector-${service}=service`);
   // A real API server replays what changed after resourceVersion; this stand-in does not, so wait for the stream.
   const until = Date.now() + 5000;
   while (Date.now() < until && api.watchers.size === 0) await new Promise((r) => setTimeout(r, 20));
   const watchRequest = api.requests.find((r) => r.url.includes('watch=true'))!;
-  assert.match(watchRequest.url, /[?&]resourceVersion=1(&|$)/, 'the watch starts at the listing\'s version');
+  assert.match(watchRequest.url, /[?&]resourceVersion=1(&|$)/, "the watch starts at the listing's version");
   const nodesBecome = async (ids: string[]) => {
     const until = Date.now() + 5000;
-    const current = () => watch.nodes().map((n) => n.id).sort();
+    const current = () =>
+      watch
+        .nodes()
+        .map((n) => n.id)
+        .sort();
     while (Date.now() < until && current().join() !== ids.join()) await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(current(), ids);
   };

@@ -66,7 +66,12 @@ test('R-DEV-7 mdns: go-micro layout — <node-id>.<service>.micro. with SRV, A a
   assert.ok(txt?.type === 'TXT');
   const parts = (Array.isArray(txt.data) ? txt.data : [txt.data]).map(String);
   assert.ok(parts.every((p) => p.length <= 255 && /^[0-9a-f]+$/.test(p)));
-  const decoded = JSON.parse(inflateSync(Buffer.from(parts.join(''), 'hex')).toString()) as { Service: string; Version: string; Metadata: Record<string, string>; Endpoints: unknown[] };
+  const decoded = JSON.parse(inflateSync(Buffer.from(parts.join(''), 'hex')).toString()) as {
+    Service: string;
+    Version: string;
+    Metadata: Record<string, string>;
+    Endpoints: unknown[];
+  };
   assert.equal(decoded.Service, serviceName);
   assert.equal(decoded.Version, 'latest');
   assert.equal(decoded.Metadata.protocol, 'grpc');
@@ -77,7 +82,18 @@ test('R-DEV-7 mdns: a replica killed with -9 (no goodbye) is forgotten when its 
   const t = lifo(context);
   const dataDir = await tempDataDir(t);
   const serviceName = uniqueServiceName();
-  const replica = await spawnDevSvc(t, ['--data-dir', dataDir, '--service-name', serviceName, '--registry', 'mdns', '--register-ttl', '5', '--register-interval', '1']);
+  const replica = await spawnDevSvc(t, [
+    '--data-dir',
+    dataDir,
+    '--service-name',
+    serviceName,
+    '--registry',
+    'mdns',
+    '--register-ttl',
+    '5',
+    '--register-interval',
+    '1',
+  ]);
   const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 300 });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);

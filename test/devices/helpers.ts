@@ -26,8 +26,22 @@ export async function startEtcd(t: { after(fn: () => unknown): void }, dir: stri
   const peerUrl = `http://127.0.0.1:${peer}`;
   const child = spawn(
     etcd,
-    ['--name', 't', '--data-dir', `${dir}/etcd`, '--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl,
-      '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `t=${peerUrl}`],
+    [
+      '--name',
+      't',
+      '--data-dir',
+      `${dir}/etcd`,
+      '--listen-client-urls',
+      clientUrl,
+      '--advertise-client-urls',
+      clientUrl,
+      '--listen-peer-urls',
+      peerUrl,
+      '--initial-advertise-peer-urls',
+      peerUrl,
+      '--initial-cluster',
+      `t=${peerUrl}`,
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   t.after(() => stop(child));

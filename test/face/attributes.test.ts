@@ -17,7 +17,10 @@ test('R-FACE-3 returnFaceAttributes: names without regard to case, duplicates on
 });
 
 test('R-FACE-5 unsupported attributes: refused by default, dropped under --unsupported-attributes omit', () => {
-  assert.throws(() => parseAttributeList('hair,age', 'detection_01', 'refuse'), (err: Error) => badArgument(err) && /hair/.test(err.message));
+  assert.throws(
+    () => parseAttributeList('hair,age', 'detection_01', 'refuse'),
+    (err: Error) => badArgument(err) && /hair/.test(err.message),
+  );
   assert.deepEqual(parseAttributeList('hair,age,facialHair,makeup,occlusion,qualityForRecognition', 'detection_01', 'omit'), ['age']);
   const options = parseDetectOptions({ returnFaceAttributes: 'hair' }, 'omit');
   assert.deepEqual(options.attributes, []);
@@ -31,7 +34,14 @@ test('R-FACE-5 levels use the reference thresholds (0.25 / 0.75)', () => {
 
 test('R-FACE-4 query defaults as the official client sends them, and what each attribute makes the models do', () => {
   const defaults = parseDetectOptions(
-    { returnFaceId: 'true', returnFaceLandmarks: 'false', recognitionModel: 'recognition_01', returnRecognitionModel: 'false', detectionModel: 'detection_01', faceIdTimeToLive: '86400' },
+    {
+      returnFaceId: 'true',
+      returnFaceLandmarks: 'false',
+      recognitionModel: 'recognition_01',
+      returnRecognitionModel: 'false',
+      detectionModel: 'detection_01',
+      faceIdTimeToLive: '86400',
+    },
     'refuse',
   );
   assert.deepEqual(defaults, {

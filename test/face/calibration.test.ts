@@ -42,10 +42,7 @@ test('R-FACE-5 issue 21: below the reliable width every face answers NoGlasses, 
 });
 
 test('R-FACE-5 issue 21: at reliable widths no face known to wear none gets Sunglasses, and most sunglasses are seen', () => {
-  const reliable: [KnownFace, MeasuredFace][] = [
-    ...rows.get(64)!.measured,
-    ...[...reference].filter(([face]) => face.box.width >= GLASSES_MIN_WIDTH),
-  ];
+  const reliable: [KnownFace, MeasuredFace][] = [...rows.get(64)!.measured, ...[...reference].filter(([face]) => face.box.width >= GLASSES_MIN_WIDTH)];
   const bare = reliable.filter(([face]) => face.sunglasses === false);
   const worn = reliable.filter(([face]) => face.sunglasses === true);
   assert.ok(bare.length >= 10 && worn.length >= 4, `${bare.length} bare, ${worn.length} with sunglasses`);
@@ -59,7 +56,9 @@ test('R-FACE-5 issue 21: shrunk ages stay near their own-size estimate and keep 
   // Tolerances per width: the full table (24: 1.5 y, slope 0.68; 32: 1.0 y, 0.89; 64: ≤ 0.4 y, 0.97) with a
   // margin for this smaller subset (where 32 px measured a slope of 0.66).
   const tolerance = { 24: { change: 3, slope: 0.45, spread: 0.7 }, 32: { change: 2, slope: 0.55, spread: 0.75 }, 64: { change: 1.5, slope: 0.7, spread: 0.8 } };
-  const measured = WIDTHS.map((w) => `${w} px: ${rows.get(w)!.ageChange.toFixed(2)} y, slope ${rows.get(w)!.ageSlope.toFixed(2)}, spread ${rows.get(w)!.ageSpreadRatio.toFixed(2)}`).join('; ');
+  const measured = WIDTHS.map(
+    (w) => `${w} px: ${rows.get(w)!.ageChange.toFixed(2)} y, slope ${rows.get(w)!.ageSlope.toFixed(2)}, spread ${rows.get(w)!.ageSpreadRatio.toFixed(2)}`,
+  ).join('; ');
   for (const width of WIDTHS) {
     const row = rows.get(width)!;
     const limit = tolerance[width];

@@ -18,7 +18,11 @@ export async function measureAtOwnSize(models: FaceModels, faces: readonly Known
   const out = new Map<KnownFace, MeasuredFace>();
   for (const source of new Set(faces.map((f) => f.source))) {
     const group = faces.filter((f) => f.source === source);
-    const measured = await models.measure(source, group.map((f) => f.box), estimates);
+    const measured = await models.measure(
+      source,
+      group.map((f) => f.box),
+      estimates,
+    );
     group.forEach((face, i) => out.set(face, measured[i]!));
   }
   return out;
@@ -83,7 +87,10 @@ export async function calibrationRow(
     balancedAccuracy: (tpr + (1 - fpr)) / 2,
     answeredTpr: share(sunglasses, answersSunglasses),
     answeredFpr: share(bare, answersSunglasses),
-    genderAgrees: share(used.filter((f) => f.gender), (f) => at(f).gender === f.gender),
+    genderAgrees: share(
+      used.filter((f) => f.gender),
+      (f) => at(f).gender === f.gender,
+    ),
     ageChange: mean(used.map((f, i) => Math.abs(ages[i]! - ownAges[i]!))),
     ageSlope: slope(ownAges, ages),
     ageSpreadRatio: deviation(ages) / deviation(ownAges),

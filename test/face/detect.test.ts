@@ -187,7 +187,10 @@ test('R-FACE-5 attributes without an estimator here (facialHair, hair, makeup, o
 });
 
 test('R-FACE-4 returnFaceId=false drops faceId; returnRecognitionModel echoes the model; field order as the reference', async () => {
-  const f = await onlyFace(portrait, 'returnFaceId=false&returnRecognitionModel=true&recognitionModel=recognition_04&returnFaceLandmarks=true&returnFaceAttributes=age');
+  const f = await onlyFace(
+    portrait,
+    'returnFaceId=false&returnRecognitionModel=true&recognitionModel=recognition_04&returnFaceLandmarks=true&returnFaceAttributes=age',
+  );
   assert.deepEqual(Object.keys(f), ['recognitionModel', 'faceRectangle', 'faceLandmarks', 'faceAttributes']);
   assert.equal(f.recognitionModel, 'recognition_04');
   const withId = await onlyFace(portrait, 'returnRecognitionModel=true');
@@ -232,7 +235,11 @@ test('R-FACE-5 issue 21: asking for attributes drops no face — photos of 1, 10
     const plain = await detectFaces(photo);
     assert.ok(plain.length >= least, `${name}: ${plain.length} found`);
     const measured = await detectFaces(photo, `returnFaceAttributes=${asked.join(',')}`);
-    assert.deepEqual(measured.map((f) => f.faceRectangle), plain.map((f) => f.faceRectangle), name);
+    assert.deepEqual(
+      measured.map((f) => f.faceRectangle),
+      plain.map((f) => f.faceRectangle),
+      name,
+    );
     for (const f of measured) assert.deepEqual(Object.keys(f.faceAttributes!), asked, name);
   }
   // The mesh too: landmarks and head pose for every face, however small.
@@ -257,9 +264,17 @@ test('R-FACE-1 a 36-pixel face in a 1920×1080 photo is found where it is', asyn
 
 test('R-FACE-5 age, gender and emotion from the models: a man and four smiling women', async () => {
   const faces = await detectFaces(await photos.fivePeople(), 'returnFaceAttributes=age,gender,emotion,smile');
-  const byPanel = faces.map((f) => ({ panel: photos.FIVE_PANELS.findIndex((p) => f.faceRectangle.left >= p.left && f.faceRectangle.left < p.right), a: f.faceAttributes! }));
+  const byPanel = faces.map((f) => ({
+    panel: photos.FIVE_PANELS.findIndex((p) => f.faceRectangle.left >= p.left && f.faceRectangle.left < p.right),
+    a: f.faceAttributes!,
+  }));
   byPanel.sort((x, y) => x.panel - y.panel);
-  type Person = { age: number; gender: string; smile: number; emotion: Record<'anger' | 'contempt' | 'disgust' | 'fear' | 'happiness' | 'neutral' | 'sadness' | 'surprise', number> };
+  type Person = {
+    age: number;
+    gender: string;
+    smile: number;
+    emotion: Record<'anger' | 'contempt' | 'disgust' | 'fear' | 'happiness' | 'neutral' | 'sadness' | 'surprise', number>;
+  };
   const [man, ...women] = byPanel.map((x) => x.a as Person);
   assert.equal(man!.gender, 'male');
   for (const w of women) assert.equal(w.gender, 'female');
@@ -277,7 +292,11 @@ test('R-FACE-5 age, gender and emotion from the models: a man and four smiling w
 
 test('R-FACE-5 blur, exposure and noise are measured: a blurred copy is blurrier, a dark one UnderExposure, a bright one OverExposure, a noisy one noisier', async () => {
   const q = 'returnFaceAttributes=blur,exposure,noise';
-  type Quality = { blur: { blurLevel: string; value: number }; exposure: { exposureLevel: string; value: number }; noise: { noiseLevel: string; value: number } };
+  type Quality = {
+    blur: { blurLevel: string; value: number };
+    exposure: { exposureLevel: string; value: number };
+    noise: { noiseLevel: string; value: number };
+  };
   const measure = async (image: Buffer) => (await onlyFace(image, q)).faceAttributes as Quality;
   const [original, blurred, dark, bright, noisy] = await Promise.all([
     measure(portrait),
@@ -311,7 +330,10 @@ test('R-FACE-5 glasses and accessories: sunglasses are seen, a bare face has non
     onlyFace(await photos.maskedPortrait(), q).then((f) => f.faceAttributes as Worn),
   ]);
   assert.equal(shades.glasses, 'Sunglasses');
-  assert.deepEqual(shades.accessories.map((a) => a.type), ['glasses']);
+  assert.deepEqual(
+    shades.accessories.map((a) => a.type),
+    ['glasses'],
+  );
   assert.equal(bare.glasses, 'NoGlasses');
   assert.deepEqual(bare.accessories, []);
   assert.deepEqual(bare.mask, { type: 'noMask', noseAndMouthCovered: false });
@@ -336,7 +358,10 @@ test('R-FACE-1 formats: PNG, GIF, WebP and BMP are read; EXIF orientation is app
     assert.equal(faces.length, 1, name);
   }
   // Stored lying on its side, tagged "rotate 90° clockwise to display" (orientation 6).
-  const sideways = await sharp(await sharp(upright).rotate(-90).toBuffer()).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+  const sideways = await sharp(await sharp(upright).rotate(-90).toBuffer())
+    .withMetadata({ orientation: 6 })
+    .jpeg()
+    .toBuffer();
   const faces = await detectFaces(sideways);
   assert.equal(faces.length, 5);
   for (const f of faces) assert.ok(f.faceRectangle.top + f.faceRectangle.height <= 165, 'rectangles in the upright frame');
@@ -346,7 +371,9 @@ test('R-FACE-1 bad images: text bytes, truncated JPEG, 1-pixel-wide image, tiny 
   assertError(await detectRaw(Buffer.from('hello, I am not an image. '.repeat(100))), 400, 'InvalidImage');
   const jpeg = await photos.fivePeople();
   assertError(await detectRaw(jpeg.subarray(0, Math.floor(jpeg.length / 2))), 400, 'InvalidImage');
-  const narrow = await sharp({ create: { width: 1, height: 3000, channels: 3, background: '#808080' } }).png({ compressionLevel: 0 }).toBuffer();
+  const narrow = await sharp({ create: { width: 1, height: 3000, channels: 3, background: '#808080' } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
   assertError(await detectRaw(narrow), 400, 'InvalidImageSize');
   assertError(await detectRaw(Buffer.from('GIF89a')), 400, 'InvalidImageSize');
   assertError(await detectRaw(Buffer.alloc(0)), 400, 'InvalidImageSize');
@@ -422,7 +449,10 @@ test('R-FACE-1 memory stays bounded: twenty refused 7 MB bodies and bombs leave 
 test('R-FACE-1 concurrent requests are all answered (two worker threads share the queue)', async () => {
   const five = await photos.fivePeople();
   const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => detectFaces(i % 2 ? five : portrait)));
-  assert.deepEqual(answers.map((a) => a.length), [1, 5, 1, 5, 1, 5]);
+  assert.deepEqual(
+    answers.map((a) => a.length),
+    [1, 5, 1, 5, 1, 5],
+  );
 });
 
 test('R-FACE-6 container surface: /status says Valid, /swagger lists detect, /ready is 200 once the models are loaded', async () => {
@@ -439,7 +469,10 @@ test('R-FACE-6 billing gets counts only: one transaction per image analysed, non
   await face.billing.report();
   const store = await BillingStore.open(dataDir);
   const totals = store.totals('all').filter((t) => t.meter === CONTAINER_KINDS.face.billedMeter);
-  assert.equal(totals.reduce((s, t) => s + t.quantity, 0), transactions);
+  assert.equal(
+    totals.reduce((s, t) => s + t.quantity, 0),
+    transactions,
+  );
 });
 
 test('R-FACE-6 with billing unreachable detect answers 503 + Retry-After (CouldNotConnect) and recovers when billing is back', async () => {

@@ -97,7 +97,23 @@ test('issue 19 #12: --url-allow-private lets a trusted local server be used, red
 
 test('issue 19 #12: which addresses count as public', () => {
   for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700::1111', '::ffff:8.8.8.8']) assert.equal(isPublicAddress(address), true, address);
-  for (const address of ['127.0.0.1', '10.0.0.1', '100.64.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '0.0.0.0', '224.0.0.1', '::', '::1', 'fe80::1', 'fc00::1', '::ffff:10.0.0.1', '::ffff:7f00:1', 'not an address']) {
+  for (const address of [
+    '127.0.0.1',
+    '10.0.0.1',
+    '100.64.0.1',
+    '172.31.255.255',
+    '192.168.0.1',
+    '169.254.169.254',
+    '0.0.0.0',
+    '224.0.0.1',
+    '::',
+    '::1',
+    'fe80::1',
+    'fc00::1',
+    '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    'not an address',
+  ]) {
     assert.equal(isPublicAddress(address), false, address);
   }
 });

@@ -44,7 +44,10 @@ export function crowd(): Promise<Buffer> {
  * cell of the third row holds a face too dark for the detector).
  */
 export function sheetFaces(rows: number, columns: number): Promise<Buffer> {
-  return sharp(asset('screenshot-facematch.jpg')).extract({ left: 0, top: 283, width: Math.min(1920, Math.round(columns * 106.7)), height: rows * 107 }).jpeg({ quality: 92 }).toBuffer();
+  return sharp(asset('screenshot-facematch.jpg'))
+    .extract({ left: 0, top: 283, width: Math.min(1920, Math.round(columns * 106.7)), height: rows * 107 })
+    .jpeg({ quality: 92 })
+    .toBuffer();
 }
 
 /** A man wearing dark sunglasses, cut from the contact sheet and doubled in size. */
@@ -68,7 +71,10 @@ export async function noFaces(): Promise<Buffer> {
   const next = random(7);
   const small = Buffer.alloc(16 * 12 * 3);
   for (let i = 0; i < small.length; i++) small[i] = Math.floor(next() * 256);
-  return sharp(small, { raw: { width: 16, height: 12, channels: 3 } }).resize(480, 360).png().toBuffer();
+  return sharp(small, { raw: { width: 16, height: 12, channels: 3 } })
+    .resize(480, 360)
+    .png()
+    .toBuffer();
 }
 
 /** The same picture with Gaussian noise of standard deviation sigma added to every channel, as PNG (lossless). */
@@ -80,7 +86,9 @@ export async function withNoise(image: Buffer, sigma: number): Promise<Buffer> {
     const n = Math.sqrt(-2 * Math.log(next() || 1e-9)) * Math.cos(2 * Math.PI * next());
     data[i] = Math.max(0, Math.min(255, Math.round(data[i]! + sigma * n)));
   }
-  return sharp(data, { raw: { width: info.width, height: info.height, channels: 3 } }).png().toBuffer();
+  return sharp(data, { raw: { width: info.width, height: info.height, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 /** A surgical-mask shape drawn over the lower face of the portrait (nose to chin). */
@@ -90,7 +98,10 @@ export async function maskedPortrait(): Promise<Buffer> {
     <path d="M 106 200 L 228 200 M 102 222 L 232 222" stroke="#86c2e6" stroke-width="3"/>
     <path d="M 108 180 L 80 165 M 222 180 L 252 165" stroke="#ffffff" stroke-width="3"/>
   </svg>`;
-  return sharp(await portrait()).composite([{ input: Buffer.from(svg) }]).jpeg({ quality: 92 }).toBuffer();
+  return sharp(await portrait())
+    .composite([{ input: Buffer.from(svg) }])
+    .jpeg({ quality: 92 })
+    .toBuffer();
 }
 
 /**
@@ -99,7 +110,14 @@ export async function maskedPortrait(): Promise<Buffer> {
  * allocate gigabytes.
  */
 export async function pngBomb(width: number, height: number): Promise<Buffer> {
-  const png = Buffer.from(await withNoise(await sharp({ create: { width: 40, height: 40, channels: 3, background: '#777' } }).png().toBuffer(), 40));
+  const png = Buffer.from(
+    await withNoise(
+      await sharp({ create: { width: 40, height: 40, channels: 3, background: '#777' } })
+        .png()
+        .toBuffer(),
+      40,
+    ),
+  );
   // Signature (8) + IHDR length (4) + "IHDR" (4), then width, height, and the chunk's CRC after 13 data bytes.
   png.writeUInt32BE(width, 16);
   png.writeUInt32BE(height, 20);

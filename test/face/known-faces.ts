@@ -35,23 +35,9 @@ const SHEET_ROWS = [293, 405, 518, 624, 740, 852];
 const SHEET_PITCH = 107;
 const SHEET_LEFT = 20;
 /** Per row, per column: m/f, or ? where unclear. */
-const SHEET_GENDER = [
-  'mmmmmmmmmmmmmmmmmm',
-  'mmmmmmffmffffmfmmf',
-  'mfffmmmmffffmfffff',
-  'fmffmffffffffffmff',
-  'ffffffffmff?mfffff',
-  'fffffmmffmffffffff',
-];
+const SHEET_GENDER = ['mmmmmmmmmmmmmmmmmm', 'mmmmmmffmffffmfmmf', 'mfffmmmmffffmfffff', 'fmffmffffffffffmff', 'ffffffffmff?mfffff', 'fffffmmffmffffffff'];
 /** Per row, per column: S sunglasses worn, - none, ? unclear. */
-const SHEET_SUNGLASSES = [
-  '---------?--?-----',
-  '-S-S----S------S--',
-  'S------S-----S----',
-  '------------------',
-  '-----------S------',
-  '---------------?--',
-];
+const SHEET_SUNGLASSES = ['---------?--?-----', '-S-S----S------S--', 'S------S-----S----', '------------------', '-----------S------', '---------------?--'];
 const STRIP_GENDER = ['male', 'female', 'female', 'female', 'female'] as const;
 
 /** The known faces, found by `models` on their source photos. */
@@ -109,7 +95,15 @@ export async function embedAtWidth(faces: readonly KnownFace[], width: number, p
       const input = sharp(face.source.data, { raw: { width: face.source.width, height: face.source.height, channels: 3 } })
         .extract({ left, top, width: right - left, height: bottom - top })
         .resize(tileWidth, tileHeight, { kernel: 'lanczos3' });
-      return { input: await input.png().toBuffer(), width: tileWidth, height: tileHeight, offsetX: (b.left - left) * scale, offsetY: (b.top - top) * scale, boxWidth: b.width * scale, boxHeight: b.height * scale };
+      return {
+        input: await input.png().toBuffer(),
+        width: tileWidth,
+        height: tileHeight,
+        offsetX: (b.left - left) * scale,
+        offsetY: (b.top - top) * scale,
+        boxWidth: b.width * scale,
+        boxHeight: b.height * scale,
+      };
     }),
   );
   const cell = Math.ceil(Math.max(...tiles.map((t) => Math.max(t.width, t.height))) * 1.15);
@@ -134,5 +128,8 @@ async function texture(width: number, height: number): Promise<Buffer> {
   const next = random(21);
   const small = Buffer.alloc(32 * 24 * 3);
   for (let i = 0; i < small.length; i++) small[i] = 70 + Math.floor(next() * 110);
-  return sharp(small, { raw: { width: 32, height: 24, channels: 3 } }).resize(width, height).raw().toBuffer();
+  return sharp(small, { raw: { width: 32, height: 24, channels: 3 } })
+    .resize(width, height)
+    .raw()
+    .toBuffer();
 }

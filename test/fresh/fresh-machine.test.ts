@@ -100,48 +100,61 @@ async function readmeBlocks(): Promise<string[]> {
   return blocks.slice(1);
 }
 
-test('fresh machine: the packed package starts all components with npx offcloud up; every README block runs; SIGTERM to npx leaves no server', { timeout: 900_000 }, async (t) => {
-  debianProgram('mosquitto-clients', '/usr/bin/mosquitto_pub');
-  const app = await installFromTarball(t);
-  const up = await startUp(t, app);
-  for (const c of components) assert.match(up.table, new RegExp(`^${c.name}\\s`, 'm'), `${c.name} is in the table`);
-  assert.doesNotMatch(up.table, /NOT STARTED/);
-  const tooWide = up.table.split('\n').filter((line) => line.length > 100);
-  assert.deepEqual(tooWide, [], 'the table fits 100 columns');
+test(
+  'fresh machine: the packed package starts all components with npx offcloud up; every README block runs; SIGTERM to npx leaves no server',
+  { timeout: 900_000 },
+  async (t) => {
+    debianProgram('mosquitto-clients', '/usr/bin/mosquitto_pub');
+    const app = await installFromTarball(t);
+    const up = await startUp(t, app);
+    for (const c of components) assert.match(up.table, new RegExp(`^${c.name}\\s`, 'm'), `${c.name} is in the table`);
+    assert.doesNotMatch(up.table, /NOT STARTED/);
+    const tooWide = up.table.split('\n').filter((line) => line.length > 100);
+    assert.deepEqual(tooWide, [], 'the table fits 100 columns');
 
-  const agent = new Agent({ connect: { ca: await readFile(join(app, '.offcloud', 'ca', 'ca.crt'), 'utf8') } });
-  t.after(() => agent.close());
-  for (const [name, origins] of originsByComponent(up.table)) {
-    if (!origins.size) continue;
-    const statuses: string[] = [];
-    for (const origin of origins) {
-      const response = await request(`${origin}/health`, { dispatcher: agent });
-      await response.body.dump();
-      statuses.push(`${origin} ${response.statusCode}`);
+    const agent = new Agent({ connect: { ca: await readFile(join(app, '.offcloud', 'ca', 'ca.crt'), 'utf8') } });
+    t.after(() => agent.close());
+    for (const [name, origins] of originsByComponent(up.table)) {
+      if (!origins.size) continue;
+      const statuses: string[] = [];
+      for (const origin of origins) {
+        const response = await request(`${origin}/health`, { dispatcher: agent });
+        await response.body.dump();
+        statuses.push(`${origin} ${response.statusCode}`);
+      }
+      assert.ok(
+        statuses.some((s) => s.endsWith(' 200')),
+        `${name}: /health on one of its URLs (${statuses.join(', ')})`,
+      );
     }
-    assert.ok(statuses.some((s) => s.endsWith(' 200')), `${name}: /health on one of its URLs (${statuses.join(', ')})`);
-  }
-  // The gRPC listener answers a DevSvc call (MQTT: the README's mosquitto_pub block below).
-  const grpc = /grpc:\/\/(127\.0\.0\.1:\d+)/.exec(up.table)![1]!;
-  const client = devSvcClient(grpc);
-  const device = await new Promise<unknown>((done, fail) => client.Get({ name: 'sensor-1' }, new Metadata(), { deadline: Date.now() + 20_000 }, (err, answer) => (err ? fail(err) : done(answer))));
-  client.close();
-  assert.ok(device && typeof device === 'object' && 'active' in device);
+    // The gRPC listener answers a DevSvc call (MQTT: the README's mosquitto_pub block below).
+    const grpc = /grpc:\/\/(127\.0\.0\.1:\d+)/.exec(up.table)![1]!;
+    const client = devSvcClient(grpc);
+    const device = await new Promise<unknown>((done, fail) =>
+      client.Get({ name: 'sensor-1' }, new Metadata(), { deadline: Date.now() + 20_000 }, (err, answer) => (err ? fail(err) : done(answer))),
+    );
+    client.close();
+    assert.ok(device && typeof device === 'object' && 'active' in device);
 
-  // Each block as pasted, in the app folder; curl fails on any answer outside 2xx.
-  for (const [i, block] of (await readmeBlocks()).entries()) {
-    const script = `set -euo pipefail\ncurl() { command curl --fail-with-body --max-time 60 "$@"; }\n${block}`;
-    const result = spawnSync('bash', ['-c', script], { cwd: app, encoding: 'utf8', timeout: 180_000 });
-    assert.equal(result.status, 0, `README shell block ${i + 2} failed (exit ${result.status}):\n${block}\nstdout: ${result.stdout.slice(-1500)}\nstderr: ${result.stderr.slice(-1500)}`);
-  }
+    // Each block as pasted, in the app folder; curl fails on any answer outside 2xx.
+    for (const [i, block] of (await readmeBlocks()).entries()) {
+      const script = `set -euo pipefail\ncurl() { command curl --fail-with-body --max-time 60 "$@"; }\n${block}`;
+      const result = spawnSync('bash', ['-c', script], { cwd: app, encoding: 'utf8', timeout: 180_000 });
+      assert.equal(
+        result.status,
+        0,
+        `README shell block ${i + 2} failed (exit ${result.status}):\n${block}\nstdout: ${result.stdout.slice(-1500)}\nstderr: ${result.stderr.slice(-1500)}`,
+      );
+    }
 
-  // SIGTERM to the npx process (npm) itself: the server notices its parent is gone and closes.
-  up.npx.kill('SIGTERM');
-  await up.exited;
-  for (let waited = 0; alive(up.serverPid) && waited < 30_000; waited += 200) await new Promise((done) => setTimeout(done, 200));
-  assert.equal(alive(up.serverPid), false, `the server (pid ${up.serverPid}) is gone after SIGTERM to npx (pid ${up.npx.pid})`);
-  assert.equal(existsSync(join(app, '.offcloud', 'up.json')), false, 'a clean close removes up.json');
-});
+    // SIGTERM to the npx process (npm) itself: the server notices its parent is gone and closes.
+    up.npx.kill('SIGTERM');
+    await up.exited;
+    for (let waited = 0; alive(up.serverPid) && waited < 30_000; waited += 200) await new Promise((done) => setTimeout(done, 200));
+    assert.equal(alive(up.serverPid), false, `the server (pid ${up.serverPid}) is gone after SIGTERM to npx (pid ${up.npx.pid})`);
+    assert.equal(existsSync(join(app, '.offcloud', 'up.json')), false, 'a clean close removes up.json');
+  },
+);
 
 test('fresh machine: with a model file missing, up starts the rest and names the file and the fix; --strict exits 1', { timeout: 900_000 }, async (t) => {
   const app = await installFromTarball(t);
@@ -149,14 +162,20 @@ test('fresh machine: with a model file missing, up starts the rest and names the
   const up = await startUp(t, app);
   const faceBlock = up.table.slice(up.table.search(/^face\s/m));
   assert.match(faceBlock, /^face\s+NOT STARTED/);
-  assert.match(faceBlock.replace(/\n\s+/g, ' '), /reason: model face-ultralight-rfb\/version-RFB-640\.onnx not found .*fix: offcloud models pull face-ultralight-rfb, then start again/);
+  assert.match(
+    faceBlock.replace(/\n\s+/g, ' '),
+    /reason: model face-ultralight-rfb\/version-RFB-640\.onnx not found .*fix: offcloud models pull face-ultralight-rfb, then start again/,
+  );
   for (const c of components.filter((c) => c.name !== 'face')) assert.match(up.table, new RegExp(`^${c.name}\\s+(?!NOT STARTED)`, 'm'), `${c.name} started`);
   const calculator = /http:\/\/127\.0\.0\.1:\d+(?=\/add)/.exec(up.table)![0];
   assert.equal((await request(`${calculator}/add/2/3`)).statusCode, 200);
   up.npx.kill('SIGTERM');
   await up.exited;
 
-  const strict = spawn('npx', ['offcloud', 'up', '--strict', '--log-level', 'warn', '--data-dir', join(app, 'strict'), ...anyFreePortFlags()], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  const strict = spawn('npx', ['offcloud', 'up', '--strict', '--log-level', 'warn', '--data-dir', join(app, 'strict'), ...anyFreePortFlags()], {
+    cwd: app,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.after(() => strict.kill('SIGKILL'));
   const stderr = new LineWatcher(strict.stderr);
   const [code] = await once(strict, 'exit');

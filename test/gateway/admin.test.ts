@@ -91,7 +91,11 @@ test('POST /config: YAML bodies, check_hash gives 304, form bodies are refused, 
   assert.equal(same.statusCode, 304);
   await same.body.dump();
   // Issue 19 row 6: a form is what any web page can post here unasked; only JSON and YAML are taken.
-  const form = await request(`${gw.admin}/config`, { method: 'POST', body: new URLSearchParams({ config: yamlBody.replace('/yaml', '/form') }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form = await request(`${gw.admin}/config`, {
+    method: 'POST',
+    body: new URLSearchParams({ config: yamlBody.replace('/yaml', '/form') }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   assert.equal(form.statusCode, 415);
   await form.body.dump();
 
@@ -120,7 +124,12 @@ test('POST /config from a web page is refused: form, text/plain and multipart bo
   const attempts: [string, Record<string, string>, string, number][] = [
     ['form', { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ config: takeover }).toString(), 415],
     ['text/plain', { 'content-type': 'text/plain' }, takeover, 415],
-    ['multipart', { 'content-type': 'multipart/form-data; boundary=b' }, `--b\r\nContent-Disposition: form-data; name="config"\r\n\r\n${takeover}\r\n--b--\r\n`, 415],
+    [
+      'multipart',
+      { 'content-type': 'multipart/form-data; boundary=b' },
+      `--b\r\nContent-Disposition: form-data; name="config"\r\n\r\n${takeover}\r\n--b--\r\n`,
+      415,
+    ],
     ['foreign Origin', { 'content-type': 'text/yaml', origin: 'http://evil.example' }, takeover, 403],
     ['opaque Origin', { 'content-type': 'text/yaml', origin: 'null' }, takeover, 403],
     ['own host, other port as Origin', { 'content-type': 'text/yaml', origin: `http://127.0.0.1:${Number(port) + 1}` }, takeover, 403],

@@ -52,7 +52,10 @@ test('round-robin follows the weights exactly (100/200/300 over 60 requests); a 
   const gw = await gatewayWith(t, balanced(backends.map((b, i) => ({ target: hostPort(b.url), weight: weights[i] }))));
   const statuses = await sequential(`${gw.proxy}/hello`, 60);
   assert.deepEqual(new Set(statuses), new Set([200]));
-  assert.deepEqual(backends.map((b) => b.seen.length), [10, 20, 30, 0]);
+  assert.deepEqual(
+    backends.map((b) => b.seen.length),
+    [10, 20, 30, 0],
+  );
   for (const [i, backend] of backends.slice(0, 3).entries()) {
     assert.equal(backend.seen[0]!.headers.host, hostPort(backend.url), `target ${i} gets its own host:port as Host`);
     assert.equal(backend.seen[0]!.url, '/hello');
@@ -63,7 +66,10 @@ test('round-robin spreads equal weights evenly and keeps its turn across keep-al
   const backends = await Promise.all([echoBackend(t), echoBackend(t), echoBackend(t)]);
   const gw = await gatewayWith(t, balanced(backends.map((b) => ({ target: hostPort(b.url) }))));
   await sequential(`${gw.proxy}/`, 30);
-  assert.deepEqual(backends.map((b) => b.seen.length), [10, 10, 10]);
+  assert.deepEqual(
+    backends.map((b) => b.seen.length),
+    [10, 10, 10],
+  );
 });
 
 test('a refused target is skipped on retry: the next target answers (with retries 0 the refused one fails its share)', async (t) => {
@@ -163,7 +169,12 @@ test("a Kong 3.0 file with upstreams and targets (Kong's docs, a decK dump) load
   assert.equal(docs!.hash_on, 'none');
   assert.equal(docs!.hash_on_cookie_path, '/');
   assert.equal(docs!.host_header, null);
-  assert.deepEqual((docs!.healthchecks as { passive: { unhealthy: unknown } }).passive.unhealthy, { http_statuses: [429, 500, 503], tcp_failures: 0, timeouts: 0, http_failures: 0 });
+  assert.deepEqual((docs!.healthchecks as { passive: { unhealthy: unknown } }).passive.unhealthy, {
+    http_statuses: [429, 500, 503],
+    tcp_failures: 0,
+    timeouts: 0,
+    http_failures: 0,
+  });
   assert.deepEqual(docs!.healthchecks, dumped!.healthchecks);
   assert.match(docs!.id, /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   assert.deepEqual(
@@ -176,20 +187,35 @@ test("a Kong 3.0 file with upstreams and targets (Kong's docs, a decK dump) load
     ],
   );
   const balancer = candidates.find((c) => c.service === entities.services[0])!.balancer!;
-  assert.deepEqual(balancer.peers.map((p) => [p.service.host, p.service.port, p.hostHeader]), [['httpbin.konghq.com', 80, 'httpbin.konghq.com'], ['httpbun.com', 80, 'httpbun.com']]);
+  assert.deepEqual(
+    balancer.peers.map((p) => [p.service.host, p.service.port, p.hostHeader]),
+    [
+      ['httpbin.konghq.com', 80, 'httpbin.konghq.com'],
+      ['httpbun.com', 80, 'httpbun.com'],
+    ],
+  );
   // Stable ids: the same file gives the same ids; the flat form GET /config returns loads to the same entities.
-  assert.deepEqual(load(KONG_DOCS_UPSTREAMS).entities.targets.map((t) => t.id), entities.targets.map((t) => t.id));
+  assert.deepEqual(
+    load(KONG_DOCS_UPSTREAMS).entities.targets.map((t) => t.id),
+    entities.targets.map((t) => t.id),
+  );
   const again = load(toDeclarativeYaml(entities)).entities;
   assert.deepEqual(again.upstreams, entities.upstreams);
   assert.deepEqual(again.targets, entities.targets);
 });
 
 test('invalid upstreams and targets fail with the path of the bad key', () => {
-  const doc = (upstream: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ _format_version: '3.0', upstreams: [{ name: 'u', ...upstream }], ...extra });
+  const doc = (upstream: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    _format_version: '3.0',
+    upstreams: [{ name: 'u', ...upstream }],
+    ...extra,
+  });
   assert.deepEqual(errorsOf(doc({ algorithm: 'consistent-hashing' })), [
     "upstreams[0].algorithm: not supported by offcloud's gateway (algorithm 'consistent-hashing'; only round-robin is offered)",
   ]);
-  assert.deepEqual(errorsOf(doc({ algorithm: 'fastest' })), ['upstreams[0].algorithm: expected one of: round-robin, consistent-hashing, least-connections, latency']);
+  assert.deepEqual(errorsOf(doc({ algorithm: 'fastest' })), [
+    'upstreams[0].algorithm: expected one of: round-robin, consistent-hashing, least-connections, latency',
+  ]);
   assert.deepEqual(errorsOf(doc({ hash_on: 'header', hash_on_header: 'x-user' })), [
     "upstreams[0].hash_on: not supported by offcloud's gateway (hashing is for the consistent-hashing algorithm; only round-robin is offered)",
   ]);
@@ -212,7 +238,9 @@ test('invalid upstreams and targets fail with the path of the bad key', () => {
     'upstreams[1].name: required field missing',
   ]);
   assert.deepEqual(errorsOf(doc({ targets: [{ target: 'a:80' }, { target: 'a:80' }] })), [
-    "upstreams[0].targets[1].target: uniqueness violation: 'a:80 in upstream " + String(load({ _format_version: '3.0', upstreams: [{ name: 'u' }] }).entities.upstreams[0]!.id) + "' is also used by upstreams[0].targets[0]",
+    "upstreams[0].targets[1].target: uniqueness violation: 'a:80 in upstream " +
+      String(load({ _format_version: '3.0', upstreams: [{ name: 'u' }] }).entities.upstreams[0]!.id) +
+      "' is also used by upstreams[0].targets[0]",
   ]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', targets: [{ target: 'a:80', upstream: 'nope' }, { target: 'b' }] }), [
     "targets[0].upstream: references a upstream that does not exist: 'nope'",
@@ -271,14 +299,19 @@ test("a gRPC request over this HTTP/1.1 listener gets Kong's 426 Please use HTTP
 });
 
 test("grpc routes follow Kong's subschema: strip_path false by default and never true, no methods, no mixing with http", () => {
-  const route = (extra: Record<string, unknown>) => ({ _format_version: '3.0', services: [{ name: 's', url: 'http://h', routes: [{ protocols: ['grpc'], ...extra }] }] });
+  const route = (extra: Record<string, unknown>) => ({
+    _format_version: '3.0',
+    services: [{ name: 's', url: 'http://h', routes: [{ protocols: ['grpc'], ...extra }] }],
+  });
   assert.equal(load(route({ paths: ['/a'] })).entities.routes[0]!.strip_path, false);
   assert.deepEqual(errorsOf(route({ paths: ['/a'], strip_path: true, methods: ['POST'] })), [
     "services[0].routes[0].strip_path: cannot set 'strip_path' when 'protocols' is 'grpc' or 'grpcs'",
     "services[0].routes[0].methods: cannot set 'methods' when 'protocols' is 'grpc' or 'grpcs'",
   ]);
   assert.deepEqual(errorsOf(route({ hosts: [] })), ["services[0].routes[0]: must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'grpc'"]);
-  assert.deepEqual(errorsOf(route({ protocols: ['grpcs'] })), ["services[0].routes[0]: must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'grpcs'"]);
+  assert.deepEqual(errorsOf(route({ protocols: ['grpcs'] })), [
+    "services[0].routes[0]: must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'grpcs'",
+  ]);
   assert.deepEqual(errorsOf(route({ paths: ['/a'], protocols: ['grpc', 'https'] })), [
     "services[0].routes[0].protocols: these sets are mutually exclusive: ('http', 'https'), ('grpc', 'grpcs')",
   ]);
@@ -295,17 +328,29 @@ test("admin API: Kong's upstream and target paths", async (t) => {
   };
   const list = await get('/upstreams');
   const upstreams = list.body.data as { id: string; name: string; algorithm: string }[];
-  assert.deepEqual(upstreams.map((u) => [u.name, u.algorithm]), [['pool', 'round-robin']]);
+  assert.deepEqual(
+    upstreams.map((u) => [u.name, u.algorithm]),
+    [['pool', 'round-robin']],
+  );
   const id = upstreams[0]!.id;
   assert.equal((await get(`/upstreams/pool`)).body.id, id);
   assert.equal((await get(`/upstreams/${id}`)).body.name, 'pool');
   const targets = (await get(`/upstreams/${id}/targets`)).body.data as { id: string; target: string; weight: number; upstream: { id: string } }[];
-  assert.deepEqual(targets.map((x) => [x.target, x.weight, x.upstream.id]), [[hostPort(backend.url), 5, id], ['localhost:8000', 100, id]]);
+  assert.deepEqual(
+    targets.map((x) => [x.target, x.weight, x.upstream.id]),
+    [
+      [hostPort(backend.url), 5, id],
+      ['localhost:8000', 100, id],
+    ],
+  );
   assert.equal((await get(`/upstreams/pool/targets/all`)).body.data instanceof Array, true);
   assert.equal((await get(`/upstreams/pool/targets/localhost:8000`)).body.id, targets[1]!.id);
   assert.equal((await get(`/upstreams/pool/targets/${targets[0]!.id}`)).body.target, hostPort(backend.url));
   const health = (await get('/upstreams/pool/health')).body.data as { health: string }[];
-  assert.deepEqual(health.map((h) => h.health), ['HEALTHCHECKS_OFF', 'HEALTHCHECKS_OFF']);
+  assert.deepEqual(
+    health.map((h) => h.health),
+    ['HEALTHCHECKS_OFF', 'HEALTHCHECKS_OFF'],
+  );
   for (const path of ['/upstreams/nope', '/upstreams/nope/targets', '/upstreams/pool/targets/nope:1']) assert.equal((await get(path)).status, 404);
   // The whole configuration, upstreams included, goes back in through POST /config.
   const config = (await get('/config')).body.config as string;

@@ -12,7 +12,6 @@ import { startGateway } from '../../src/gateway/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { errorsOf, loadDoc } from './helpers.ts';
 
-
 /** The example of the reference (A.1), byte for byte. */
 const KONG_EXAMPLE = `_format_version: "3.0"
 services:
@@ -64,7 +63,16 @@ test("the reference's Kong 3.0 example loads unchanged, with Kong's defaults fil
   assert.equal(route.regex_priority, 0);
   assert.equal(route.service!.id, calc!.id);
   const keyAuth = entities.plugins.find((p) => p.name === 'key-auth')!;
-  assert.deepEqual(keyAuth.config, { key_names: ['apikey'], hide_credentials: false, anonymous: null, key_in_header: true, key_in_query: true, key_in_body: false, run_on_preflight: true, realm: null });
+  assert.deepEqual(keyAuth.config, {
+    key_names: ['apikey'],
+    hide_credentials: false,
+    anonymous: null,
+    key_in_header: true,
+    key_in_query: true,
+    key_in_body: false,
+    run_on_preflight: true,
+    realm: null,
+  });
   assert.equal(keyAuth.route!.id, entities.routes.find((r) => r.name === 'users')!.id);
   const limit = entities.plugins.find((p) => p.name === 'rate-limiting')!.config as Record<string, unknown>;
   assert.equal(limit.limit_by, 'consumer');
@@ -72,7 +80,17 @@ test("the reference's Kong 3.0 example loads unchanged, with Kong's defaults fil
   assert.equal(limit.hide_client_headers, false);
   assert.equal(limit.error_code, 429);
   assert.equal(limit.error_message, 'API rate limit exceeded');
-  assert.deepEqual(limit.redis, { host: null, port: 6379, timeout: 2000, username: null, password: null, database: 0, ssl: false, ssl_verify: false, server_name: null });
+  assert.deepEqual(limit.redis, {
+    host: null,
+    port: 6379,
+    timeout: 2000,
+    username: null,
+    password: null,
+    database: 0,
+    ssl: false,
+    ssl_verify: false,
+    server_name: null,
+  });
   assert.equal(entities.keyauth_credentials[0]!.key, 'alice-secret-key');
   assert.equal(entities.keyauth_credentials[0]!.consumer.id, entities.consumers[0]!.id);
   const match = matchRoute(candidates, { method: 'GET', host: 'x', path: '/calc/v1/add/-2/40', headers: {} });
@@ -113,7 +131,11 @@ test('top-level plugins name their parents; the deprecated redis_* shorthands st
 });
 
 test('invalid files fail with the path of every bad key', () => {
-  const base = (routes: unknown[], extra: Record<string, unknown> = {}) => ({ _format_version: '3.0', services: [{ name: 's', url: 'http://h', routes }], ...extra });
+  const base = (routes: unknown[], extra: Record<string, unknown> = {}) => ({
+    _format_version: '3.0',
+    services: [{ name: 's', url: 'http://h', routes }],
+    ...extra,
+  });
   assert.deepEqual(errorsOf(base([{ paths: ['/ok'] }, { paths: ['~/(unclosed'] }])), [
     'services[0].routes[1].paths[0]: invalid regex: Invalid regular expression: /^/(unclosed/: Unterminated group',
   ]);
@@ -127,7 +149,9 @@ test('invalid files fail with the path of every bad key', () => {
     "services[0].routes[0].plugins[0].config.key_names[0]: bad header name 'bad name', allowed characters are A-Z, a-z, 0-9, '_', and '-'",
   ]);
   assert.deepEqual(errorsOf(base([{ methods: ['get'] }])), ['services[0].routes[0].methods[0]: invalid value: get']);
-  assert.deepEqual(errorsOf(base([{}])), ["services[0].routes[0]: must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http' or 'https'"]);
+  assert.deepEqual(errorsOf(base([{}])), [
+    "services[0].routes[0]: must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http' or 'https'",
+  ]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', services: [{ host: 'h', retries: -1, connect_timeout: '10s' }] }), [
     'services[0].retries: value should be between 0 and 32767',
     'services[0].connect_timeout: expected an integer',
@@ -142,23 +166,38 @@ test('invalid files fail with the path of every bad key', () => {
     "routes[0].service: references a service that does not exist: 'missing'",
     'routes[0].service: a route must belong to a service',
   ]);
-  assert.deepEqual(errorsOf({ _format_version: '3.0', services: [{ name: 'a', host: 'h' }, { name: 'a', host: 'h' }] }), [
-    "services[1].name: uniqueness violation: 'a' is also used by services[0]",
+  assert.deepEqual(
+    errorsOf({
+      _format_version: '3.0',
+      services: [
+        { name: 'a', host: 'h' },
+        { name: 'a', host: 'h' },
+      ],
+    }),
+    ["services[1].name: uniqueness violation: 'a' is also used by services[0]"],
+  );
+  assert.deepEqual(errorsOf({ _format_version: '3.0', consumers: [{ tags: ['x'] }] }), [
+    "consumers[0]: at least one of these fields must be non-empty: 'custom_id', 'username'",
   ]);
-  assert.deepEqual(errorsOf({ _format_version: '3.0', consumers: [{ tags: ['x'] }] }), ["consumers[0]: at least one of these fields must be non-empty: 'custom_id', 'username'"]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', services: [{ url: 'ftp://h' }] }), ['services[0].url: expected one of: http, https']);
 });
 
 test('rate-limiting config errors use Kong wording and paths', () => {
   const withLimit = (config: Record<string, unknown>) => ({ _format_version: '3.0', plugins: [{ name: 'rate-limiting', config }] });
-  assert.deepEqual(errorsOf(withLimit({ second: 10, minute: 5 })), ['plugins[0].config: The limit for minute(5.0) cannot be lower than the limit for second(10.0)']);
+  assert.deepEqual(errorsOf(withLimit({ second: 10, minute: 5 })), [
+    'plugins[0].config: The limit for minute(5.0) cannot be lower than the limit for second(10.0)',
+  ]);
   assert.deepEqual(errorsOf(withLimit({})), [
     "plugins[0].config: at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
   ]);
-  assert.deepEqual(errorsOf(withLimit({ second: 1, policy: 'cluster' })), ["plugins[0].config.policy: strategy 'cluster' is not supported with DB-less mode; use 'local' or 'redis'"]);
+  assert.deepEqual(errorsOf(withLimit({ second: 1, policy: 'cluster' })), [
+    "plugins[0].config.policy: strategy 'cluster' is not supported with DB-less mode; use 'local' or 'redis'",
+  ]);
   assert.deepEqual(errorsOf(withLimit({ second: 1, policy: 'redis' })), ["plugins[0].config.redis.host: required field missing when 'policy' is 'redis'"]);
   assert.deepEqual(errorsOf(withLimit({ second: 0 })), ['plugins[0].config.second: value must be greater than 0']);
-  assert.deepEqual(errorsOf(withLimit({ second: 1, limit_by: 'header' })), ["plugins[0].config.header_name: required field missing when 'limit_by' is 'header'"]);
+  assert.deepEqual(errorsOf(withLimit({ second: 1, limit_by: 'header' })), [
+    "plugins[0].config.header_name: required field missing when 'limit_by' is 'header'",
+  ]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', consumers: [{ username: 'u', plugins: [{ name: 'key-auth' }] }] }), [
     'consumers[0].plugins[0].consumer: value must be null (key-auth cannot be applied to a consumer)',
   ]);
@@ -176,7 +215,19 @@ test('a broken YAML file is refused with its line, and start-up names the file a
 });
 
 test("upstream paths follow Kong's path_handling v0 (reference A.1)", () => {
-  const { entities } = load({ _format_version: '3.0', services: [{ name: 's', host: 'h', routes: [{ name: 'strip', paths: ['/users'] }, { name: 'keep', paths: ['/users'], strip_path: false, methods: ['GET'] }] }] });
+  const { entities } = load({
+    _format_version: '3.0',
+    services: [
+      {
+        name: 's',
+        host: 'h',
+        routes: [
+          { name: 'strip', paths: ['/users'] },
+          { name: 'keep', paths: ['/users'], strip_path: false, methods: ['GET'] },
+        ],
+      },
+    ],
+  });
   const strip = entities.routes[0]!;
   const keep = entities.routes[1]!;
   const base = '/api/getusers';
@@ -199,7 +250,11 @@ test('request paths are normalized like nginx; escapes that change the path stru
   assert.equal(normalizePath('/a/%20b'), '/a/%20b');
   assert.equal(normalizePath('/a/..'), '/');
   for (const bad of ['/../etc/passwd', '/a/../../b', '/users%2F..%2Fadmin', '/a%5cb', '/a%00', '/a%zz', '/a%2', 'users', '*']) {
-    assert.throws(() => normalizePath(bad), (err: unknown) => (err as { status?: number }).status === 400, bad);
+    assert.throws(
+      () => normalizePath(bad),
+      (err: unknown) => (err as { status?: number }).status === 400,
+      bad,
+    );
   }
 });
 
@@ -237,10 +292,13 @@ test("routes are tried in Kong's priority order", () => {
   assert.equal(route('POST', '/nothing'), undefined);
 });
 
-test("a bad URL option of the default configuration stops start-up naming its flag", async (t) => {
+test('a bad URL option of the default configuration stops start-up naming its flag', async (t) => {
   const dataDir = await tempDataDir(t);
   const start = (options: Record<string, string>) => startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, apiKey: 'k', ...options });
-  await assert.rejects(start({ redisUrl: 'localhost:6379' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--redis-url (OFFCLOUD_GATEWAY_REDIS_URL)'));
+  await assert.rejects(
+    start({ redisUrl: 'localhost:6379' }),
+    (err: unknown) => err instanceof ConfigError && err.message.includes('--redis-url (OFFCLOUD_GATEWAY_REDIS_URL)'),
+  );
   await assert.rejects(start({ usersUrl: 'not a url' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--users-url'));
   await assert.rejects(start({ calculatorUrl: 'ftp://h' }), (err: unknown) => err instanceof ConfigError && err.message.includes('--calculator-url'));
 });
@@ -251,7 +309,10 @@ test('offcloud gateway parse checks a file like `kong config parse`: success for
   const bad = join(dataDir, 'bad.json');
   await writeFile(good, KONG_EXAMPLE);
   await writeFile(bad, JSON.stringify({ _format_version: '3.0', services: [{ host: 'h', routes: [{ paths: ['x'] }] }], plugins: [{ name: 'nope' }] }));
-  assert.deepEqual(await checkDeclarativeFile(good), { ok: true, message: 'parse successful: 2 services, 2 routes, 1 consumers, 1 keyauth_credentials, 2 plugins' });
+  assert.deepEqual(await checkDeclarativeFile(good), {
+    ok: true,
+    message: 'parse successful: 2 services, 2 routes, 1 consumers, 1 keyauth_credentials, 2 plugins',
+  });
   const failed = await checkDeclarativeFile(bad);
   assert.equal(failed.ok, false);
   assert.match(failed.message, /services\[0\]\.routes\[0\]\.paths\[0\]: should start with/);

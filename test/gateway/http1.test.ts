@@ -254,11 +254,13 @@ test('pipelining: three requests in one write are answered in order on the same 
   const gw = await gatewayWith(t, doc({ url: backend.url }));
   const client = await RawClient.open(t, gw.proxy);
   client.write(
-    'GET /first HTTP/1.1\r\nHost: a\r\n\r\n' +
-      'POST /second HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello' +
-      'GET /third HTTP/1.1\r\nHost: a\r\n\r\n',
+    'GET /first HTTP/1.1\r\nHost: a\r\n\r\n' + 'POST /second HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello' + 'GET /third HTTP/1.1\r\nHost: a\r\n\r\n',
   );
-  for (const [url, body] of [['/first', ''], ['/second', 'hello'], ['/third', '']]) {
+  for (const [url, body] of [
+    ['/first', ''],
+    ['/second', 'hello'],
+    ['/third', ''],
+  ]) {
     const res = await client.response();
     assert.equal(res.status, 200);
     assert.deepEqual(JSON.parse(res.body.toString()), { url, body });
@@ -371,9 +373,9 @@ test('a chunked request body is streamed to the upstream chunked, intact, before
     });
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'] ?? null, body: body.toString('latin1') }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'] ?? null, body: body.toString('latin1') }));
     });
   });
   const url = await listenOn(t, upstream);
@@ -412,13 +414,18 @@ test('what the upstream receives for a chunked request body: chunked framing on 
   assert.match(head, /^POST \/u HTTP\/1\.1\r\n/);
   assert.match(head, /\r\nTransfer-Encoding: chunked(\r\n|$)/i);
   assert.doesNotMatch(head, /content-length/i);
-  const decoded = body.split('\r\n').filter((_, i) => i % 2 === 1).join('');
+  const decoded = body
+    .split('\r\n')
+    .filter((_, i) => i % 2 === 1)
+    .join('');
   assert.equal(decoded, 'abcdefg', `chunked body on the wire: ${JSON.stringify(body)}`);
 });
 
 test('a Content-Length request body is forwarded as is, with its Content-Length and no chunking', async (t) => {
   const backend = await echoBackend(t, (req, res, body) =>
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'], sha: sha256(body) })),
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'], sha: sha256(body) })),
   );
   const gw = await gatewayWith(t, doc({ url: backend.url }));
   const payload = randomBytes(100_000);
@@ -434,7 +441,9 @@ test('a Content-Length request body is forwarded as is, with its Content-Length 
 // 4. Upstream answers
 
 test('a chunked upstream answer reaches an HTTP/1.1 client chunked, whole', async (t) => {
-  const upstream = await rawUpstream(t, (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n'));
+  const upstream = await rawUpstream(t, (socket) =>
+    socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n'),
+  );
   const gw = await gatewayWith(t, doc({ url: upstream.url }));
   const client = await RawClient.open(t, gw.proxy);
   client.write('GET /c HTTP/1.1\r\nHost: a\r\n\r\n');
@@ -513,7 +522,9 @@ test('204 and 304 answers carry no body and no chunked framing; the connection s
 test('a 103 Early Hints (and a stray 100 Continue) before the answer: the client gets the 200', async (t) => {
   const upstream = await rawUpstream(t, (socket) =>
     socket.write(
-      'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n' + 'HTTP/1.1 100 Continue\r\n\r\n' + 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nfinal',
+      'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n' +
+        'HTTP/1.1 100 Continue\r\n\r\n' +
+        'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nfinal',
     ),
   );
   const gw = await gatewayWith(t, doc({ url: upstream.url }));
@@ -599,7 +610,10 @@ test('an upstream that closes mid-body of a chunked answer → the client’s ch
 
 const REFUSED: [string, string][] = [
   ['Content-Length together with Transfer-Encoding', 'POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
-  ['Transfer-Encoding together with Content-Length (other order)', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n'],
+  [
+    'Transfer-Encoding together with Content-Length (other order)',
+    'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n',
+  ],
   ['Transfer-Encoding: gzip', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nabcd'],
   ['Transfer-Encoding: chunked, chunked', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n'],
   ['Transfer-Encoding: chunked on two lines', 'POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
@@ -770,10 +784,14 @@ test('a client that sends its request and half-closes still gets its full answer
 
 test('curl (a normal client) through the gateway: a chunked upload arrives chunked and intact', async (t) => {
   const curl = debianProgram('curl', '/usr/bin/curl');
-  const backend = await echoBackend(t, (req, res, body) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.headers['transfer-encoding'] ?? 'none'} ${sha256(body)}`));
+  const backend = await echoBackend(t, (req, res, body) =>
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.headers['transfer-encoding'] ?? 'none'} ${sha256(body)}`),
+  );
   const gw = await gatewayWith(t, doc({ url: backend.url }));
   const input = randomBytes(300_000);
-  const child = spawn(curl, ['-sS', '--fail', '-H', 'Transfer-Encoding: chunked', '--data-binary', '@-', `${gw.proxy}/curl`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(curl, ['-sS', '--fail', '-H', 'Transfer-Encoding: chunked', '--data-binary', '@-', `${gw.proxy}/curl`], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   child.stdin.end(input);
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -798,7 +816,11 @@ test('a 20 MB upload through the gateway to an upstream that reads slowly arrive
       req.pause();
       setTimeout(() => req.resume(), 1);
     });
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ bytes, sha: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null })));
+    req.on('end', () =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ bytes, sha: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null })),
+    );
   });
   const url = await listenOn(t, upstream);
   const gw = await gatewayWith(t, doc({ url }));
@@ -863,7 +885,10 @@ test('a bad chunk size (zz) in a request body → 400 Bad request, connection cl
   assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
   await client.serverClosed();
   await stillServes(gw.proxy);
-  assert.deepEqual(backend.seen.map((s) => s.url), ['/still/alive']);
+  assert.deepEqual(
+    backend.seen.map((s) => s.url),
+    ['/still/alive'],
+  );
 });
 
 test('a bad chunk size (zz) in a request body → 400 Bad request, not 502 (warm upstream pool)', async (t) => {
@@ -875,7 +900,10 @@ test('a bad chunk size (zz) in a request body → 400 Bad request, not 502 (warm
   assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
   await client.serverClosed();
   await stillServes(gw.proxy);
-  assert.deepEqual(backend.seen.map((s) => s.url), ['/still/alive', '/still/alive']);
+  assert.deepEqual(
+    backend.seen.map((s) => s.url),
+    ['/still/alive', '/still/alive'],
+  );
 });
 
 test('a bad chunk size (zz) in a body that key-auth reads (key_in_body) → 400 Bad request, not 500; nothing reaches the upstream', async (t) => {
@@ -885,14 +913,25 @@ test('a bad chunk size (zz) in a body that key-auth reads (key_in_body) → 400 
     services: [{ name: 'svc', url: backend.url, routes: [{ paths: ['/'], plugins: [{ name: 'key-auth', config: { key_in_body: true } }] }] }],
     consumers: [{ username: 'alice', keyauth_credentials: [{ key: 'alice-key' }] }],
   });
-  const { res, client } = await exchange(t, gw.proxy, 'POST /x HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\napikey=alice-key\r\n0\r\n\r\n');
+  const { res, client } = await exchange(
+    t,
+    gw.proxy,
+    'POST /x HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\napikey=alice-key\r\n0\r\n\r\n',
+  );
   assert.equal(res.status, 400);
   assert.equal(JSON.parse(res.body.toString()).message, 'Bad request');
   await client.serverClosed();
-  const form = await request(`${gw.proxy}/form`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'apikey=alice-key' });
+  const form = await request(`${gw.proxy}/form`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'apikey=alice-key',
+  });
   assert.equal(form.statusCode, 200);
   await form.body.dump();
-  assert.deepEqual(backend.seen.map((s) => s.url), ['/form']);
+  assert.deepEqual(
+    backend.seen.map((s) => s.url),
+    ['/form'],
+  );
 });
 
 test('a client that half-closes in the middle of a pipelined request body does not crash the gateway', async (t) => {

@@ -31,13 +31,20 @@ async function limited(t: After, options: Parameters<typeof gatewayWith>[2] = {}
     });
   });
   const url = await listenOn(t, upstream);
-  const gw = await gatewayWith(t, { _format_version: '3.0', services: [{ name: 's', url, routes: [{ paths: ['/api'] }] }] }, { maxBodySize: BODY_LIMIT, ...options });
+  const gw = await gatewayWith(
+    t,
+    { _format_version: '3.0', services: [{ name: 's', url, routes: [{ paths: ['/api'] }] }] },
+    { maxBodySize: BODY_LIMIT, ...options },
+  );
   const ca = await readFile(gw.caCertPath, 'utf8');
   const tls = new Agent({ connect: { ca } });
   t.after(() => tls.close());
   /** The well-behaved client: one plain and one HTTPS request, both answered. */
   const served = async () => {
-    for (const [base, dispatcher] of [[gw.proxy, undefined], [gw.https, tls]] as const) {
+    for (const [base, dispatcher] of [
+      [gw.proxy, undefined],
+      [gw.https, tls],
+    ] as const) {
       const res = await request(`${base}/api/ok`, { dispatcher });
       assert.equal(res.statusCode, 200, base);
       await res.body.dump();
@@ -109,9 +116,13 @@ async function finBeforeHandshake(t: After, count: number, options: Parameters<t
   await served();
 }
 
-test('HTTPS: 200 connections that close before or during the TLS handshake are all closed by the gateway, which keeps serving', BOUNDED, (t) => finBeforeHandshake(t, 200));
+test('HTTPS: 200 connections that close before or during the TLS handshake are all closed by the gateway, which keeps serving', BOUNDED, (t) =>
+  finBeforeHandshake(t, 200),
+);
 
-test('HTTPS with --workers 2: connections that close before the TLS handshake are closed by the worker that got them', BOUNDED, (t) => finBeforeHandshake(t, 40, { workers: 2 }));
+test('HTTPS with --workers 2: connections that close before the TLS handshake are closed by the worker that got them', BOUNDED, (t) =>
+  finBeforeHandshake(t, 40, { workers: 2 }),
+);
 
 test('HTTPS: connections that never finish the handshake are closed after the handshake timeout; finished ones are not', BOUNDED, async (t) => {
   const { gw, ca, served } = await limited(t, { tlsHandshakeTimeout: 300 });
@@ -163,7 +174,10 @@ test('request body: exactly --max-body-size is proxied, one byte over is 413 (de
   const declared = await request(`${gw.proxy}/api/body`, { method: 'POST', body: Buffer.alloc(BODY_LIMIT + 1, 'b') });
   assert.equal(declared.statusCode, 413);
   await declared.body.dump();
-  const chunked = await rawAnswer(gw.proxy, `POST /api/body HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${(BODY_LIMIT + 1).toString(16)}\r\n${'b'.repeat(BODY_LIMIT + 1)}\r\n0\r\n\r\n`);
+  const chunked = await rawAnswer(
+    gw.proxy,
+    `POST /api/body HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${(BODY_LIMIT + 1).toString(16)}\r\n${'b'.repeat(BODY_LIMIT + 1)}\r\n0\r\n\r\n`,
+  );
   assert.equal(statusOf(chunked), 413);
   await served();
 });

@@ -14,9 +14,22 @@ const require = createRequire(import.meta.url);
 
 /** Every export the gateway calls (the Llhttp interface). */
 const USED_EXPORTS = [
-  'memory', '_initialize', 'malloc', 'free', 'llhttp_alloc', 'llhttp_free', 'llhttp_execute', 'llhttp_finish',
-  'llhttp_resume_after_upgrade', 'llhttp_get_error_pos', 'llhttp_get_error_reason', 'llhttp_get_http_major',
-  'llhttp_get_http_minor', 'llhttp_get_method', 'llhttp_method_name', 'llhttp_errno_name',
+  'memory',
+  '_initialize',
+  'malloc',
+  'free',
+  'llhttp_alloc',
+  'llhttp_free',
+  'llhttp_execute',
+  'llhttp_finish',
+  'llhttp_resume_after_upgrade',
+  'llhttp_get_error_pos',
+  'llhttp_get_error_reason',
+  'llhttp_get_http_major',
+  'llhttp_get_http_minor',
+  'llhttp_get_method',
+  'llhttp_method_name',
+  'llhttp_errno_name',
 ];
 
 const noCallbacks: LlhttpCallbacks = {
@@ -45,14 +58,19 @@ test('both builds undici ships are WebAssembly modules with the C interface the 
     const module = new WebAssembly.Module(require(path) as Buffer<ArrayBuffer>);
     const exported = WebAssembly.Module.exports(module).map((e) => e.name);
     for (const name of USED_EXPORTS) assert.ok(exported.includes(name), `${path} does not export ${name}`);
-    const imported = WebAssembly.Module.imports(module).map((i) => i.name).sort();
+    const imported = WebAssembly.Module.imports(module)
+      .map((i) => i.name)
+      .sort();
     assert.deepEqual(imported, Object.keys(noCallbacks).sort(), `${path} imports other callbacks than the parser gives`);
   }
 });
 
 test('an instance parses a request with the callbacks it was given', () => {
   let url = '';
-  const llhttp = instantiateLlhttp({ ...noCallbacks, wasm_on_url: (_p, at, length) => ((url = Buffer.from(llhttp.memory.buffer, at, length).toString('latin1')), 0) });
+  const llhttp = instantiateLlhttp({
+    ...noCallbacks,
+    wasm_on_url: (_p, at, length) => ((url = Buffer.from(llhttp.memory.buffer, at, length).toString('latin1')), 0),
+  });
   const parser = llhttp.llhttp_alloc(1);
   const request = Buffer.from('GET /users?x=1 HTTP/1.1\r\nHost: a\r\n\r\n');
   const at = llhttp.malloc(request.length);

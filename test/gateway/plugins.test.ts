@@ -82,10 +82,18 @@ test('key-auth: a repeated key is refused; keys in the body when key_in_body is 
   const twice = await request(`${gw.proxy}/?apikey=alice-key&apikey=bob-key`);
   assert.equal(twice.statusCode, 401);
   assert.equal(((await twice.body.json()) as { message: string }).message, 'Duplicate API key found');
-  const form = await request(`${gw.proxy}/form`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'apikey=alice-key&a=1' });
+  const form = await request(`${gw.proxy}/form`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'apikey=alice-key&a=1',
+  });
   assert.equal(form.statusCode, 200);
   await form.body.dump();
-  const json = await request(`${gw.proxy}/json`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apikey: 'bob-key', b: 2 }) });
+  const json = await request(`${gw.proxy}/json`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ apikey: 'bob-key', b: 2 }),
+  });
   assert.equal(json.statusCode, 200);
   await json.body.dump();
   assert.equal(backend.seen[0]!.body.toString(), 'a=1');
@@ -164,7 +172,10 @@ test('rate-limiting: hide_client_headers; limit_by header and path; a consumer-s
     t,
     doc(
       backend.url,
-      [{ name: 'key-auth', config: { anonymous: 'guest' } }, { name: 'rate-limiting', config: { hour: 1, limit_by: 'header', header_name: 'x-tenant', hide_client_headers: true } }],
+      [
+        { name: 'key-auth', config: { anonymous: 'guest' } },
+        { name: 'rate-limiting', config: { hour: 1, limit_by: 'header', header_name: 'x-tenant', hide_client_headers: true } },
+      ],
       { plugins: [{ name: 'rate-limiting', consumer: 'alice', route: 'r', config: { hour: 3, limit_by: 'path', path: '/alice' } }] },
     ),
   );

@@ -57,7 +57,10 @@ test('https_redirect_status_code 301/308 redirects plain HTTP to HTTPS with an e
     ]),
   );
   const httpsPort = new URL(gw.https).port;
-  for (const [path, status] of [['/moved/a?b=1', 301], ['/perm', 308]] as const) {
+  for (const [path, status] of [
+    ['/moved/a?b=1', 301],
+    ['/perm', 308],
+  ] as const) {
     const res = await request(`${gw.proxy}${path}`, { headers: { host: 'api.localhost:8000' } });
     assert.equal(res.statusCode, status);
     assert.equal(res.headers.location, `https://api.localhost:${httpsPort}${path}`);
@@ -102,7 +105,13 @@ test('error bodies follow the Accept header like Kong: JSON, text, HTML, XML', a
 test('the upstream gets X-Forwarded-*, X-Real-IP, Via, the request id and the service Host; hop-by-hop headers stay behind', async (t) => {
   const backend = await echoBackend(t, (_req, res) => res.writeHead(200, { server: 'backend/1', via: '1.0 cache' }).end('ok'));
   const port = new URL(backend.url).port;
-  const gw = await gatewayWith(t, doc({ host: 'localhost', port: Number(port), path: '/base' }, [{ name: 'api', paths: ['/api'] }, { name: 'keep', paths: ['/keep'], preserve_host: true }]));
+  const gw = await gatewayWith(
+    t,
+    doc({ host: 'localhost', port: Number(port), path: '/base' }, [
+      { name: 'api', paths: ['/api'] },
+      { name: 'keep', paths: ['/keep'], preserve_host: true },
+    ]),
+  );
   const proxyPort = new URL(gw.proxy).port;
   const res = await request(`${gw.proxy}/api/items?x=1`, { headers: { 'x-forwarded-for': '198.51.100.1', te: 'trailers', 'x-custom': 'kept' } });
   assert.equal(res.statusCode, 200);

@@ -217,7 +217,12 @@ test('R-CALC-2 under offcloud up the gateway takes the calculator and user API U
   t.after(() => calculator.close());
   const users = await startUsers({ ...quiet, dataDir });
   t.after(() => users.close());
-  const wired = gateway.wireUp!(new Map([['calculator', calculator], ['users', users]]));
+  const wired = gateway.wireUp!(
+    new Map([
+      ['calculator', calculator],
+      ['users', users],
+    ]),
+  );
   assert.equal(wired.usersUrl, users.exports!.usersUrl);
   assert.equal(wired.calculatorUrl, calculator.urls[0]!.url.replace('/add/{a}/{b}', ''));
   const running = await startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, apiKey: KEY, ...wired });

@@ -36,7 +36,12 @@ test('service tokens made by azure-iothub verify with the policy key and name', 
   assert.equal(token.keyName, 'iothubowner');
   assert.equal(token.resource, 'myhub.example');
   assert.ok(signedWith(token, KEY));
-  for (const broken of ['SharedAccessSignature sr=a&se=1', 'SharedAccessSignature sr=a&sig=b&se=soon', 'Bearer x', 'SharedAccessSignature sr=%E0%A4%A&sig=b&se=1']) {
+  for (const broken of [
+    'SharedAccessSignature sr=a&se=1',
+    'SharedAccessSignature sr=a&sig=b&se=soon',
+    'Bearer x',
+    'SharedAccessSignature sr=%E0%A4%A&sig=b&se=1',
+  ]) {
     assert.equal(parseSasToken(broken), undefined, broken);
   }
 });
@@ -93,10 +98,22 @@ test('the telemetry log keeps the last N messages and reads them by position', (
   const log = new TelemetryLog(3);
   const message = (deviceId: string) => ({ deviceId, enqueuedTimeUtc: '', system: {}, properties: {}, body: '', bodyEncoding: 'utf8' as const });
   for (const id of ['a', 'b', 'a', 'b', 'a']) log.append(message(id));
-  assert.deepEqual(log.since(0, 10).map((m) => m.seq), [3, 4, 5]);
-  assert.deepEqual(log.since(3, 10).map((m) => m.seq), [4, 5]);
-  assert.deepEqual(log.since(0, 10, 'a').map((m) => m.seq), [3, 5]);
-  assert.deepEqual(log.since(0, 1).map((m) => m.seq), [3]);
+  assert.deepEqual(
+    log.since(0, 10).map((m) => m.seq),
+    [3, 4, 5],
+  );
+  assert.deepEqual(
+    log.since(3, 10).map((m) => m.seq),
+    [4, 5],
+  );
+  assert.deepEqual(
+    log.since(0, 10, 'a').map((m) => m.seq),
+    [3, 5],
+  );
+  assert.deepEqual(
+    log.since(0, 1).map((m) => m.seq),
+    [3],
+  );
   assert.deepEqual(log.since(5, 10), []);
   assert.equal(log.lastSeq, 5);
 });

@@ -21,7 +21,12 @@ export interface TestHub {
   ownerKey: string;
   /** What the hub printed for clients (host name, demo device connection string, service string). */
   credentials: string[];
-  rest(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown; headers: Record<string, string | string[] | undefined> }>;
+  rest(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: unknown; headers: Record<string, string | string[] | undefined> }>;
   /** Creates a device (or `d1/m1` module) and returns its primary key. */
   createDevice(key: string): Promise<string>;
   /** `HostName=localhost:<port>;DeviceId=…;SharedAccessKey=…` for the SDK. */
@@ -155,14 +160,18 @@ export function connectDevice(hub: TestHub, deviceId: string, key: string, optio
 
 /** The next message on `client` whose topic starts with `prefix`. */
 export function nextMessage(client: MqttClient, prefix: string, ms = 5000): Promise<{ topic: string; payload: Buffer }> {
-  return nextEvent((listener) => {
-    const onMessage = (topic: string, payload: Buffer) => {
-      if (!topic.startsWith(prefix)) return;
-      client.off('message', onMessage);
-      listener({ topic, payload });
-    };
-    client.on('message', onMessage);
-  }, ms, `message on ${prefix}`);
+  return nextEvent(
+    (listener) => {
+      const onMessage = (topic: string, payload: Buffer) => {
+        if (!topic.startsWith(prefix)) return;
+        client.off('message', onMessage);
+        listener({ topic, payload });
+      };
+      client.on('message', onMessage);
+    },
+    ms,
+    `message on ${prefix}`,
+  );
 }
 
 /** Resolves when the hub closes the connection. */

@@ -52,7 +52,8 @@ async function pour(socket: Socket, total: number): Promise<number> {
   const piece = Buffer.alloc(64 * 1024);
   let sent = 0;
   while (sent < total && !socket.destroyed) {
-    if (!socket.write(piece)) await Promise.race([nextEvent<void>((l) => socket.once('drain', () => l())), nextEvent<void>((l) => socket.once('close', () => l()))]);
+    if (!socket.write(piece))
+      await Promise.race([nextEvent<void>((l) => socket.once('drain', () => l())), nextEvent<void>((l) => socket.once('close', () => l()))]);
     sent += piece.length;
   }
   return sent;
@@ -61,13 +62,17 @@ async function pour(socket: Socket, total: number): Promise<number> {
 test('issue 19 #7: connections that never finish the TLS handshake or never send CONNECT are closed; a device keeps being served', async () => {
   const device = await wellBehavedDevice('patient');
   const silent = Array.from({ length: 20 }, () => tcpConnect({ host: '127.0.0.1', port: hub.mqttPort }));
-  const halfHello = Array.from({ length: 5 }, () => tcpConnect({ host: '127.0.0.1', port: hub.mqttPort }, function (this: Socket) {
-    this.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
-  }));
+  const halfHello = Array.from({ length: 5 }, () =>
+    tcpConnect({ host: '127.0.0.1', port: hub.mqttPort }, function (this: Socket) {
+      this.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    }),
+  );
   // Half-closed at once: the hub must not wait for the other half (CLOSE-WAIT for ever).
-  const finOnly = Array.from({ length: 5 }, () => tcpConnect({ host: '127.0.0.1', port: hub.mqttPort, allowHalfOpen: true }, function (this: Socket) {
-    this.end();
-  }));
+  const finOnly = Array.from({ length: 5 }, () =>
+    tcpConnect({ host: '127.0.0.1', port: hub.mqttPort, allowHalfOpen: true }, function (this: Socket) {
+      this.end();
+    }),
+  );
   const noConnect = await Promise.all(Array.from({ length: 5 }, () => tlsSocket()));
   const allClosed = Promise.all([...silent, ...halfHello, ...finOnly, ...noConnect].map(closed));
   await device.isServed();
@@ -93,7 +98,14 @@ test('issue 19 #8: a CONNECT announcing 120 MB is cut off before its body is buf
   await device.isServed();
 
   const withPassword = (password: string) =>
-    mqtt.connect(`mqtts://localhost:${hub.mqttPort}`, { protocolVersion: 4, clientId: 'bystander', username: 'localhost/bystander/?api-version=2021-04-12', password, ca: hub.ca, reconnectPeriod: 0 });
+    mqtt.connect(`mqtts://localhost:${hub.mqttPort}`, {
+      protocolVersion: 4,
+      clientId: 'bystander',
+      username: 'localhost/bystander/?api-version=2021-04-12',
+      password,
+      ca: hub.ca,
+      reconnectPeriod: 0,
+    });
   const under = withPassword('x'.repeat(15 * 1024));
   const refused = await nextEvent<Error & { code?: number }>((l) => under.once('error', l), 10_000, 'CONNACK');
   assert.equal(refused.code, 5, 'a 15 KB CONNECT is read, and refused for its password');

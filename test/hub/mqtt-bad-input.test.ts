@@ -61,7 +61,11 @@ test('R-TWIN-2 wrong, expired or foreign SAS tokens get CONNACK 5', async () => 
 
 test('R-TWIN-2 the username may carry any api-version, with or without ?, with extra parameters', async () => {
   const key = await hub.createDevice('usernames');
-  for (const username of ['localhost/usernames/api-version=2016-11-14', 'localhost/usernames/?api-version=2018-06-30&DeviceClientType=x%2F1', `localhost:${hub.mqttPort}/usernames/?api-version=2021-04-12&model-id=dtmi:a:b;1`]) {
+  for (const username of [
+    'localhost/usernames/api-version=2016-11-14',
+    'localhost/usernames/?api-version=2018-06-30&DeviceClientType=x%2F1',
+    `localhost:${hub.mqttPort}/usernames/?api-version=2021-04-12&model-id=dtmi:a:b;1`,
+  ]) {
     const client = await connectDevice(hub, 'usernames', key, { username });
     await client.subscribeAsync('$iothub/twin/res/#', { qos: 0 });
     const answer = nextMessage(client, '$iothub/twin/res/200/');
@@ -84,7 +88,10 @@ test("a device can neither subscribe to nor publish on another device's topics",
     await assert.rejects(intruder.subscribeAsync(filter, { qos: 1 }), /Subscribe error/, filter);
   }
   const granted = await intruder.subscribeAsync('$iothub/twin/res/#', { qos: 0 });
-  assert.deepEqual(granted.map((g) => g.qos), [0]);
+  assert.deepEqual(
+    granted.map((g) => g.qos),
+    [0],
+  );
   const closed = closedByHub(intruder);
   intruder.publish('devices/victim/messages/events/', 'spoofed', { qos: 1 });
   await closed;
@@ -126,7 +133,10 @@ test('telemetry over 256 KB closes the connection and is not logged; QoS 0 and 1
   await closed;
   const { body } = await hub.rest('GET', '/messages/events?deviceId=big');
   const messages = (body as { messages: { system: { messageId: string }; properties: Record<string, string>; body: string }[] }).messages;
-  assert.deepEqual(messages.map((m) => m.system.messageId), ['q0', 'q1']);
+  assert.deepEqual(
+    messages.map((m) => m.system.messageId),
+    ['q0', 'q1'],
+  );
   assert.deepEqual(messages[1]!.properties, { flag: '' });
 });
 
@@ -202,7 +212,8 @@ test('re-keying or deleting a device closes its open connection; the old key no 
   assert.equal((await hub.rest('POST', '/devices/revoked/regenerateKey', { key: 'both' })).status, 200);
   await closed;
   await assert.rejects(connectDevice(hub, 'revoked', key), { code: 5 });
-  const fresh = ((await hub.rest('GET', '/devices/revoked')).body as { authentication: { symmetricKey: { primaryKey: string } } }).authentication.symmetricKey.primaryKey;
+  const fresh = ((await hub.rest('GET', '/devices/revoked')).body as { authentication: { symmetricKey: { primaryKey: string } } }).authentication.symmetricKey
+    .primaryKey;
   const again = await connectDevice(hub, 'revoked', fresh);
   const closedAgain = closedByHub(again);
   assert.equal((await hub.rest('DELETE', '/devices/revoked')).status, 204);

@@ -30,7 +30,10 @@ async function pahoDevice(deviceId: string, username: string, mode: 'twin' | 'no
   const key = await hub.createDevice(deviceId);
   const password = createSasToken(`localhost/devices/${deviceId}`, key, Math.floor(Date.now() / 1000) + 600);
   const { stdout } = await run(DEBIAN_PYTHON, [SCRIPT, 'localhost', String(hub.mqttPort), hub.caPath, deviceId, username, password, mode], { timeout: 30_000 });
-  return stdout.trim().split('\n').map((line) => JSON.parse(line) as Step);
+  return stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Step);
 }
 
 test('R-TWIN-2 R-TWIN-6 R-TWIN-7 R-TWIN-8 R-TWIN-9 paho: reported PATCH answers 204 with rid and version, GET answers the twin', async () => {
@@ -55,8 +58,12 @@ test('R-TWIN-3 paho: a username without api-version connects, and its first twin
   assert.equal(steps[2]!.step, 'after-twin-op');
   assert.equal(steps[2]!.message, null, 'no twin response');
   assert.ok(typeof steps[2]!.disconnect === 'number' && steps[2]!.disconnect !== 0, 'the hub closed the connection (paho rc != 0)');
-  await eventually(async () => {
-    const { body } = await hub.rest('GET', '/devices/paho-2');
-    return (body as { connectionState: string }).connectionState === 'Disconnected' ? true : undefined;
-  }, 5000, 'device shown disconnected');
+  await eventually(
+    async () => {
+      const { body } = await hub.rest('GET', '/devices/paho-2');
+      return (body as { connectionState: string }).connectionState === 'Disconnected' ? true : undefined;
+    },
+    5000,
+    'device shown disconnected',
+  );
 });

@@ -13,7 +13,9 @@ test('two replicas on one Redis: C2D, desired push and methods sent via B reach 
   const redisServer = debianProgram('redis-server', '/usr/bin/redis-server');
   const dir = await tempDataDir(t);
   const port = await freePort();
-  const redis = spawn(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const redis = spawn(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.after(() => killHard(redis));
   await new Promise<void>((resolve, reject) => {
     let out = '';
@@ -36,13 +38,24 @@ test('two replicas on one Redis: C2D, desired push and methods sent via B reach 
   assert.equal((await b.hub.rest('GET', '/devices/roamer')).status, 200);
 
   const device = await connectDevice(a.hub, 'roamer', key);
-  await device.subscribeAsync(['devices/roamer/messages/devicebound/#', '$iothub/methods/POST/#', '$iothub/twin/PATCH/properties/desired/#', '$iothub/twin/res/#'], { qos: 1 });
-  await eventually(async () => ((await b.hub.rest('GET', '/devices/roamer')).body as { connectionState: string }).connectionState === 'Connected' || undefined, 5000, 'presence seen by B');
+  await device.subscribeAsync(
+    ['devices/roamer/messages/devicebound/#', '$iothub/methods/POST/#', '$iothub/twin/PATCH/properties/desired/#', '$iothub/twin/res/#'],
+    { qos: 1 },
+  );
+  await eventually(
+    async () => ((await b.hub.rest('GET', '/devices/roamer')).body as { connectionState: string }).connectionState === 'Connected' || undefined,
+    5000,
+    'presence seen by B',
+  );
 
   const c2d = nextMessage(device, 'devices/roamer/messages/devicebound/');
   assert.equal((await b.hub.rest('POST', '/devices/roamer/messages/devicebound', { body: 'via B' })).status, 201);
   assert.equal((await c2d).payload.toString(), 'via B');
-  await eventually(async () => ((await b.hub.rest('GET', '/devices/roamer')).body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 || undefined, 5000, 'completed in Redis');
+  await eventually(
+    async () => ((await b.hub.rest('GET', '/devices/roamer')).body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 || undefined,
+    5000,
+    'completed in Redis',
+  );
 
   const desired = nextMessage(device, '$iothub/twin/PATCH/properties/desired/');
   await b.hub.rest('PATCH', '/twins/roamer', { properties: { desired: { mode: 'fast' } } });
@@ -63,7 +76,11 @@ test('two replicas on one Redis: C2D, desired push and methods sent via B reach 
   assert.equal((await answer).topic, '$iothub/twin/res/204/?$rid=r1&$version=2');
   assert.equal(((await b.hub.rest('GET', '/twins/roamer')).body as { properties: { reported: { battery: number } } }).properties.reported.battery, 80);
   await device.publishAsync('devices/roamer/messages/events/%24.mid=t1', 'hello', { qos: 1 });
-  await eventually(async () => ((await b.hub.rest('GET', '/messages/events?deviceId=roamer')).body as { messages: unknown[] }).messages.length === 1 || undefined, 5000, 'telemetry on B');
+  await eventually(
+    async () => ((await b.hub.rest('GET', '/messages/events?deviceId=roamer')).body as { messages: unknown[] }).messages.length === 1 || undefined,
+    5000,
+    'telemetry on B',
+  );
 
   // Connecting the same device to B closes its connection on A.
   const closedOnA = closedByHub(device);

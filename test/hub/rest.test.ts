@@ -62,7 +62,10 @@ test('devices are created, read, listed, updated with If-Match, re-keyed and del
   assert.equal(keys.primaryKey, device.authentication.symmetricKey.primaryKey);
   assert.notEqual(keys.secondaryKey, device.authentication.symmetricKey.secondaryKey);
   assert.equal((await hub.rest('PUT', '/devices/crud-1/modules/m1', {})).status, 200);
-  assert.deepEqual(((await hub.rest('GET', '/devices/crud-1/modules')).body as { moduleId: string }[]).map((m) => m.moduleId), ['m1']);
+  assert.deepEqual(
+    ((await hub.rest('GET', '/devices/crud-1/modules')).body as { moduleId: string }[]).map((m) => m.moduleId),
+    ['m1'],
+  );
   assert.equal((await hub.rest('DELETE', '/devices/crud-1')).status, 204);
   const gone = await hub.rest('GET', '/devices/crud-1');
   assert.equal(gone.status, 404);
@@ -78,7 +81,12 @@ test('twin PATCH needs a matching If-Match, merges tags and desired, and counts 
   const stale = await hub.rest('PATCH', '/twins/twin-rest', { properties: { desired: { a: 1 } } }, { 'if-match': '"nope"' });
   assert.equal(stale.status, 412);
   assert.equal(errorCode(stale.body), 'PreconditionFailed');
-  const patched = await hub.rest('PATCH', '/twins/twin-rest', { tags: { site: 'lab' }, properties: { desired: { a: 1, b: { c: 2 } } } }, { 'if-match': `"${twin.etag}"` });
+  const patched = await hub.rest(
+    'PATCH',
+    '/twins/twin-rest',
+    { tags: { site: 'lab' }, properties: { desired: { a: 1, b: { c: 2 } } } },
+    { 'if-match': `"${twin.etag}"` },
+  );
   assert.equal(patched.status, 200);
   const again = await hub.rest('PATCH', '/twins/twin-rest', { properties: { desired: { b: { c: null }, a: null } } }, { 'if-match': '*' });
   const result = again.body as { tags: unknown; properties: { desired: Record<string, unknown> } };
@@ -93,7 +101,14 @@ test('twin PATCH needs a matching If-Match, merges tags and desired, and counts 
 test('C2D: at most 50 pending per device, 64 KB per message, typed fields', async () => {
   await hub.createDevice('c2d-limits');
   const path = '/devices/c2d-limits/messages/devicebound';
-  const bad: Record<string, unknown> = { 'no body': {}, 'body not a string': { body: 5 }, 'bad encoding': { body: 'x', bodyEncoding: 'rot13' }, 'bad ttl': { body: 'x', ttlSeconds: -1 }, 'bad property': { body: 'x', properties: { a: 1 } }, 'an array': [1] };
+  const bad: Record<string, unknown> = {
+    'no body': {},
+    'body not a string': { body: 5 },
+    'bad encoding': { body: 'x', bodyEncoding: 'rot13' },
+    'bad ttl': { body: 'x', ttlSeconds: -1 },
+    'bad property': { body: 'x', properties: { a: 1 } },
+    'an array': [1],
+  };
   for (const [name, body] of Object.entries(bad)) {
     const answer = await hub.rest('POST', path, body);
     assert.equal(answer.status, 400, name);
@@ -143,7 +158,10 @@ test('telemetry can be read by position and followed live as Server-Sent Events'
   assert.equal(event.deviceId, 'sse');
   assert.equal(event.body, '{"n":1}');
   const paged = (await hub.rest('GET', `/messages/events?since=${event.seq - 1}&limit=1`)).body as { messages: { seq: number }[] };
-  assert.deepEqual(paged.messages.map((m) => m.seq), [event.seq]);
+  assert.deepEqual(
+    paged.messages.map((m) => m.seq),
+    [event.seq],
+  );
   await client.endAsync();
 });
 
@@ -168,7 +186,13 @@ test('fuzzing: wrong types, broken JSON, huge bodies and path tricks answer in t
     assert.match((answer.body as { Message: string }).Message, /^ErrorCode:\w+;/, `${method} ${path}`);
   }
   await hub.createDevice('fuzz');
-  const twinCases: unknown[] = [{ properties: [] }, { properties: { desired: 'x' } }, { properties: { reported: { a: 1 } } }, { tags: { 'a.b': 1 } }, { properties: { desired: { s: 'x'.repeat(5000) } } }];
+  const twinCases: unknown[] = [
+    { properties: [] },
+    { properties: { desired: 'x' } },
+    { properties: { reported: { a: 1 } } },
+    { tags: { 'a.b': 1 } },
+    { properties: { desired: { s: 'x'.repeat(5000) } } },
+  ];
   for (const body of twinCases) {
     const answer = await hub.rest('PATCH', '/twins/fuzz', body);
     assert.equal(answer.status, 400, JSON.stringify(body).slice(0, 80));

@@ -40,11 +40,15 @@ interface Telemetry {
 }
 
 async function telemetryOf(deviceId: string): Promise<Telemetry[]> {
-  return eventually(async () => {
-    const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
-    const messages = (body as { messages: Telemetry[] }).messages;
-    return messages.length ? messages : undefined;
-  }, 5000, `telemetry of ${deviceId}`);
+  return eventually(
+    async () => {
+      const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
+      const messages = (body as { messages: Telemetry[] }).messages;
+      return messages.length ? messages : undefined;
+    },
+    5000,
+    `telemetry of ${deviceId}`,
+  );
 }
 
 test('R-TWIN-1 R-TWIN-2 R-TWIN-4 the SDK opens over TLS with a SAS token and sends telemetry with properties', async (t) => {
@@ -87,11 +91,15 @@ test('R-TWIN-6 R-TWIN-7 R-TWIN-8 reported updates merge, null deletes, each chan
 test('desired properties updated through the REST API are pushed to the SDK', async (t) => {
   const client = await openDevice(t, 'sdk-desired');
   const twin: Twin = await client.getTwin();
-  const pushed = nextEvent<Record<string, unknown>>((listener) => {
-    twin.on('properties.desired', (patch: Record<string, unknown>) => {
-      if (patch.target !== undefined) listener(patch);
-    });
-  }, 5000, 'desired push');
+  const pushed = nextEvent<Record<string, unknown>>(
+    (listener) => {
+      twin.on('properties.desired', (patch: Record<string, unknown>) => {
+        if (patch.target !== undefined) listener(patch);
+      });
+    },
+    5000,
+    'desired push',
+  );
   const patched = await hub.rest('PATCH', '/twins/sdk-desired', { properties: { desired: { target: 22, nested: { a: 1 } } } }, { 'if-match': '*' });
   assert.equal(patched.status, 200);
   const patch = await pushed;
@@ -125,10 +133,14 @@ test('R-TWIN-5 cloud-to-device messages queued while offline arrive on open and 
   assert.equal(message.to, '/devices/sdk-c2d/messages/devicebound');
   assert.equal(message.properties.getValue('myProp'), 'hello world/?&=');
   assert.equal(message.properties.getValue('iothub-ack'), 'full');
-  await eventually(async () => {
-    const { body } = await hub.rest('GET', '/devices/sdk-c2d');
-    return (body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 ? true : undefined;
-  }, 5000, 'queue emptied by the PUBACK');
+  await eventually(
+    async () => {
+      const { body } = await hub.rest('GET', '/devices/sdk-c2d');
+      return (body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 ? true : undefined;
+    },
+    5000,
+    'queue emptied by the PUBACK',
+  );
   const live = nextEvent<InstanceType<typeof Message>>((listener) => client.on('message', listener), 5000, 'second C2D message');
   await hub.rest('POST', '/devices/sdk-c2d/messages/devicebound', { body: 'while online' });
   assert.equal((await live).data.toString(), 'while online');
@@ -141,10 +153,14 @@ test('a direct method round trip: REST invoke, SDK handler, REST result', async 
     }),
   );
   assert.ok(client);
-  const result = await eventually(async () => {
-    const r = await hub.rest('POST', '/twins/sdk-method/methods', { methodName: 'reboot', responseTimeoutInSeconds: 5, payload: { delay: 3 } });
-    return r.status === 200 ? r : undefined;
-  }, 5000, 'method subscription');
+  const result = await eventually(
+    async () => {
+      const r = await hub.rest('POST', '/twins/sdk-method/methods', { methodName: 'reboot', responseTimeoutInSeconds: 5, payload: { delay: 3 } });
+      return r.status === 200 ? r : undefined;
+    },
+    5000,
+    'method subscription',
+  );
   assert.deepEqual(result.body, { status: 200, payload: { ok: true, echo: { delay: 3 } } });
   const offline = await hub.rest('POST', '/twins/sdk-nobody/methods', { methodName: 'reboot' });
   assert.equal(offline.status, 404);
@@ -159,10 +175,15 @@ test('R-TWIN-2 the SDK renews its token by reconnecting with the same client id 
   t.after(() => client.close());
   await client.open();
   let renewals = 0;
-  await nextEvent<void>((listener) => provider.on('newTokenAvailable', () => {
-    renewals++;
-    if (renewals === 3) listener();
-  }), 15_000, 'three token renewals');
+  await nextEvent<void>(
+    (listener) =>
+      provider.on('newTokenAvailable', () => {
+        renewals++;
+        if (renewals === 3) listener();
+      }),
+    15_000,
+    'three token renewals',
+  );
   // The first token has expired by now: this goes over a connection opened with a renewed one.
   await client.sendEvent(new Message('after renewal'));
   const twin: Twin = await client.getTwin();
@@ -190,10 +211,14 @@ test('a module identity connects with its own key, sends telemetry, answers meth
   await updateReported(twin, { stage: 'filtering' });
   const moduleTwin = await hub.rest('GET', '/twins/sdk-edge/modules/filter');
   assert.equal((moduleTwin.body as { properties: { reported: { stage: string } } }).properties.reported.stage, 'filtering');
-  const method = await eventually(async () => {
-    const r = await hub.rest('POST', '/twins/sdk-edge/modules/filter/methods', { methodName: 'ping', responseTimeoutInSeconds: 5 });
-    return r.status === 200 ? r : undefined;
-  }, 5000, 'module method');
+  const method = await eventually(
+    async () => {
+      const r = await hub.rest('POST', '/twins/sdk-edge/modules/filter/methods', { methodName: 'ping', responseTimeoutInSeconds: 5 });
+      return r.status === 200 ? r : undefined;
+    },
+    5000,
+    'module method',
+  );
   assert.deepEqual(method.body, { status: 200, payload: 'pong' });
   const deviceTwin = await hub.rest('GET', '/twins/sdk-edge');
   assert.equal((deviceTwin.body as { properties: { reported: { stage?: string } } }).properties.reported.stage, undefined);
@@ -213,7 +238,10 @@ test('a realistic hub name: the printed demo connection string (HostName=myhubâ€
   const { body } = await named.rest('GET', '/twins/gw-device');
   assert.equal((body as { properties: { reported: { via: string } } }).properties.reported.via, 'gateway');
   // The same device signing for another hub name is refused.
-  const wrongHub = Client.fromConnectionString(`HostName=otherhub.azure-devices.net;DeviceId=gw-device;SharedAccessKey=${key};GatewayHostName=localhost:${named.mqttPort}`, mqttTransport.Mqtt);
+  const wrongHub = Client.fromConnectionString(
+    `HostName=otherhub.azure-devices.net;DeviceId=gw-device;SharedAccessKey=${key};GatewayHostName=localhost:${named.mqttPort}`,
+    mqttTransport.Mqtt,
+  );
   await wrongHub.setOptions({ ca: named.ca });
   wrongHub.on('error', () => undefined);
   await assert.rejects(wrongHub.open(), { name: 'UnauthorizedError' });

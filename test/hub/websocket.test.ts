@@ -38,10 +38,15 @@ test('R-TWIN-6 R-TWIN-5 MqttWs: the SDK over WebSockets patches reported propert
   // MqttWs builds wss://<HostName>:443/$iothub/websocket, so HostName carries no port here.
   const client = Client.fromConnectionString(`HostName=localhost;DeviceId=ws-device;SharedAccessKey=${key}`, mqttTransport.MqttWs);
   await client.setOptions({ ca: hub.ca, mqtt: { webSocketAgent: new PortAgent(hub.webSocketPort) } } as Parameters<typeof client.setOptions>[0]);
-  const received = nextEvent<{ messageId: string; data: Buffer }>((listener) => client.on('message', (message) => {
-    listener({ messageId: String(message.messageId), data: message.data as Buffer });
-    void client.complete(message);
-  }), 15_000, 'C2D message');
+  const received = nextEvent<{ messageId: string; data: Buffer }>(
+    (listener) =>
+      client.on('message', (message) => {
+        listener({ messageId: String(message.messageId), data: message.data as Buffer });
+        void client.complete(message);
+      }),
+    15_000,
+    'C2D message',
+  );
   client.onDeviceMethod('ping', (methodRequest, response) => {
     void response.send(200, { pong: methodRequest.payload });
   });
@@ -51,10 +56,17 @@ test('R-TWIN-6 R-TWIN-5 MqttWs: the SDK over WebSockets patches reported propert
   const message = await received;
   assert.equal(message.messageId, 'ws-c2d');
   assert.equal(message.data.toString(), 'over websockets');
-  await eventually(async () => (((await hub.rest('GET', '/devices/ws-device')).body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 ? true : undefined), 10_000, 'C2D completed');
+  await eventually(
+    async () =>
+      ((await hub.rest('GET', '/devices/ws-device')).body as { cloudToDeviceMessageCount: number }).cloudToDeviceMessageCount === 0 ? true : undefined,
+    10_000,
+    'C2D completed',
+  );
 
   const twin = await client.getTwin();
-  await new Promise<void>((resolve, reject) => twin.properties.reported.update({ transport: 'websockets', nested: { ok: true } }, (err?: Error) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    twin.properties.reported.update({ transport: 'websockets', nested: { ok: true } }, (err?: Error) => (err ? reject(err) : resolve())),
+  );
   const reported = ((await hub.rest('GET', '/twins/ws-device')).body as { properties: { reported: Record<string, unknown> } }).properties.reported;
   assert.equal(reported.transport, 'websockets');
   assert.deepEqual(reported.nested, { ok: true });

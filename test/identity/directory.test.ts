@@ -87,7 +87,10 @@ test('R-TOKEN-4 a first start seeds a tenant, a demo API with one role, a grante
     assert.equal(dataRoleAssignmentsFor(a, principal, '/storage/devstoreaccount10').length, 0, 'scopes match at path boundaries');
   }
   assert.equal(STORAGE_RESOURCE.appId, 'e406a681-f3d4-42a8-90b6-c2b029497af1');
-  assert.deepEqual(WELL_KNOWN_RESOURCES.map((r) => r.identifierUris[0]), ['https://storage.azure.com', 'https://management.azure.com', 'https://vault.azure.net']);
+  assert.deepEqual(
+    WELL_KNOWN_RESOURCES.map((r) => r.identifierUris[0]),
+    ['https://storage.azure.com', 'https://management.azure.com', 'https://vault.azure.net'],
+  );
   const file = join(dataDir, 'identity', 'directory.json');
   assert.ok(!(await readFile(file, 'utf8')).includes(seed.demoClientSecret), 'no secret is stored in clear');
   assert.equal(checkClientSecret(client, seed.demoClientSecret).ok, true);
@@ -113,11 +116,25 @@ test('R-TOKEN-4 R-TOKEN-6 management commands print ids and a secret once; a run
   assert.equal(cert.fields['x5t (SHA-1)'], createHash('sha1').update(made.der).digest('base64url'));
   assert.equal((await offcloud(['cert', 'add', '--client', client.fields.appId!, '--cert', join(id.dataDir, 'missing.crt'), ...dir])).code, 2);
   const identity = await offcloud(['identity', 'create', '--name', 'batch', ...dir]);
-  const assign = await offcloud(['assign', '--principal', identity.fields.clientId!, '--role', 'Storage Blob Data Reader', '--scope', '/storage/devstoreaccount1/reports', ...dir]);
+  const assign = await offcloud([
+    'assign',
+    '--principal',
+    identity.fields.clientId!,
+    '--role',
+    'Storage Blob Data Reader',
+    '--scope',
+    '/storage/devstoreaccount1/reports',
+    ...dir,
+  ]);
   assert.equal(assign.fields.principalId, identity.fields.principalId, 'a managed identity client id resolves to its object id');
 
   for (const secret of [secretLine, extra.fields['secret (shown once)']!]) {
-    const answer = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, { grant_type: 'client_credentials', client_id: client.fields.appId!, client_secret: secret, scope: 'api://orders/.default' });
+    const answer = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, {
+      grant_type: 'client_credentials',
+      client_id: client.fields.appId!,
+      client_secret: secret,
+      scope: 'api://orders/.default',
+    });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     const claims = claimsOf(String(answer.body.access_token));
     assert.deepEqual(claims.roles, ['Orders.Read']);
@@ -134,10 +151,20 @@ test('R-TOKEN-4 R-TOKEN-6 management commands print ids and a secret once; a run
   assert.equal(shop.secrets.length, 2);
   assert.equal(shop.secrets[0]!.hash, undefined, 'list shows no hashes');
 
-  const before = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, { grant_type: 'client_credentials', client_id: client.fields.appId!, client_secret: secretLine, scope: 'api://orders/.default' });
+  const before = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, {
+    grant_type: 'client_credentials',
+    client_id: client.fields.appId!,
+    client_secret: secretLine,
+    scope: 'api://orders/.default',
+  });
   const rotate = await offcloud(['keys', 'rotate', ...dir]);
   assert.equal(rotate.code, 0, rotate.err);
-  const afterRotation = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, { grant_type: 'client_credentials', client_id: client.fields.appId!, client_secret: secretLine, scope: 'api://orders/.default' });
+  const afterRotation = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, {
+    grant_type: 'client_credentials',
+    client_id: client.fields.appId!,
+    client_secret: secretLine,
+    scope: 'api://orders/.default',
+  });
   assert.equal(headerOf(String(afterRotation.body.access_token)).kid, rotate.fields['new kid']);
   assert.match(rotate.fields['retired (still published until their tokens expire)']!, new RegExp(String(headerOf(String(before.body.access_token)).kid)));
 
@@ -158,7 +185,14 @@ test('R-TOKEN-4 a YAML directory given with --directory: ids and hashes may be l
     file,
     stringifyYaml({
       tenants: [{ id: tenantId.toUpperCase(), domain: 'Fixture.example' }],
-      apis: [{ displayName: 'inventory', identifierUris: ['api://inventory'], accessTokenAcceptedVersion: 2, appRoles: [{ id: '0c5b8f8e-1111-4222-8333-944445555666', value: 'Inventory.Read' }] }],
+      apis: [
+        {
+          displayName: 'inventory',
+          identifierUris: ['api://inventory'],
+          accessTokenAcceptedVersion: 2,
+          appRoles: [{ id: '0c5b8f8e-1111-4222-8333-944445555666', value: 'Inventory.Read' }],
+        },
+      ],
       clients: [{ appId: '5b7c2d1e-0000-4000-8000-000000000001', displayName: 'ci', secrets: [{ value: 'fixture-secret-value' }] }],
       appRoleAssignments: [],
       managedIdentities: [{ kind: 'system', name: 'vm' }],
@@ -170,7 +204,12 @@ test('R-TOKEN-4 a YAML directory given with --directory: ids and hashes may be l
   assert.equal(checkClientSecret(directory.clients[0]!, 'fixture-secret-value').ok, true);
   const id = await startForTest(t, { dataDir, directory: file });
   assert.equal(id.tenantId, tenantId);
-  const answer = await postForm(id, '/fixture.example/oauth2/v2.0/token', { grant_type: 'client_credentials', client_id: '5b7c2d1e-0000-4000-8000-000000000001', client_secret: 'fixture-secret-value', scope: 'api://inventory/.default' });
+  const answer = await postForm(id, '/fixture.example/oauth2/v2.0/token', {
+    grant_type: 'client_credentials',
+    client_id: '5b7c2d1e-0000-4000-8000-000000000001',
+    client_secret: 'fixture-secret-value',
+    scope: 'api://inventory/.default',
+  });
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
   assert.equal(claimsOf(String(answer.body.access_token)).roles, undefined, 'nothing granted, nothing in roles');
 
@@ -184,7 +223,11 @@ test('R-TOKEN-4 a YAML directory given with --directory: ids and hashes may be l
 
 test('R-TOKEN-1 `offcloud identity` starts both servers on ports 0 and prints the URLs, tenant and CA file; `--issuer-style local` issues this origin', async (t) => {
   const dataDir = await tempDataDir(t);
-  const child = spawn(process.execPath, [CLI, 'identity', '--port', '0', '--imds-port', '0', '--data-dir', dataDir, '--issuer-style', 'local', '--log-level', 'silent'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'identity', '--port', '0', '--imds-port', '0', '--data-dir', dataDir, '--issuer-style', 'local', '--log-level', 'silent'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
   t.after(() => {
     if (child.exitCode === null) child.kill('SIGTERM');
@@ -209,7 +252,12 @@ test('R-TOKEN-1 `offcloud identity` starts both servers on ports 0 and prints th
     method: 'POST',
     dispatcher,
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret, scope: 'api://offcloud-demo-api/.default' }).toString(),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: secret,
+      scope: 'api://offcloud-demo-api/.default',
+    }).toString(),
   });
   const body = (await answer.body.json()) as { access_token: string };
   assert.equal(claimsOf(body.access_token).iss, `${issuer}/${tenant}/v2.0`);

@@ -66,7 +66,12 @@ export interface JsonAnswer {
 }
 
 /** A form POST as the spec's curl example sends it. */
-export async function postForm(id: StartedIdentity, path: string, fields: Record<string, string> | string, headers: Record<string, string> = {}): Promise<JsonAnswer> {
+export async function postForm(
+  id: StartedIdentity,
+  path: string,
+  fields: Record<string, string> | string,
+  headers: Record<string, string> = {},
+): Promise<JsonAnswer> {
   const body = typeof fields === 'string' ? fields : new URLSearchParams(fields).toString();
   const answer = await request(`${id.issuerUrl}${path}`, {
     method: 'POST',

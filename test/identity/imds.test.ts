@@ -93,8 +93,18 @@ describe('managed identity endpoint', () => {
     assertImdsError(await imdsGet(`api-version=latest&resource=${storage}`), 400, 'invalid_request', /api-version/);
     assertImdsError(await imdsGet('api-version=2018-02-01'), 400, 'invalid_request', /resource/);
     assertImdsError(await imdsGet(`api-version=2018-02-01&resource=${encodeURIComponent('https://unknown.example')}`), 400, 'invalid_resource', /AADSTS500011/);
-    assertImdsError(await imdsGet(`api-version=2018-02-01&resource=${storage}&client_id=00000000-0000-0000-0000-000000000000`), 400, 'invalid_request', /Identity not found/);
-    assertImdsError(await imdsGet(`api-version=2018-02-01&resource=${storage}&resource=https%3A%2F%2Fvault.azure.net`), 400, 'invalid_request', /more than once/);
+    assertImdsError(
+      await imdsGet(`api-version=2018-02-01&resource=${storage}&client_id=00000000-0000-0000-0000-000000000000`),
+      400,
+      'invalid_request',
+      /Identity not found/,
+    );
+    assertImdsError(
+      await imdsGet(`api-version=2018-02-01&resource=${storage}&resource=https%3A%2F%2Fvault.azure.net`),
+      400,
+      'invalid_request',
+      /more than once/,
+    );
     assertImdsError(await imdsGet(`api-version=2018-02-01&resource=%E0%A4%A&resource2=%ZZ`), 400, 'invalid_resource', /AADSTS500011/);
     assertImdsError(await getJson(`${id.imdsUrl}/metadata/../../etc/passwd`, { headers: METADATA }), 400, 'invalid_request', /Unknown endpoint/);
     const post = await request(tokenUrl(`api-version=2018-02-01&resource=${storage}`), { method: 'POST', headers: METADATA, body: 'x'.repeat(64 * 1024) });

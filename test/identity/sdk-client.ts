@@ -71,9 +71,13 @@ const scenarios: Record<string, () => Promise<unknown>> = {
       trailingSlash: Boolean(slash?.accessToken),
       v2Authority: Boolean(v2?.accessToken),
       wrongSecret: await failure(() => msalApp(`${issuer}/${tenant}`, clientId, `${secret}x`).acquireTokenByClientCredential({ scopes })),
-      unknownClient: await failure(() => msalApp(`${issuer}/${tenant}`, '00000000-0000-0000-0000-000000000001', secret).acquireTokenByClientCredential({ scopes })),
+      unknownClient: await failure(() =>
+        msalApp(`${issuer}/${tenant}`, '00000000-0000-0000-0000-000000000001', secret).acquireTokenByClientCredential({ scopes }),
+      ),
       badScope: await failure(() => msalApp(`${issuer}/${tenant}`, clientId, secret).acquireTokenByClientCredential({ scopes: ['api://offcloud-demo-api'] })),
-      unknownTenant: await failure(() => msalApp(`${issuer}/00000000-0000-0000-0000-00000000beef`, clientId, secret).acquireTokenByClientCredential({ scopes })),
+      unknownTenant: await failure(() =>
+        msalApp(`${issuer}/00000000-0000-0000-0000-00000000beef`, clientId, secret).acquireTokenByClientCredential({ scopes }),
+      ),
       certificate: await certificateCredentials(),
     };
   },
@@ -99,7 +103,9 @@ const scenarios: Record<string, () => Promise<unknown>> = {
   async 'managed-identity'() {
     const system = await new ManagedIdentityCredential().getToken('https://storage.azure.com/.default');
     const user = await new ManagedIdentityCredential({ clientId: env('USER_CLIENT_ID') }).getToken('https://storage.azure.com/.default');
-    const unknown = await failure(() => new ManagedIdentityCredential({ clientId: '00000000-0000-0000-0000-00000000cafe' }).getToken('https://vault.azure.net/.default'));
+    const unknown = await failure(() =>
+      new ManagedIdentityCredential({ clientId: '00000000-0000-0000-0000-00000000cafe' }).getToken('https://vault.azure.net/.default'),
+    );
     return {
       system: { token: system.token, expiresOnTimestamp: system.expiresOnTimestamp },
       user: { token: user.token },

@@ -62,7 +62,14 @@ describe('official SDKs', { concurrency: 2 }, () => {
     apiAppId = directory.apis[0]!.appId;
   });
 
-  const clientEnv = () => ({ ...base(), ISSUER: id.issuerUrl, TENANT: id.tenantId, CLIENT_ID: client.appId, CLIENT_SECRET: client.secret, SCOPE: 'api://offcloud-demo-api/.default' });
+  const clientEnv = () => ({
+    ...base(),
+    ISSUER: id.issuerUrl,
+    TENANT: id.tenantId,
+    CLIENT_ID: client.appId,
+    CLIENT_SECRET: client.secret,
+    SCOPE: 'api://offcloud-demo-api/.default',
+  });
 
   test('R-TOKEN-1 R-TOKEN-2 msal-node client credentials: token, cached second call, tenant case, authority forms, AADSTS errors, certificate assertions', async (t) => {
     const dir = await tempDataDir(t);
@@ -132,7 +139,11 @@ describe('official SDKs', { concurrency: 2 }, () => {
 
   for (const trailing of ['', '/']) {
     test(`R-IMDS-1 R-IMDS-4 ManagedIdentityCredential via AZURE_POD_IDENTITY_AUTHORITY_HOST${trailing ? ' with a trailing slash' : ''}: system and user-assigned`, async () => {
-      const r = (await runScenario('managed-identity', { ...base(), AZURE_POD_IDENTITY_AUTHORITY_HOST: `${id.imdsUrl}${trailing}`, USER_CLIENT_ID: user.clientId })) as Record<string, Record<string, unknown>>;
+      const r = (await runScenario('managed-identity', {
+        ...base(),
+        AZURE_POD_IDENTITY_AUTHORITY_HOST: `${id.imdsUrl}${trailing}`,
+        USER_CLIENT_ID: user.clientId,
+      })) as Record<string, Record<string, unknown>>;
       const systemClaims = claimsOf(String(r.system!.token));
       assert.equal(systemClaims.aud, 'https://storage.azure.com');
       assert.equal(systemClaims.oid, system.principalId);

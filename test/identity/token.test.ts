@@ -139,7 +139,12 @@ describe('token endpoint and discovery', () => {
     for (const field of ['expires_in', 'ext_expires_in', 'expires_on', 'not_before']) assert.match(String(v1.body[field]), /^\d+$/, field);
     assert.equal(typeof v1.body.expires_in, 'string');
     assert.equal(claimsOf(String(v1.body.access_token)).ver, '1.0');
-    const v2 = await postForm(id, path, { grant_type: 'client_credentials', client_id: granted.appId, client_secret: granted.secret, resource: 'api://offcloud-demo-api' });
+    const v2 = await postForm(id, path, {
+      grant_type: 'client_credentials',
+      client_id: granted.appId,
+      client_secret: granted.secret,
+      resource: 'api://offcloud-demo-api',
+    });
     assert.equal(claimsOf(String(v2.body.access_token)).ver, '2.0');
     assert.equal(claimsOf(String(v2.body.access_token)).aud, demoApiId);
     const missing = await postForm(id, path, { grant_type: 'client_credentials', client_id: granted.appId, client_secret: granted.secret });
@@ -205,7 +210,13 @@ describe('token endpoint and discovery', () => {
         .setProtectedHeader({ alg: 'PS256', ...header })
         .sign(signWith);
     const withAssertion = async (jwt: string, type = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer') =>
-      postForm(id, tokenPath(), { grant_type: 'client_credentials', client_id: granted.appId, client_assertion_type: type, client_assertion: jwt, scope: DEMO_SCOPE });
+      postForm(id, tokenPath(), {
+        grant_type: 'client_credentials',
+        client_id: granted.appId,
+        client_assertion_type: type,
+        client_assertion: jwt,
+        scope: DEMO_SCOPE,
+      });
     const ok = await withAssertion(await assertion());
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(claimsOf(String(ok.body.access_token)).azpacr, '2');
@@ -226,8 +237,18 @@ describe('token endpoint and discovery', () => {
     const huge = await postForm(id, tokenPath(), `${new URLSearchParams(specRequest())}&pad=${'a'.repeat(1024 * 1024)}`);
     assert.equal(huge.status, 400);
     assert.equal(huge.body.error, 'invalid_request');
-    const json = await request(`${id.issuerUrl}${tokenPath()}`, { method: 'POST', dispatcher: id.dispatcher, headers: { 'content-type': 'application/json' }, body: JSON.stringify(specRequest()) });
-    assertAadError({ status: json.statusCode, headers: json.headers, body: (await json.body.json()) as Record<string, unknown> }, 400, 'invalid_request', 900144);
+    const json = await request(`${id.issuerUrl}${tokenPath()}`, {
+      method: 'POST',
+      dispatcher: id.dispatcher,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(specRequest()),
+    });
+    assertAadError(
+      { status: json.statusCode, headers: json.headers, body: (await json.body.json()) as Record<string, unknown> },
+      400,
+      'invalid_request',
+      900144,
+    );
     const broken = await postForm(id, tokenPath(), 'grant_type=client_credentials&client_id=%ZZ%&scope=%E0%A4%A');
     assert.ok(broken.status === 400 || broken.status === 401);
     assert.equal(typeof broken.body.error, 'string');
@@ -235,7 +256,12 @@ describe('token endpoint and discovery', () => {
     assertAadError(numeric, 400, 'unauthorized_client', 700016);
     const get = await getJson(`${id.issuerUrl}${tokenPath()}`, { dispatcher: id.dispatcher });
     assertAadError(get, 400, 'invalid_request', 900561);
-    for (const path of ['/../../etc/passwd', `/${id.tenantId}/oauth2/v2.0/%2e%2e/token`, '/%00/oauth2/v2.0/token', `/${'x'.repeat(5000)}/v2.0/.well-known/openid-configuration`]) {
+    for (const path of [
+      '/../../etc/passwd',
+      `/${id.tenantId}/oauth2/v2.0/%2e%2e/token`,
+      '/%00/oauth2/v2.0/token',
+      `/${'x'.repeat(5000)}/v2.0/.well-known/openid-configuration`,
+    ]) {
       const answer = await getJson(`${id.issuerUrl}${path}`, { dispatcher: id.dispatcher });
       assert.ok(answer.status >= 400 && answer.status < 500, `${path}: ${answer.status}`);
       assert.equal(typeof answer.body.error, 'string');
@@ -256,13 +282,27 @@ describe('token endpoint and discovery', () => {
     assert.equal(v1.body.jwks_uri, `${id.issuerUrl}/${id.tenantId}/discovery/keys`);
     const unknown = await getJson(`${id.issuerUrl}/not-a-tenant/v2.0/.well-known/openid-configuration`, { dispatcher: id.dispatcher });
     assertAadError(unknown, 400, 'invalid_request', 90002);
-    const viaLocalhost = await getJson(`${id.issuerUrl}/${id.tenantId}/v2.0/.well-known/openid-configuration`, { dispatcher: id.dispatcher, headers: { host: `localhost:${new URL(id.issuerUrl).port}` } });
-    assert.equal(viaLocalhost.body.token_endpoint, `https://localhost:${new URL(id.issuerUrl).port}/${id.tenantId}/oauth2/v2.0/token`, 'endpoints follow the name the client used');
+    const viaLocalhost = await getJson(`${id.issuerUrl}/${id.tenantId}/v2.0/.well-known/openid-configuration`, {
+      dispatcher: id.dispatcher,
+      headers: { host: `localhost:${new URL(id.issuerUrl).port}` },
+    });
+    assert.equal(
+      viaLocalhost.body.token_endpoint,
+      `https://localhost:${new URL(id.issuerUrl).port}/${id.tenantId}/oauth2/v2.0/token`,
+      'endpoints follow the name the client used',
+    );
     assert.equal(viaLocalhost.body.issuer, v2.body.issuer, 'the issuer does not');
     const oddHost = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const url = new URL(id.issuerUrl);
       const ask = httpsRequest(
-        { host: url.hostname, port: url.port, path: `/${id.tenantId}/v2.0/.well-known/openid-configuration`, headers: { host: 'evil/path?x' }, ca: readFileSync(id.caCertPath), servername: 'localhost' },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: `/${id.tenantId}/v2.0/.well-known/openid-configuration`,
+          headers: { host: 'evil/path?x' },
+          ca: readFileSync(id.caCertPath),
+          servername: 'localhost',
+        },
         (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));

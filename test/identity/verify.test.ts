@@ -35,7 +35,12 @@ describe('token verifier', () => {
   const cleanup = suiteCleanup(after);
 
   const demoToken = async (scope = 'api://offcloud-demo-api/.default') => {
-    const answer = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, { grant_type: 'client_credentials', client_id: client.appId, client_secret: client.secret, scope });
+    const answer = await postForm(id, `/${id.tenantId}/oauth2/v2.0/token`, {
+      grant_type: 'client_credentials',
+      client_id: client.appId,
+      client_secret: client.secret,
+      scope,
+    });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     return String(answer.body.access_token);
   };
@@ -43,7 +48,16 @@ describe('token verifier', () => {
   const signedByIssuer = async (claims: Record<string, unknown>) => {
     const keys = await openSigningKeys(id.dataDir).current();
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ aud: demoApiId, iss: identityIssuers(id.tenantId)[1], tid: id.tenantId, oid: client.appId, iat: now, nbf: now, exp: now + 600, ...claims })
+    return new SignJWT({
+      aud: demoApiId,
+      iss: identityIssuers(id.tenantId)[1],
+      tid: id.tenantId,
+      oid: client.appId,
+      iat: now,
+      nbf: now,
+      exp: now + 600,
+      ...claims,
+    })
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: keys.active.kid })
       .sign(keys.active.privateKey);
   };

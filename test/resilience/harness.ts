@@ -225,7 +225,8 @@ export async function oversizedRequest(url: URL, contentType: string, size: numb
     await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, 1000))]);
     const chunk = Buffer.alloc(64 * 1024, 0x20);
     for (let sent = 0; sent < size && !stop && !socket.destroyed; sent += chunk.length) {
-      if (!socket.write(sent + chunk.length > size ? chunk.subarray(0, size - sent) : chunk)) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      if (!socket.write(sent + chunk.length > size ? chunk.subarray(0, size - sent) : chunk))
+        await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
     }
   });
   await answered;

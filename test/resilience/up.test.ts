@@ -24,7 +24,19 @@ import { scriptsOptions } from '../../src/scripts/options.ts';
 import { sentimentOptions } from '../../src/sentiment/options.ts';
 import { tempDataDir } from '../helpers/index.ts';
 import { eventually, writeScript } from '../scripts/helpers.ts';
-import { descendants, groupOf, liveMembers, oversizedRequest, startUp, terminate, vanishingClient, vanishingHttp, type Listener, type Up, type Vanishing } from './harness.ts';
+import {
+  descendants,
+  groupOf,
+  liveMembers,
+  oversizedRequest,
+  startUp,
+  terminate,
+  vanishingClient,
+  vanishingHttp,
+  type Listener,
+  type Up,
+  type Vanishing,
+} from './harness.ts';
 
 /** Node's default largest request head (`--max-http-header-size`), which every HTTP listener keeps. */
 const MAX_HEADER_BYTES = 16 * 1024;
@@ -72,12 +84,35 @@ interface BodyLimit {
 
 const BODY_LIMITS: BodyLimit[] = [
   { component: 'calculator', path: '/add/1/2', limit: 16 * 1024, contentType: 'application/json', status: 413, body: /large/i },
-  { component: 'identity', label: /^token endpoint v2/, path: '', limit: TOKEN_BODY_LIMIT, contentType: 'application/x-www-form-urlencoded', status: 400, body: /invalid_request/ },
+  {
+    component: 'identity',
+    label: /^token endpoint v2/,
+    path: '',
+    limit: TOKEN_BODY_LIMIT,
+    contentType: 'application/x-www-form-urlencoded',
+    status: 400,
+    body: /invalid_request/,
+  },
   { component: 'billing', path: '/billing/v1/usage', limit: 64 * 1024, contentType: 'application/json', status: 413, body: /large/i },
-  { component: 'sentiment', path: '/text/analytics/v2.0/sentiment', limit: sentimentOptions.maxRequestBytes.default, contentType: 'application/json', status: 400, body: /too large/ },
+  {
+    component: 'sentiment',
+    path: '/text/analytics/v2.0/sentiment',
+    limit: sentimentOptions.maxRequestBytes.default,
+    contentType: 'application/json',
+    status: 400,
+    body: /too large/,
+  },
   { component: 'face', path: '/face/v1.0/detect', limit: MAX_IMAGE_BYTES, contentType: 'application/octet-stream', status: 400, body: /size|large/i },
   { component: 'face', path: '/face/v1.0/detect', limit: 64 * 1024, contentType: 'application/json', status: 400, body: /too large/ },
-  { component: 'scoring', label: /^POST \/score/, path: '/score', limit: scoringOptions.maxBodyBytes.default, contentType: 'application/octet-stream', status: 413, body: /large/i },
+  {
+    component: 'scoring',
+    label: /^POST \/score/,
+    path: '/score',
+    limit: scoringOptions.maxBodyBytes.default,
+    contentType: 'application/octet-stream',
+    status: 413,
+    body: /large/i,
+  },
   { component: 'scoring-frontend', path: '', limit: scoringOptions.maxBodyBytes.default, contentType: 'application/json', status: 413, body: /large/i },
   { component: 'scripts', path: '/hello', limit: scriptsOptions.bodyLimit.default, contentType: 'application/octet-stream', status: 413, body: /BodyTooLarge/ },
 ];
@@ -172,7 +207,7 @@ test('resilience: after a burst of clients vanishing mid-request on every listen
   const leftOver = () => [...liveMembers(groups), ...liveMembers(new Set([ownGroup])).filter((p) => childPids.has(p.pid))];
   // SIGKILL reached them before the exit; the kernel takes a moment to end what it reached.
   await eventually(() => leftOver().length === 0, 'every child process group to be gone', 1000).catch(() => undefined);
-  assert.deepEqual(leftOver(), [], 'processes of the children\'s groups still alive after exit');
+  assert.deepEqual(leftOver(), [], "processes of the children's groups still alive after exit");
 });
 
 /** A gRPC call started and left: cancelled before any answer. */

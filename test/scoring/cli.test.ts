@@ -46,8 +46,14 @@ before(async () => {
   files = createServer((req, res) => {
     const [, kind, ...rest] = (req.url ?? '').split('/');
     const relative = rest.join('/');
-    if (kind === 'images') return createReadStream(join(dataDir, relative)).on('error', () => res.writeHead(404).end()).pipe(res);
-    if (kind === 'good') return createReadStream(join(PACKAGE_MODELS, relative)).on('error', () => res.writeHead(404).end()).pipe(res);
+    if (kind === 'images')
+      return createReadStream(join(dataDir, relative))
+        .on('error', () => res.writeHead(404).end())
+        .pipe(res);
+    if (kind === 'good')
+      return createReadStream(join(PACKAGE_MODELS, relative))
+        .on('error', () => res.writeHead(404).end())
+        .pipe(res);
     if (kind === 'bad') {
       return void readFile(join(PACKAGE_MODELS, relative)).then(
         (bytes) => {
@@ -128,11 +134,29 @@ test('R-SCORE-7 the client scales any image to 224×224 (shorter side to 256, ce
 });
 
 test('R-SCORE-6 R-SCORE-12 through the TLS front-end with --frontend, --key and --ca; the image given by URL', async () => {
-  const key = frontend.credentials!.find((l) => l.startsWith('imagenet primary key '))!.split(' ').pop()!;
+  const key = frontend
+    .credentials!.find((l) => l.startsWith('imagenet primary key '))!
+    .split(' ')
+    .pop()!;
   await writeFile(join(dataDir, 'crossword.webp'), await pictureFile(crosswordSvg(), 'webp'));
-  const output = await printed(scoreImage, [`${filesBase}/images/crossword.webp`, '--frontend', frontend.exports!.scoringFrontendUrl!, '--service', 'imagenet', '--key', key, '--ca', frontend.caCertPath!, '--json', '--floats']);
+  const output = await printed(scoreImage, [
+    `${filesBase}/images/crossword.webp`,
+    '--frontend',
+    frontend.exports!.scoringFrontendUrl!,
+    '--service',
+    'imagenet',
+    '--key',
+    key,
+    '--ca',
+    frontend.caCertPath!,
+    '--json',
+    '--floats',
+  ]);
   assert.equal((JSON.parse(output) as JsonOutput).top[0]!.name, 'crossword_puzzle');
-  await assert.rejects(printed(scoreImage, [honeycombPng, '--frontend', frontend.exports!.scoringFrontendUrl!, '--key', 'nope', '--ca', frontend.caCertPath!]), /answered 401/);
+  await assert.rejects(
+    printed(scoreImage, [honeycombPng, '--frontend', frontend.exports!.scoringFrontendUrl!, '--key', 'nope', '--ca', frontend.caCertPath!]),
+    /answered 401/,
+  );
 });
 
 test('R-SCORE-7 a file that is not an image, or bad arguments, are usage errors (exit 2), not a crash', async () => {
@@ -146,11 +170,14 @@ test('R-SCORE-7 a file that is not an image, or bad arguments, are usage errors 
     [[honeycombPng, '--frontend', 'https://localhost:1'], /needs --key/],
     [[honeycombPng, '--bogus'], /Unknown option/],
   ] as const) {
-    await assert.rejects(printed(scoreImage, [...args, '--url', scoring.exports!.scoringUrl!]), (err: unknown) => err instanceof UsageError && message.test(err.message));
+    await assert.rejects(
+      printed(scoreImage, [...args, '--url', scoring.exports!.scoringUrl!]),
+      (err: unknown) => err instanceof UsageError && message.test(err.message),
+    );
   }
 });
 
-test('R-SCORE-1 model lookup order: --model, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models, then the package\'s own models/', async (t) => {
+test("R-SCORE-1 model lookup order: --model, then $OFFCLOUD_MODELS_DIR, then <data-dir>/models, then the package's own models/", async (t) => {
   const own = await tempDataDir(t);
   const envDir = join(own, 'env-models');
   for (const dir of [join(own, 'models'), envDir]) {
@@ -162,7 +189,10 @@ test('R-SCORE-1 model lookup order: --model, then $OFFCLOUD_MODELS_DIR, then <da
   assert.equal(lookup({ OFFCLOUD_MODELS_DIR: envDir }, explicit), explicit);
   assert.equal(lookup({ OFFCLOUD_MODELS_DIR: envDir }), join(envDir, DEFAULT_MODEL.relativePath));
   assert.equal(lookup({}), join(own, 'models', DEFAULT_MODEL.relativePath));
-  assert.equal(resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: join(own, 'empty'), env: {} }), join(PACKAGE_MODELS, DEFAULT_MODEL.relativePath));
+  assert.equal(
+    resolveModelFile({ relativePath: DEFAULT_MODEL.relativePath, dataDir: join(own, 'empty'), env: {} }),
+    join(PACKAGE_MODELS, DEFAULT_MODEL.relativePath),
+  );
   assert.deepEqual(modelSearchPath(own, { OFFCLOUD_MODELS_DIR: envDir }), [envDir, join(own, 'models'), PACKAGE_MODELS]);
   assert.throws(() => resolveModelFile({ relativePath: 'nothing/here.onnx', dataDir: own, env: {} }), /not found .*offcloud models pull/);
 });
@@ -174,14 +204,19 @@ test('R-SCORE-1 the container loads the model $OFFCLOUD_MODELS_DIR points at, an
   const previous = process.env.OFFCLOUD_MODELS_DIR;
   process.env.OFFCLOUD_MODELS_DIR = own;
   try {
-    await assert.rejects(startScoring({ ...quiet, dataDir: own }), (err: Error) => err.message.startsWith(`cannot load model ${join(own, DEFAULT_MODEL.relativePath)}:`));
+    await assert.rejects(startScoring({ ...quiet, dataDir: own }), (err: Error) =>
+      err.message.startsWith(`cannot load model ${join(own, DEFAULT_MODEL.relativePath)}:`),
+    );
   } finally {
     if (previous === undefined) delete process.env.OFFCLOUD_MODELS_DIR;
     else process.env.OFFCLOUD_MODELS_DIR = previous;
   }
   await assert.rejects(startScoring({ ...quiet, dataDir: own, model: join(own, 'missing.onnx') }), /missing\.onnx \(--model\) does not exist/);
   // A real ONNX model with another input size (the face detector) is refused at start, by name.
-  await assert.rejects(startScoring({ ...quiet, dataDir: own, model: join(PACKAGE_MODELS, 'face-ultralight-rfb/version-RFB-640.onnx') }), /does not take a float32 \[1,3,224,224\] input/);
+  await assert.rejects(
+    startScoring({ ...quiet, dataDir: own, model: join(PACKAGE_MODELS, 'face-ultralight-rfb/version-RFB-640.onnx') }),
+    /does not take a float32 \[1,3,224,224\] input/,
+  );
 });
 
 test('models pull downloads every default file from a mirror and checks its sha256; a second pull keeps them', async (t) => {
@@ -197,7 +232,8 @@ test('models pull refuses a file whose sha256 is wrong and leaves nothing behind
   const target = join(await tempDataDir(t), 'models');
   await assert.rejects(
     printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/bad`]),
-    (err: Error) => err instanceof ChecksumError && new RegExp(`sha256 is [0-9a-f]{64}, expected ${DEFAULT_MODEL.sha256}; the file was not saved`).test(err.message),
+    (err: Error) =>
+      err instanceof ChecksumError && new RegExp(`sha256 is [0-9a-f]{64}, expected ${DEFAULT_MODEL.sha256}; the file was not saved`).test(err.message),
   );
   assert.deepEqual(await readdir(join(target, 'imagenet-mobilenetv2-int8')), []);
   await assert.rejects(printed(pullModels, [...SCORING_MODELS, '--models-dir', target, '--mirror', `${filesBase}/nothing`]), /answered 404/);

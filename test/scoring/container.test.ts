@@ -239,7 +239,10 @@ test('R-SCORE-1 open inference v2: health, metadata and infer on the same model'
   const std = [0.229, 0.224, 0.225];
   const plane = 224 * 224;
   const data = pixels.map((v, i) => (v / 255 - mean[Math.floor(i / plane)]!) / std[Math.floor(i / plane)]!);
-  const r = await post('/v2/models/imagenet/infer', JSON.stringify({ id: 'q1', inputs: [{ name: metadata.inputs[0]!.name, shape: [1, 3, 224, 224], datatype: 'FP32', data }] }));
+  const r = await post(
+    '/v2/models/imagenet/infer',
+    JSON.stringify({ id: 'q1', inputs: [{ name: metadata.inputs[0]!.name, shape: [1, 3, 224, 224], datatype: 'FP32', data }] }),
+  );
   assert.equal(r.status, 200, r.text);
   const answer = r.json() as { id: string; model_name: string; outputs: { shape: number[]; data: number[] }[] };
   assert.equal(answer.id, 'q1');
@@ -278,7 +281,11 @@ test('R-SCORE-3 good and refused requests in flight together: each good one gets
   const random = seededRandom(11);
   const broken = Array.from({ length: 6 }, () => breakBody(Buffer.from(crossword), random));
   for (let round = 0; round < 3; round++) {
-    const sent = Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? { kind: 'broken' as const, body: broken[(i / 3 + round) % broken.length]! } : { kind: i % 3 === 1 ? ('honeycomb' as const) : ('crossword' as const), body: i % 3 === 1 ? honeycomb : crossword }));
+    const sent = Array.from({ length: 12 }, (_, i) =>
+      i % 3 === 0
+        ? { kind: 'broken' as const, body: broken[(i / 3 + round) % broken.length]! }
+        : { kind: i % 3 === 1 ? ('honeycomb' as const) : ('crossword' as const), body: i % 3 === 1 ? honeycomb : crossword },
+    );
     const answers = await Promise.all(sent.map(({ body }) => post('/score', body)));
     answers.forEach((answer, i) => {
       const { kind } = sent[i]!;

@@ -32,7 +32,33 @@ export function randomNumberText(random: () => number): string {
   }
 }
 
-const NOISE = ['', ' ', '[', ']', '{', '}', ',', ':', '"', '-', '.', 'e', '0', '01', '1.', 'NaN', 'null', 'true', '\\', '\u0000', '\u00ff', '1e999', '"x"', '[]', '\n'];
+const NOISE = [
+  '',
+  ' ',
+  '[',
+  ']',
+  '{',
+  '}',
+  ',',
+  ':',
+  '"',
+  '-',
+  '.',
+  'e',
+  '0',
+  '01',
+  '1.',
+  'NaN',
+  'null',
+  'true',
+  '\\',
+  '\u0000',
+  '\u00ff',
+  '1e999',
+  '"x"',
+  '[]',
+  '\n',
+];
 
 /** One random edit: drop, insert, replace or duplicate a stretch of the text. */
 export function mutate(text: string, random: () => number): string {
@@ -94,7 +120,9 @@ export function honeycombSvg(size = 320): Buffer {
       cells.push(`<polygon points="${points}" fill="#e0a020" stroke="#8a5a00" stroke-width="3"/>`);
     }
   }
-  return Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}"><rect width="100%" height="100%" fill="#8a5a00"/>${cells.join('')}</svg>`);
+  return Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}"><rect width="100%" height="100%" fill="#8a5a00"/>${cells.join('')}</svg>`,
+  );
 }
 
 export function crosswordSvg(): Buffer {
@@ -170,4 +198,3 @@ export function jsonParseTensor(body: string, shape: readonly number[]): Float32
   const values = Float32Array.from(out);
   return values.every(Number.isFinite) ? values : 'error';
 }
-

@@ -75,7 +75,12 @@ async function score(service: string, authorization: string | undefined, body: s
     headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
   });
   const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, text, json: () => JSON.parse(text) as { result: number[]; time: number; error?: { code: string; message: string } } };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text,
+    json: () => JSON.parse(text) as { result: number[]; time: number; error?: { code: string; message: string } },
+  };
 }
 
 function assertError(r: { status: number; text: string }, status: number, message?: RegExp): void {
@@ -96,7 +101,7 @@ test('R-SCORE-8 R-SCORE-11 the front-end forwards to the container and returns i
   assert.ok(answer.time > 0);
 });
 
-test('R-SCORE-8 the container\'s own errors come back unchanged (400 for a wrong shape)', async () => {
+test("R-SCORE-8 the container's own errors come back unchanged (400 for a wrong shape)", async () => {
   const r = await score('imagenet', `bearer ${keyOf(frontend, 'imagenet', 'primary')}`, '{"data": [[[[1]]]]}');
   assertError(r, 400, /data\[0\]\[0\]\[0\] has 1 entries; expected 224/);
 });
@@ -112,7 +117,17 @@ test('R-SCORE-9 primary and secondary keys both work; the scheme word is case-in
 
 test('R-SCORE-9 a missing, wrong or foreign key gets 401 JSON with WWW-Authenticate', async () => {
   const primary = keyOf(frontend, 'imagenet', 'primary');
-  for (const authorization of [undefined, '', 'bearer', `bearer ${primary}x`, `bearer ${primary.slice(1)}`, `Basic ${primary}`, `bearer ${keyOf(frontend, 'two', 'primary')}`, `bearer ${primary} extra`, `bearer\u00a0${primary}`]) {
+  for (const authorization of [
+    undefined,
+    '',
+    'bearer',
+    `bearer ${primary}x`,
+    `bearer ${primary.slice(1)}`,
+    `Basic ${primary}`,
+    `bearer ${keyOf(frontend, 'two', 'primary')}`,
+    `bearer ${primary} extra`,
+    `bearer\u00a0${primary}`,
+  ]) {
     const r = await score('imagenet', authorization);
     assertError(r, 401);
     assert.equal(r.headers['www-authenticate'], 'Bearer', String(authorization));
@@ -122,7 +137,13 @@ test('R-SCORE-9 a missing, wrong or foreign key gets 401 JSON with WWW-Authentic
 test('R-SCORE-8 an unknown service is 404 JSON, also with path tricks', async () => {
   const key = `bearer ${keyOf(frontend, 'imagenet', 'primary')}`;
   assertError(await score('nosuch', key), 404, /no service "nosuch"/);
-  for (const path of ['/api/v1/service/%2e%2e/score', '/api/v1/service/imagenet/score/x', '/api/v1/service/../imagenet/score', '/api/v2/service/imagenet/score', '/api/v1/service//score']) {
+  for (const path of [
+    '/api/v1/service/%2e%2e/score',
+    '/api/v1/service/imagenet/score/x',
+    '/api/v1/service/../imagenet/score',
+    '/api/v2/service/imagenet/score',
+    '/api/v1/service//score',
+  ]) {
     assertError(await score('', key, honeycomb, path), 404);
   }
 });
@@ -133,8 +154,14 @@ test('R-SCORE-10 keys regenerated with the CLI take effect at once, without a re
   const shown: string[] = [];
   await manageKeys(['show', 'imagenet', '--data-dir', dataDir, '--json'], (line) => shown.push(line));
   assert.deepEqual(JSON.parse(shown.join('')), { primaryKey: oldPrimary, secondaryKey: secondary });
-  await assert.rejects(manageKeys(['show', 'nosuch', '--data-dir', dataDir], () => undefined), /no keys for service "nosuch"/);
-  await assert.rejects(manageKeys(['regenerate', 'imagenet', '--data-dir', dataDir], () => undefined), /exactly one of --primary or --secondary/);
+  await assert.rejects(
+    manageKeys(['show', 'nosuch', '--data-dir', dataDir], () => undefined),
+    /no keys for service "nosuch"/,
+  );
+  await assert.rejects(
+    manageKeys(['regenerate', 'imagenet', '--data-dir', dataDir], () => undefined),
+    /exactly one of --primary or --secondary/,
+  );
   // The real binary, a separate process, changes the key the running front-end uses.
   const regenerated = await runCli(['scoring', 'keys', 'regenerate', 'imagenet', '--primary', '--data-dir', dataDir, '--json']);
   assert.equal(regenerated.code, 0, regenerated.stderr);
@@ -148,8 +175,15 @@ test('R-SCORE-10 keys regenerated with the CLI take effect at once, without a re
 
 test('R-SCORE-10 the admin endpoint regenerates the secondary key; the primary stays', async () => {
   const admin = `bearer ${frontend.credentials!.find((l) => l.startsWith('admin key '))!.split(' ')[2]}`;
-  const before = (await (await request(`${frontendBase}/admin/v1/service/imagenet/keys`, { headers: { authorization: admin } })).body.json()) as { primaryKey: string; secondaryKey: string };
-  const response = await request(`${frontendBase}/admin/v1/service/imagenet/regenerateKeys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: '{"keyType": "Secondary"}' });
+  const before = (await (await request(`${frontendBase}/admin/v1/service/imagenet/keys`, { headers: { authorization: admin } })).body.json()) as {
+    primaryKey: string;
+    secondaryKey: string;
+  };
+  const response = await request(`${frontendBase}/admin/v1/service/imagenet/regenerateKeys`, {
+    method: 'POST',
+    headers: { authorization: admin, 'content-type': 'application/json' },
+    body: '{"keyType": "Secondary"}',
+  });
   assert.equal(response.statusCode, 200);
   const after = (await response.body.json()) as { primaryKey: string; secondaryKey: string };
   assert.equal(after.primaryKey, before.primaryKey);
@@ -161,11 +195,19 @@ test('R-SCORE-10 the admin endpoint regenerates the secondary key; the primary s
 
 test('R-SCORE-10 the admin endpoints refuse a service key, and a bad keyType is 400', async () => {
   const serviceKey = `bearer ${keyOf(frontend, 'two', 'primary')}`;
-  const refused = await request(`${frontendBase}/admin/v1/service/two/regenerateKeys`, { method: 'POST', headers: { authorization: serviceKey }, body: '{"keyType":"Primary"}' });
+  const refused = await request(`${frontendBase}/admin/v1/service/two/regenerateKeys`, {
+    method: 'POST',
+    headers: { authorization: serviceKey },
+    body: '{"keyType":"Primary"}',
+  });
   assertError({ status: refused.statusCode, text: await refused.body.text() }, 401);
   const admin = `bearer ${frontend.credentials!.find((l) => l.startsWith('admin key '))!.split(' ')[2]}`;
   for (const body of ['{"keyType":"Tertiary"}', 'not json', '{"keyType": 1}', '']) {
-    const bad = await request(`${frontendBase}/admin/v1/service/two/regenerateKeys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body });
+    const bad = await request(`${frontendBase}/admin/v1/service/two/regenerateKeys`, {
+      method: 'POST',
+      headers: { authorization: admin, 'content-type': 'application/json' },
+      body,
+    });
     assertError({ status: bad.statusCode, text: await bad.body.text() }, 400);
   }
   assert.equal((await score('two', serviceKey)).status, 200, 'the service key still works');
@@ -191,7 +233,11 @@ test('R-SCORE-11 a service with no live replica answers 502 JSON, and the front-
 });
 
 test('R-SCORE-8 bodies over the limit get 413 JSON; other methods 405', async () => {
-  assertError(await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(5 * 1024 * 1024, 0x20)), 413, /^the body is larger than 4194304 bytes \(--max-body-bytes\)$/);
+  assertError(
+    await score('two', `bearer ${keyOf(frontend, 'two', 'secondary')}`, Buffer.alloc(5 * 1024 * 1024, 0x20)),
+    413,
+    /^the body is larger than 4194304 bytes \(--max-body-bytes\)$/,
+  );
   const get = await request(`${frontendBase}/api/v1/service/imagenet/score`);
   assertError({ status: get.statusCode, text: await get.body.text() }, 405);
 });
@@ -205,13 +251,23 @@ test('R-SCORE-12 TLS is optional: over HTTPS with a client trusting the local CA
   const key = keyOf(tls, 'imagenet', 'primary');
   const agent = new Agent({ connect: { ca: await readFile(tls.caCertPath!, 'utf8') } });
   t.after(() => agent.close());
-  const response = await request(url.replace('127.0.0.1', 'localhost'), { method: 'POST', body: honeycomb, dispatcher: agent, headers: { authorization: `Bearer ${key}` } });
+  const response = await request(url.replace('127.0.0.1', 'localhost'), {
+    method: 'POST',
+    body: honeycomb,
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${key}` },
+  });
   assert.equal(response.statusCode, 200);
   assert.equal(argmax(((await response.body.json()) as { result: number[] }).result), HONEYCOMB);
   await assert.rejects(request(url, { method: 'POST', body: honeycomb, headers: { authorization: `bearer ${key}` } }), /certificate/);
   const curl = debianProgram('curl', '/usr/bin/curl');
   const viaCurl = await new Promise<string>((resolve, reject) => {
-    const child = execFile(curl, ['-sS', '--cacert', tls.caCertPath!, '-H', `Authorization: bearer ${key}`, '-H', 'Content-Type: application/json', '--data-binary', '@-', url], { maxBuffer: 1 << 22 }, (err, out) => (err ? reject(err) : resolve(out)));
+    const child = execFile(
+      curl,
+      ['-sS', '--cacert', tls.caCertPath!, '-H', `Authorization: bearer ${key}`, '-H', 'Content-Type: application/json', '--data-binary', '@-', url],
+      { maxBuffer: 1 << 22 },
+      (err, out) => (err ? reject(err) : resolve(out)),
+    );
     child.stdin!.end(honeycomb);
   });
   assert.equal(argmax((JSON.parse(viaCurl) as { result: number[] }).result), HONEYCOMB);

@@ -1,6 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INPUT_LAYOUT, INPUT_SHAPE, MAX_NESTING, readTensorBody, TensorBodyStream, TensorLayout, type ChannelTransform, type TensorBody } from '../../src/scoring/tensor-body.ts';
+import {
+  INPUT_LAYOUT,
+  INPUT_SHAPE,
+  MAX_NESTING,
+  readTensorBody,
+  TensorBodyStream,
+  TensorLayout,
+  type ChannelTransform,
+  type TensorBody,
+} from '../../src/scoring/tensor-body.ts';
 import { ScoringError } from '../../src/scoring/errors.ts';
 import { channelTransform, normalizeInput, readerPixelTransform } from '../../src/scoring/classifier.ts';
 import { jsonParseTensor, mutate, nestedTensor, randomNumberText, seededRandom } from './fixtures.ts';
@@ -46,11 +55,31 @@ test('R-SCORE-1 a full [1,3,224,224] body of 17-digit doubles parses bit for bit
 
 test('R-SCORE-1 numbers at float32 ties and edges round like JSON.parse then float32', () => {
   const tokens = [
-    '0', '-0', '-0.0', '255', '1e2', '1E+2', '2.5e-3', '0.1', '16777217', '16777216.999999999999999',
-    '1.00000005960464477539062', '1.000000059604644775390625', '1.0000000596046447753906251', '3.4028235677973366e38',
-    '3.4028234663852886e38', '1.401298464324817e-45', '7.006492321624085e-46', '7.006492321624086e-46',
-    '123456789012345678901234567890', '0.000000000000000000000000000001', '9007199254740993', '4.9406564584124654e-324',
-    '0.30000000000000004', '1.1754943508222875e-38', '-1.7976931348623157e308e0'.slice(0, 24),
+    '0',
+    '-0',
+    '-0.0',
+    '255',
+    '1e2',
+    '1E+2',
+    '2.5e-3',
+    '0.1',
+    '16777217',
+    '16777216.999999999999999',
+    '1.00000005960464477539062',
+    '1.000000059604644775390625',
+    '1.0000000596046447753906251',
+    '3.4028235677973366e38',
+    '3.4028234663852886e38',
+    '1.401298464324817e-45',
+    '7.006492321624085e-46',
+    '7.006492321624086e-46',
+    '123456789012345678901234567890',
+    '0.000000000000000000000000000001',
+    '9007199254740993',
+    '4.9406564584124654e-324',
+    '0.30000000000000004',
+    '1.1754943508222875e-38',
+    '-1.7976931348623157e308e0'.slice(0, 24),
   ];
   for (const token of tokens) {
     const body = `{"data":[[[[${token}]]]]}`;
@@ -110,7 +139,11 @@ test('R-SCORE-2 errors name the path and the expected shape', () => {
     ['\ufeff{"data": []}', /must be a JSON object|invalid JSON/],
   ];
   for (const [body, message] of cases) {
-    assert.throws(() => readTensorBody(Buffer.from(body), layoutOf(SMALL)), (err: unknown) => err instanceof ScoringError && err.status === 400 && message.test(err.message), body);
+    assert.throws(
+      () => readTensorBody(Buffer.from(body), layoutOf(SMALL)),
+      (err: unknown) => err instanceof ScoringError && err.status === 400 && message.test(err.message),
+      body,
+    );
   }
   const error = (() => {
     try {
@@ -247,12 +280,20 @@ test('R-SCORE-5 a body of pixel integers read with the pixel transform holds exa
   check('pixel integers', pixelsBody, true);
   check('pixel integers with one float at the end', pixelsBody.replace(/(\d+)\]\]\]\]\}$/, '$1.5]]]]}'), false);
   check('pixel integers with one 4-digit integer in the middle', pixelsBody.replace(/,(\d+),/, ',1000,'), false);
-  check('unit floats written as JSON.stringify writes 0 and 1', JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => [0, 1, random()][Math.floor(random() * 3)]) }), false);
+  check(
+    'unit floats written as JSON.stringify writes 0 and 1',
+    JSON.stringify({ data: nestedTensor(INPUT_SHAPE, () => [0, 1, random()][Math.floor(random() * 3)]) }),
+    false,
+  );
   const shape = [1, 3, 2, 40];
   const small = JSON.stringify({ data: nestedTensor(shape, () => Math.floor(random() * 256)) });
   assert.equal(readTensorBody(Buffer.from(small), layoutOf(shape), pixels).pixelsApplied, true);
   assert.equal(readTensorBody(Buffer.from(small), layoutOf(shape)).pixelsApplied, false);
-  assert.equal(readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), layoutOf([1, 1, 1, 1]), pixels).pixelsApplied, false, 'one channel, three tables');
+  assert.equal(
+    readTensorBody(Buffer.from(JSON.stringify({ data: [[[[7]]]] })), layoutOf([1, 1, 1, 1]), pixels).pixelsApplied,
+    false,
+    'one channel, three tables',
+  );
 });
 
 const PIXEL_MEAN = [0.485, 0.456, 0.406];
@@ -278,7 +319,14 @@ function readWholeAndStreamed(body: Buffer, cuts: number[], shape: readonly numb
 }
 
 /** What a reader must give for a body JSON.parse reads as `expected` from these tokens: values, range, integers, transform. */
-function assertReadLike(got: TensorBody | string, expected: Float32Array, tokens: string[], shape: readonly number[], pixels: ChannelTransform | undefined, label: string): void {
+function assertReadLike(
+  got: TensorBody | string,
+  expected: Float32Array,
+  tokens: string[],
+  shape: readonly number[],
+  pixels: ChannelTransform | undefined,
+  label: string,
+): void {
   assert.ok(typeof got !== 'string', `${label}: refused (${String(got)})`);
   const applied = pixels !== undefined && shape[1] === pixels.scale.length && tokens.every((token) => /^(0|[1-9][0-9]{0,2})$/.test(token));
   const values = Float32Array.from(expected);
@@ -287,7 +335,11 @@ function assertReadLike(got: TensorBody | string, expected: Float32Array, tokens
   assert.ok(sameBits(got.values, values), `${label}: values`);
   // (=== as the reader compares: 0 and -0 are the same least value.)
   assert.ok(got.min === Math.min(...expected) && got.max === Math.max(...expected), `${label}: range ${got.min}..${got.max}`);
-  assert.equal(got.allIntegers, tokens.every((token) => /^-?[0-9]+$/.test(token)), `${label}: allIntegers`);
+  assert.equal(
+    got.allIntegers,
+    tokens.every((token) => /^-?[0-9]+$/.test(token)),
+    `${label}: allIntegers`,
+  );
 }
 
 test('R-SCORE-1 rows of pixel-like tokens of every length, spacing and spelling, whole and in random pieces, with and without the pixel transform, read like JSON.parse with the same range', () => {
@@ -297,7 +349,11 @@ test('R-SCORE-1 rows of pixel-like tokens of every length, spacing and spelling,
   const separators = [',', ', ', ' ,', ',\n', ',  ', '\t,\t', ' , '];
   let accepted = 0;
   for (let i = 0; i < 600; i++) {
-    const shape = [[1, 3, 2, 7], [1, 3, 1, 40], [1, 1, 3, 5]][i % 3]!;
+    const shape = [
+      [1, 3, 2, 7],
+      [1, 3, 1, 40],
+      [1, 1, 3, 5],
+    ][i % 3]!;
     const style = separators[Math.floor(random() * separators.length)]!;
     const tokens: string[] = [];
     const array = (level: number): string => {
@@ -400,7 +456,6 @@ test('R-SCORE-2 near-pixel tokens inside a run of pixels are refused or read exa
   }
 });
 
-
 test('R-SCORE-1 a body is read once: members after the tensor are read from where it ends, and an error is found as the body arrives, each as the whole body reads it', () => {
   const random = seededRandom(12);
   const pixels = readerPixelTransform('auto', PIXEL_MEAN, PIXEL_STD)!;
@@ -456,12 +511,15 @@ test('R-SCORE-1 a body is read once: members after the tensor are read from wher
   }
 });
 
-test('R-SCORE-2 a body refused in pieces gets the whole body\'s error, wherever it is cut (NaN and Infinity cut in two included)', () => {
+test("R-SCORE-2 a body refused in pieces gets the whole body's error, wherever it is cut (NaN and Infinity cut in two included)", () => {
   const random = seededRandom(13);
   const words = ['NaN', 'Infinity', '-Infinity', 'Inf', 'Na', 'Infinityx', 'NaNa', 'N', '"7"', 'nul', 'tru'];
   let refused = 0;
   for (let i = 0; i < 1500; i++) {
-    const tensor = JSON.stringify(nestedTensor(SMALL, () => (random() < 0.7 ? String(Math.floor(random() * 256)) : randomNumberText(random)))).replace(/"(-?[0-9][^"]*)"/g, '$1');
+    const tensor = JSON.stringify(nestedTensor(SMALL, () => (random() < 0.7 ? String(Math.floor(random() * 256)) : randomNumberText(random)))).replace(
+      /"(-?[0-9][^"]*)"/g,
+      '$1',
+    );
     let text = `{"data": ${tensor}${[' ', ', "id": "x"', ', "note": [1, {"a": null}], "z": -0.5e-3'][i % 3]}}`;
     if (i % 2) text = mutate(text, random);
     else {
@@ -471,7 +529,10 @@ test('R-SCORE-2 a body refused in pieces gets the whole body\'s error, wherever 
     const body = Buffer.from(text);
     const whole = readWholeAndStreamed(body, [], SMALL)[0];
     if (typeof whole === 'string') refused++;
-    const cutSets = i % 30 === 0 ? Array.from({ length: body.length + 1 }, (_, cut) => [cut]) : [Array.from({ length: 1 + Math.floor(random() * 10) }, () => Math.floor(random() * (body.length + 1))).sort((a, b) => a - b)];
+    const cutSets =
+      i % 30 === 0
+        ? Array.from({ length: body.length + 1 }, (_, cut) => [cut])
+        : [Array.from({ length: 1 + Math.floor(random() * 10) }, () => Math.floor(random() * (body.length + 1))).sort((a, b) => a - b)];
     for (const cuts of cutSets) {
       const got = readWholeAndStreamed(body, cuts, SMALL)[1];
       const label = `${text} cut at ${cuts.join(',')}`;
@@ -486,7 +547,10 @@ test('R-SCORE-5 one channel transform for the reader and normalizeInput: v·(k/s
   const pixels = channelTransform('pixels', PIXEL_MEAN, PIXEL_STD);
   for (const scale of ['auto', 'pixels'] as const) assert.deepEqual(readerPixelTransform(scale, PIXEL_MEAN, PIXEL_STD), pixels, scale);
   for (const scale of ['unit', 'normalized'] as const) assert.equal(readerPixelTransform(scale, PIXEL_MEAN, PIXEL_STD), undefined, scale);
-  for (const [scale, k] of [['pixels', 1 / 255], ['unit', 1]] as const) {
+  for (const [scale, k] of [
+    ['pixels', 1 / 255],
+    ['unit', 1],
+  ] as const) {
     const values = Float32Array.from({ length: 12 }, (_, i) => (scale === 'pixels' ? i * 23 : i / 11));
     const c = (i: number) => Math.floor(i / 4);
     const expected = values.map((v, i) => v * (k / PIXEL_STD[c(i)]!) - PIXEL_MEAN[c(i)]! / PIXEL_STD[c(i)]!);

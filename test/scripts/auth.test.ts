@@ -99,7 +99,10 @@ test('R-SCRIPT-6 an unknown user costs what a user of the file costs: the passwo
   const verifier = new NotingVerifier();
   const file = await PasswordFile.load(passwordFile, pino({ level: 'silent' }), verifier);
   t.after(() => file.close());
-  const fileHashes = readFileSync(passwordFile, 'utf8').trim().split('\n').map((line) => line.slice(line.indexOf(':') + 1));
+  const fileHashes = readFileSync(passwordFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => line.slice(line.indexOf(':') + 1));
   assert.equal(await file.authenticate(basic('bcrypt', 'wrong')), null);
   assert.deepEqual(verifier.checked, [fileHashes[1]], 'a known user: their own hash');
   for (const name of ['nobody', 'admin', 'root']) {

@@ -41,7 +41,10 @@ test('R-SCRIPT-5 a browser EventSource (headless Debian chromium) receives the l
         setTimeout(() => reject(new Error(`no exit event; got ${JSON.stringify(messages)}`)), 10_000);
       }),
   );
-  assert.deepEqual(seen.messages.map((m) => m.data), ['tick 1', 'tick 2 browser']);
+  assert.deepEqual(
+    seen.messages.map((m) => m.data),
+    ['tick 1', 'tick 2 browser'],
+  );
   // The first line was shown before the script printed the second (1 s later).
   assert.ok(seen.messages[1]!.at - seen.messages[0]!.at >= 500, JSON.stringify(seen.messages));
   assert.deepEqual(JSON.parse(seen.exit), { code: 4, signal: null, reason: 'exited' });

@@ -10,10 +10,7 @@ import { callStream, dataLines, exitOf, startHarness } from './helpers.ts';
 const h = await startHarness({ after });
 await h.script('top.sh', '#!/bin/sh\necho "top level"\n');
 await h.script('reports/daily.sh', '#!/bin/sh\necho "daily report"\n');
-await h.script(
-  'resources/create.sh',
-  '#!/bin/sh\n# offcloud: methods=POST\necho "creating $PARAM_NAME"\necho "body: $(cat)"\necho "method $REQUEST_METHOD"\n',
-);
+await h.script('resources/create.sh', '#!/bin/sh\n# offcloud: methods=POST\necho "creating $PARAM_NAME"\necho "body: $(cat)"\necho "method $REQUEST_METHOD"\n');
 await h.script('params.sh', '#!/bin/sh\nenv | grep -E "^PARAM_" | sort\n');
 await h.script('env.sh', '#!/bin/sh\necho "secret=${OFFCLOUD_TEST_SECRET:-unset}"\necho "name=$SCRIPT_NAME"\n');
 

@@ -62,28 +62,81 @@ export async function startPebble(dir: string, httpPort: number): Promise<Pebble
   const openssl = debianProgram('openssl', '/usr/bin/openssl');
   const wfeCaFile = join(dir, 'wfe.pem');
   const wfeKey = join(dir, 'wfe.key');
-  execFileSync(openssl, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', wfeKey, '-out', wfeCaFile,
-    '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-  const [dnsPort, dirPort, managementPort, challManagementPort, tlsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  execFileSync(
+    openssl,
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      wfeKey,
+      '-out',
+      wfeCaFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  const [dnsPort, dirPort, managementPort, challManagementPort, tlsPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const config = join(dir, 'pebble.json');
-  await writeFile(config, JSON.stringify({
-    pebble: {
-      listenAddress: `127.0.0.1:${dirPort}`,
-      managementListenAddress: `127.0.0.1:${managementPort}`,
-      certificate: wfeCaFile,
-      privateKey: wfeKey,
-      httpPort,
-      tlsPort,
-      ocspResponderURL: '',
-      externalAccountBindingRequired: false,
-    },
-  }));
-  const dns = await startUntil(challtestsrv, ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '',
-    '-tlsalpn01', '', '-management', `127.0.0.1:${challManagementPort}`], {}, /Starting management server/);
+  await writeFile(
+    config,
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${dirPort}`,
+        managementListenAddress: `127.0.0.1:${managementPort}`,
+        certificate: wfeCaFile,
+        privateKey: wfeKey,
+        httpPort,
+        tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+      },
+    }),
+  );
+  const dns = await startUntil(
+    challtestsrv,
+    [
+      '-defaultIPv4',
+      '127.0.0.1',
+      '-defaultIPv6',
+      '',
+      '-dns01',
+      `127.0.0.1:${dnsPort}`,
+      '-http01',
+      '',
+      '-https01',
+      '',
+      '-tlsalpn01',
+      '',
+      '-management',
+      `127.0.0.1:${challManagementPort}`,
+    ],
+    {},
+    /Starting management server/,
+  );
   let ca: ChildProcess;
   try {
-    ca = await startUntil(pebble, ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`],
-      { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' }, /ACME directory available/);
+    ca = await startUntil(
+      pebble,
+      ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`],
+      { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' },
+      /ACME directory available/,
+    );
   } catch (err) {
     dns.kill();
     throw err;

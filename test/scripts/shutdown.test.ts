@@ -27,7 +27,9 @@ function groupAlive(pgid: number): boolean {
     .filter((name) => /^\d+$/.test(name))
     .some((pid) => {
       // /proc/<pid>/stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so read after its last ')'.
-      const stat = statOf(pid)?.replace(/^.*\) /s, '').split(' ');
+      const stat = statOf(pid)
+        ?.replace(/^.*\) /s, '')
+        .split(' ');
       return stat !== undefined && Number(stat[2]) === pgid && stat[0] !== 'Z';
     });
 }
@@ -60,14 +62,18 @@ function vanishingCall(port: number, head: string, afterMs: number): Promise<voi
   });
 }
 
-test('scripts: SIGTERM after a burst of vanished clients exits 0 within 5 s and kills every run\'s process group', async (t) => {
+test("scripts: SIGTERM after a burst of vanished clients exits 0 within 5 s and kills every run's process group", async (t) => {
   const dataDir = await tempDataDir(t);
   const folder = join(dataDir, 'served');
   const pids = join(dataDir, 'pids');
   await writeScript(folder, 'stubborn.sh', `#!/bin/sh\ntrap '' TERM\necho $$ >> ${pids}\nsleep 60 &\necho started\nwait\n`);
-  const server = spawn(process.execPath, [BIN, 'scripts', '--port', '0', '--data-dir', dataDir, '--scripts-dir', folder, '--max-running', '500', '--log-level', 'warn'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const server = spawn(
+    process.execPath,
+    [BIN, 'scripts', '--port', '0', '--data-dir', dataDir, '--scripts-dir', folder, '--max-running', '500', '--log-level', 'warn'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   t.after(async () => {
     server.kill('SIGKILL');
     // Should the test fail, what the server left behind goes too.
@@ -90,7 +96,7 @@ test('scripts: SIGTERM after a burst of vanished clients exits 0 within 5 s and 
   await Promise.all(calls);
   // The client that stays has its script running (the others' may have been stopped already, as they left).
   let groups: number[] = [];
-  await eventually(() => (groups = runGroups(pids)).length > 0, 'the staying client\'s script to start', 30_000);
+  await eventually(() => (groups = runGroups(pids)).length > 0, "the staying client's script to start", 30_000);
 
   const started = Date.now();
   server.kill('SIGTERM');
@@ -100,6 +106,6 @@ test('scripts: SIGTERM after a burst of vanished clients exits 0 within 5 s and 
   assert.notEqual(outcome, 'late', `still running 5 s after SIGTERM; stderr:\n${stderr.text.slice(-2000)}`);
   assert.deepEqual(outcome, [0, null], `exit after ${Date.now() - started} ms; stderr:\n${stderr.text.slice(-2000)}`);
   // SIGKILL was sent before the exit; the kernel takes a moment to end the processes it reached.
-  await eventually(() => !groups.some(groupAlive), 'every run\'s process group to be gone', 1000).catch(() => undefined);
+  await eventually(() => !groups.some(groupAlive), "every run's process group to be gone", 1000).catch(() => undefined);
   assert.deepEqual(groups.filter(groupAlive), [], 'process groups of runs still alive after exit');
 });

@@ -24,7 +24,10 @@ test('R-SCRIPT-5 stdout comes back as SSE: one `data: ` line per output line, bl
   assert.equal(answer.status, 200);
   assert.equal(answer.headers['content-type'], 'text/event-stream; charset=utf-8');
   assert.equal(answer.headers['cache-control'], 'no-cache');
-  assert.match(answer.body, /^data: line one\n\ndata: line two\n\nevent: exit\nid: exit:[\w-]+\nretry: 1000\ndata: \{"code":0,"signal":null,"reason":"exited"\}\n\n$/);
+  assert.match(
+    answer.body,
+    /^data: line one\n\ndata: line two\n\nevent: exit\nid: exit:[\w-]+\nretry: 1000\ndata: \{"code":0,"signal":null,"reason":"exited"\}\n\n$/,
+  );
 });
 
 test('R-SCRIPT-5 the first line reaches the client before the second is printed (measured)', async () => {
@@ -83,7 +86,10 @@ test('R-SCRIPT-5 stderr is only logged by default, and streamed as `event: stder
   assert.ok(!quietOne.events.some((e) => e.event === 'stderr'));
   const streamed = await callStream(`${h.base}/noisy-streamed`);
   assert.deepEqual(dataLines(streamed), ['out']);
-  assert.deepEqual(streamed.events.filter((e) => e.event === 'stderr').map((e) => e.data), ['err line']);
+  assert.deepEqual(
+    streamed.events.filter((e) => e.event === 'stderr').map((e) => e.data),
+    ['err line'],
+  );
 });
 
 test('R-SCRIPT-5 CR LF, lone CR and a last line without newline cannot break the SSE framing', async () => {

@@ -57,7 +57,14 @@ test('R-SCRIPT-7 a certificate is obtained from the ACME server (pebble) by HTTP
   await writeFile(rootFile, root);
   // curl, trusting only pebble's root, must accept the chain for the name.
   const curl = debianProgram('curl', '/usr/bin/curl');
-  const { stdout } = await promisify(execFile)(curl, ['-sN', '--cacert', rootFile, '--resolve', `${DOMAIN}:${port}:127.0.0.1`, `https://${DOMAIN}:${port}/hello`]);
+  const { stdout } = await promisify(execFile)(curl, [
+    '-sN',
+    '--cacert',
+    rootFile,
+    '--resolve',
+    `${DOMAIN}:${port}:127.0.0.1`,
+    `https://${DOMAIN}:${port}/hello`,
+  ]);
   assert.match(stdout, /^data: hello over tls\n\n/);
   const cert = await presented(port);
   assert.match(cert.issuer, /Pebble Intermediate CA/);
@@ -161,7 +168,15 @@ test('R-SCRIPT-8 --tls with the local CA serves HTTPS and redirects HTTP', async
 
 test('R-SCRIPT-8 --tls-cert/--tls-key files are served, HTTP redirects', async (t) => {
   const ca = await ensureLocalCa(await tempDataDir(t));
-  const withFiles = await startScripts({ ...quiet, dataDir: await tempDataDir(t), scriptsDir: folder, tlsCert: ca.certPath, tlsKey: ca.keyPath, httpPort: 0, httpsPort: 0 });
+  const withFiles = await startScripts({
+    ...quiet,
+    dataDir: await tempDataDir(t),
+    scriptsDir: folder,
+    tlsCert: ca.certPath,
+    tlsKey: ca.keyPath,
+    httpPort: 0,
+    httpsPort: 0,
+  });
   t.after(() => withFiles.close());
   const port = Number(new URL(withFiles.urls[0]!.url).port);
   const served = await presented(port, 'localhost', ca.caCert);

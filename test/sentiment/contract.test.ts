@@ -36,15 +36,22 @@ async function statusBecomes(base: string, wanted: (s: Status) => boolean): Prom
 
 async function score(base: string, texts: string[]) {
   const documents = texts.map((text, i) => ({ id: String(i), language: 'en', text }));
-  const response = await request(base + SENTIMENT_V20, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ documents }) });
+  const response = await request(base + SENTIMENT_V20, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ documents }),
+  });
   return { status: response.statusCode, headers: response.headers, body: (await response.body.json()) as Record<string, unknown> };
 }
 
 function startCli(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(eula|billing|apikey)$/i.test(k) && !k.startsWith('OFFCLOUD_SENTIMENT_')));
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(PACKAGE_ROOT, 'bin', 'offcloud.js'), 'sentiment', '--port', '0', ...args], { env, timeout: 120_000 }, (err, _stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+    execFile(
+      process.execPath,
+      [join(PACKAGE_ROOT, 'bin', 'offcloud.js'), 'sentiment', '--port', '0', ...args],
+      { env, timeout: 120_000 },
+      (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
     );
   });
 }

@@ -18,7 +18,11 @@ export interface Setup {
   restartBilling(): Promise<void>;
 }
 
-export async function startSetup(t: TestContext, overrides: Partial<SentimentOptions> = {}, resource: { quota?: number; kind?: 'sentiment' | 'face' } = {}): Promise<Setup> {
+export async function startSetup(
+  t: TestContext,
+  overrides: Partial<SentimentOptions> = {},
+  resource: { quota?: number; kind?: 'sentiment' | 'face' } = {},
+): Promise<Setup> {
   const dataDir = await tempDataDir(t);
   const store = await BillingStore.open(dataDir);
   const { key } = await store.createResource({ kind: resource.kind ?? 'sentiment', quota: resource.quota ?? null });

@@ -27,7 +27,10 @@ test('R-SENT-1 R-SENT-3 R-SENT-4 R-SENT-5 the v2 client scores every document, b
     },
   });
   assert.deepEqual(result.errors, []);
-  assert.deepEqual(result.documents!.map((d) => d.id), ['good', 'bad', 'upper']);
+  assert.deepEqual(
+    result.documents!.map((d) => d.id),
+    ['good', 'bad', 'upper'],
+  );
   for (const document of result.documents!) assert.ok(document.score! >= 0 && document.score! <= 1, `${document.id}: ${document.score}`);
   assert.ok(result.documents![0]!.score! > 0.5 && result.documents![1]!.score! < 0.5);
 });
@@ -46,7 +49,10 @@ test('R-SENT-6 per-document problems come back in errors with HTTP 200, the rest
     },
   });
   assert.equal(result._response.status, 200);
-  assert.deepEqual(result.documents!.map((d) => d.id), ['ok']);
+  assert.deepEqual(
+    result.documents!.map((d) => d.id),
+    ['ok'],
+  );
   const messages = Object.fromEntries(result.errors!.map((e) => [e.id, e.message]));
   assert.equal(messages.lang, 'Supplied language not supported. Pass in one of:en,es,pt,fr,de,it,nl,no,sv,pl,da,fi,ru,el,tr');
   assert.equal(messages.empty, 'Record cannot be null/empty');
@@ -64,8 +70,14 @@ test('R-SENT-6 a request-level problem surfaces as RestError 400 with its code',
     assert.match(err.message, /Invalid request/);
     return true;
   });
-  const duplicate = [{ id: '1', text: 'a' }, { id: '1', text: 'b' }];
-  await assert.rejects(client(base).sentiment({ multiLanguageBatchInput: { documents: duplicate } }), (err: RestError) => err.statusCode === 400 && err.code === 'BadRequest');
+  const duplicate = [
+    { id: '1', text: 'a' },
+    { id: '1', text: 'b' },
+  ];
+  await assert.rejects(
+    client(base).sentiment({ multiLanguageBatchInput: { documents: duplicate } }),
+    (err: RestError) => err.statusCode === 400 && err.code === 'BadRequest',
+  );
 });
 
 test('R-SENT-1 R-SENT-4 the other v2 languages are scored by their lexicons, in [0, 1]', async (t) => {

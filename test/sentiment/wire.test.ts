@@ -26,8 +26,24 @@ async function assertStillServing(base: string): Promise<void> {
 test('R-SENT-2 curl with Content-Type application/json-patch+json and accept application/json gets documents and errors', async (t) => {
   const { base } = await startSetup(t);
   const curl = debianProgram('curl', '/usr/bin/curl');
-  const body = JSON.stringify({ documents: [{ language: 'en', id: '1', text: 'I love this, it is excellent.' }, { language: 'en', id: '2', text: 'Awful and boring.' }] });
-  const { stdout } = await run(curl, ['-sS', '-X', 'POST', `${base}${SENTIMENT_V20}`, '-H', 'Content-Type: application/json-patch+json', '-H', 'accept: application/json', '-d', body]);
+  const body = JSON.stringify({
+    documents: [
+      { language: 'en', id: '1', text: 'I love this, it is excellent.' },
+      { language: 'en', id: '2', text: 'Awful and boring.' },
+    ],
+  });
+  const { stdout } = await run(curl, [
+    '-sS',
+    '-X',
+    'POST',
+    `${base}${SENTIMENT_V20}`,
+    '-H',
+    'Content-Type: application/json-patch+json',
+    '-H',
+    'accept: application/json',
+    '-d',
+    body,
+  ]);
   const result = JSON.parse(stdout) as { documents: { id: string; score: number }[]; errors: unknown[] };
   assert.deepEqual(result.errors, []);
   assert.ok(result.documents[0]!.score > 0.5 && result.documents[1]!.score < 0.5);
@@ -50,7 +66,8 @@ test('R-SENT-7 GET /swagger is a browsable page and the OpenAPI document lists t
   assert.match(html, /POST \/text\/analytics\/v2\.0\/sentiment/);
   assert.match(html, /Try it out/);
   const document = (await (await request(`${base}/swagger/v1/swagger.json`)).body.json()) as { paths: Record<string, unknown> };
-  for (const path of ['/text/analytics/v2.0/sentiment', '/text/analytics/v2.1/sentiment', '/status', '/ready', '/swagger']) assert.ok(path in document.paths, path);
+  for (const path of ['/text/analytics/v2.0/sentiment', '/text/analytics/v2.1/sentiment', '/status', '/ready', '/swagger'])
+    assert.ok(path in document.paths, path);
   assert.equal((await request(`${base}/ready`)).statusCode, 200);
   assert.equal((await request(`${base}/health`)).statusCode, 200);
   const home = await request(`${base}/`);
@@ -62,19 +79,38 @@ test('R-SENT-3 showStats=true adds request and document statistics counted in te
   const { base } = await startSetup(t);
   // 5,120 "é" written as e + combining accent: 10,240 UTF-16 units but 5,120 text elements, so it is accepted.
   const combining = 'e\u0301'.repeat(5120);
-  const result = (await post(base, JSON.stringify({ documents: [{ id: 'a', text: combining }, { id: 'b', text: 'Good.' }] }), 'application/json', `${SENTIMENT_V20}?showStats=true`)).json();
+  const result = (
+    await post(
+      base,
+      JSON.stringify({
+        documents: [
+          { id: 'a', text: combining },
+          { id: 'b', text: 'Good.' },
+        ],
+      }),
+      'application/json',
+      `${SENTIMENT_V20}?showStats=true`,
+    )
+  ).json();
   assert.deepEqual(result.statistics, { documentsCount: 2, validDocumentsCount: 2, erroneousDocumentsCount: 0, transactionsCount: 7 });
-  assert.deepEqual((result.documents as { statistics: unknown }[]).map((d) => d.statistics), [
-    { charactersCount: 5120, transactionsCount: 6 },
-    { charactersCount: 5, transactionsCount: 1 },
-  ]);
+  assert.deepEqual(
+    (result.documents as { statistics: unknown }[]).map((d) => d.statistics),
+    [
+      { charactersCount: 5120, transactionsCount: 6 },
+      { charactersCount: 5, transactionsCount: 1 },
+    ],
+  );
 });
 
 test('R-SENT-6 bad requests get 400 {code, message, innerError} and the container keeps serving', async (t) => {
   const { base } = await startSetup(t);
   const cases: [string, string | Buffer, string][] = [
     ['1,001 documents', JSON.stringify({ documents: Array.from({ length: 1001 }, (_, i) => ({ id: String(i), text: 'x' })) }), 'InvalidDocumentBatch'],
-    ['invalid UTF-8', Buffer.concat([Buffer.from('{"documents":[{"id":"1","text":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}]}')]), 'InvalidRequestBodyFormat'],
+    [
+      'invalid UTF-8',
+      Buffer.concat([Buffer.from('{"documents":[{"id":"1","text":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}]}')]),
+      'InvalidRequestBodyFormat',
+    ],
     ['malformed JSON', '{"documents":[{"id":"1",', 'InvalidRequestBodyFormat'],
     ['missing documents', '{"docs":[]}', 'InvalidRequestBodyFormat'],
     ['documents not an array', '{"documents":"yes"}', 'InvalidRequestBodyFormat'],
@@ -107,7 +143,12 @@ test('R-SENT-6 a 10 MB body, a wrong media type and path tricks are refused in t
   const text = await post(base, '{"documents":[]}', 'text/plain');
   assert.equal(text.status, 415);
   assert.equal(text.json().code, 'UnsupportedMediaType');
-  for (const path of ['/text/analytics/v2.0/sentiment/../../v3.0/sentiment', '/text/analytics/v2.0/sentiment%00', '/text/analytics/v2.0/Sentiment%2F..%2Fx', '/text/analytics/v9/sentiment']) {
+  for (const path of [
+    '/text/analytics/v2.0/sentiment/../../v3.0/sentiment',
+    '/text/analytics/v2.0/sentiment%00',
+    '/text/analytics/v2.0/Sentiment%2F..%2Fx',
+    '/text/analytics/v9/sentiment',
+  ]) {
     const answer = await post(base, '{"documents":[{"id":"1","text":"x"}]}', 'application/json', path);
     assert.equal(answer.status, 404, path);
     assert.equal(answer.json().code, 'NotFound', path);

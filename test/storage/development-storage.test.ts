@@ -74,7 +74,10 @@ test('metrics: blobs written by Put Blob and Put Block List are counted; refused
   const ids = ['a', 'b'].map((id) => Buffer.from(id.padEnd(8, '0')).toString('base64'));
   for (const id of ids) await blocks.stageBlock(id, 'xy', 2);
   await blocks.commitBlockList(ids);
-  await assert.rejects(container.getBlockBlobClient('small.txt').upload('two', 3, { conditions: { ifNoneMatch: '*' } }), (err: { statusCode?: number }) => err.statusCode === 409 || err.statusCode === 412);
+  await assert.rejects(
+    container.getBlockBlobClient('small.txt').upload('two', 3, { conditions: { ifNoneMatch: '*' } }),
+    (err: { statusCode?: number }) => err.statusCode === 409 || err.statusCode === 412,
+  );
   assert.equal(await readMetric(base, 'offcloud_storage_blobs_written_total', { component: 'storage' }), 2);
   assert.ok(((await readMetric(base, 'offcloud_http_requests_total', { method: 'PUT', status: '201' })) ?? 0) >= 5);
 });

@@ -13,7 +13,9 @@ import { LineWatcher } from '../helpers/index.ts';
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
 async function startStorageProcess(dataDir: string): Promise<{ child: ChildProcess; endpoint: string }> {
-  const child = spawn(process.execPath, [BIN, 'storage', '--data-dir', dataDir, '--port', '0', '--https-port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'storage', '--data-dir', dataDir, '--port', '0', '--https-port', '0', '--log-level', 'warn'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stdout = new LineWatcher(child.stdout!);
   const line = await stdout.waitFor(/https:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/, 60_000);
   return { child, endpoint: /https:\/\/127\.0\.0\.1:\d+\/devstoreaccount1/.exec(line)![0] };
@@ -29,7 +31,9 @@ const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 
 test('durability: kill -9 during large uploads leaves the old blob or nothing; acknowledged blobs survive a restart byte for byte', async (t) => {
   const identity = await startForTest(t);
-  const tokenAnswer = await request(`${identity.imdsUrl}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://storage.azure.com`, { headers: { Metadata: 'true' } });
+  const tokenAnswer = await request(`${identity.imdsUrl}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://storage.azure.com`, {
+    headers: { Metadata: 'true' },
+  });
   const token = ((await tokenAnswer.body.json()) as { access_token: string }).access_token;
   const headers = { authorization: `Bearer ${token}`, 'x-ms-version': '2026-04-06' };
   let server = await startStorageProcess(identity.dataDir);

@@ -19,7 +19,11 @@ export interface StorageStack {
   imdsToken(resource?: string, clientId?: string): Promise<string>;
   /** A token signed with the issuer's own key, with claims changed (expired, wrong issuer, …). */
   forgeToken(claims: Record<string, unknown>): Promise<string>;
-  get(path: string, headers?: Record<string, string>, method?: 'GET' | 'PUT' | 'DELETE' | 'HEAD'): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>;
+  get(
+    path: string,
+    headers?: Record<string, string>,
+    method?: 'GET' | 'PUT' | 'DELETE' | 'HEAD',
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>;
 }
 
 export async function startStorageStack(t: Cleanup, options: Partial<StorageOptions> = {}): Promise<StorageStack> {
@@ -68,7 +72,10 @@ export async function startStorageStack(t: Cleanup, options: Partial<StorageOpti
 }
 
 /** Runs one scenario of sdk-scenarios.ts in its own process and returns what it printed. */
-export async function runSdkScenario(stack: StorageStack, env: Record<string, string>): Promise<{ ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> }> {
+export async function runSdkScenario(
+  stack: StorageStack,
+  env: Record<string, string>,
+): Promise<{ ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> }> {
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./sdk-scenarios.ts', import.meta.url).pathname], {
     env: {
       ...process.env,

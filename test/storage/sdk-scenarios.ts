@@ -61,7 +61,11 @@ const scenarios: Record<string, () => Promise<unknown>> = {
     }
     const withMetadata: Record<string, unknown> = {};
     for await (const c of service.listContainers({ prefix, includeMetadata: true })) {
-      withMetadata[c.name] = { metadata: c.metadata, etagQuoted: /^".*"$/.test(c.properties.etag), lastModifiedIsDate: c.properties.lastModified instanceof Date };
+      withMetadata[c.name] = {
+        metadata: c.metadata,
+        etagQuoted: /^".*"$/.test(c.properties.etag),
+        lastModifiedIsDate: c.properties.lastModified instanceof Date,
+      };
     }
     const container = service.getContainerClient(`${prefix}-a`);
     const hello = container.getBlockBlobClient('dir/hello.txt');
@@ -70,7 +74,10 @@ const scenarios: Record<string, () => Promise<unknown>> = {
     const download = await hello.download();
     const downloaded = await new Promise<string>((resolve, reject) => {
       const chunks: Buffer[] = [];
-      download.readableStreamBody!.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks).toString())).on('error', reject);
+      download
+        .readableStreamBody!.on('data', (c: Buffer) => chunks.push(c))
+        .on('end', () => resolve(Buffer.concat(chunks).toString()))
+        .on('error', reject);
     });
     const big = Buffer.alloc(2500);
     for (let i = 0; i < big.length; i++) big[i] = (i * 7) % 251;

@@ -58,7 +58,13 @@ test('R-BLOB-2 the SDK with ClientSecretCredential, and Shared Key from the acco
 
   const connection = stack.storage.credentials!.find((line) => line.startsWith('connection string'))!;
   const key = /AccountKey=([^;]+);/.exec(connection)![1]!;
-  const byKey = await runSdkScenario(stack, { SCENARIO: 'full', SCENARIO_CREDENTIAL: 'shared-key', SCENARIO_PREFIX: 'sk', ACCOUNT_NAME: 'devstoreaccount1', ACCOUNT_KEY: key });
+  const byKey = await runSdkScenario(stack, {
+    SCENARIO: 'full',
+    SCENARIO_CREDENTIAL: 'shared-key',
+    SCENARIO_PREFIX: 'sk',
+    ACCOUNT_NAME: 'devstoreaccount1',
+    ACCOUNT_KEY: key,
+  });
   assert.equal(byKey.ok, true, JSON.stringify(byKey.error));
   assert.equal(byKey.result!.rangedEqual, true);
   const wrongKey = await runSdkScenario(stack, {
@@ -78,9 +84,21 @@ test('R-BLOB-2 a principal with Storage Blob Data Reader lists but cannot write;
     const n = createClient(d, { displayName: 'storage-nobody' });
     return { reader: r, nobody: n };
   });
-  const asReader = await runSdkScenario(stack, { SCENARIO: 'listOnly', SCENARIO_CREDENTIAL: 'client-secret', SCENARIO_PREFIX: 'rd', CLIENT_ID: reader.client.appId, CLIENT_SECRET: reader.secret });
+  const asReader = await runSdkScenario(stack, {
+    SCENARIO: 'listOnly',
+    SCENARIO_CREDENTIAL: 'client-secret',
+    SCENARIO_PREFIX: 'rd',
+    CLIENT_ID: reader.client.appId,
+    CLIENT_SECRET: reader.secret,
+  });
   assert.deepEqual(asReader.result, { list: null, create: { statusCode: 403, code: 'AuthorizationPermissionMismatch' } });
-  const asNobody = await runSdkScenario(stack, { SCENARIO: 'listOnly', SCENARIO_CREDENTIAL: 'client-secret', SCENARIO_PREFIX: 'nb', CLIENT_ID: nobody.client.appId, CLIENT_SECRET: nobody.secret });
+  const asNobody = await runSdkScenario(stack, {
+    SCENARIO: 'listOnly',
+    SCENARIO_CREDENTIAL: 'client-secret',
+    SCENARIO_PREFIX: 'nb',
+    CLIENT_ID: nobody.client.appId,
+    CLIENT_SECRET: nobody.secret,
+  });
   assert.deepEqual(asNobody.result, {
     list: { statusCode: 403, code: 'AuthorizationPermissionMismatch' },
     create: { statusCode: 403, code: 'AuthorizationPermissionMismatch' },

@@ -52,9 +52,14 @@ test('R-BLOB-1 curl: GET /?comp=list with Authorization: Bearer and x-ms-version
   assert.match(head!, /content-type: application\/xml/i);
   assert.match(head!, /x-ms-version: 2017-11-09/i);
   assert.match(head!, /x-ms-request-id: [0-9a-f-]{36}/i);
-  const parsed = xml.parse(body!) as { EnumerationResults: { '@_ServiceEndpoint': string; Containers: { Container: { Name: string; Properties: { Etag: string } }[] } } };
+  const parsed = xml.parse(body!) as {
+    EnumerationResults: { '@_ServiceEndpoint': string; Containers: { Container: { Name: string; Properties: { Etag: string } }[] } };
+  };
   assert.equal(parsed.EnumerationResults['@_ServiceEndpoint'], stack.blobEndpoint);
-  assert.deepEqual(parsed.EnumerationResults.Containers.Container.map((c) => c.Name), ['alpha', 'beta']);
+  assert.deepEqual(
+    parsed.EnumerationResults.Containers.Container.map((c) => c.Name),
+    ['alpha', 'beta'],
+  );
   assert.match(parsed.EnumerationResults.Containers.Container[0]!.Properties.Etag, /^"0x[0-9A-F]+"$/);
 });
 
@@ -79,9 +84,17 @@ test('R-BLOB-2 no token → 401 with the unquoted challenge the SDK parses; not 
   assert.equal(none.status, 401);
   assert.equal(errorCode(none).code, 'NoAuthenticationInformation');
   const challenge = String(none.headers['www-authenticate']);
-  assert.equal(challenge, `Bearer authorization_uri=https://login.microsoftonline.com/${stack.identity.tenantId}/oauth2/authorize resource_id=https://storage.azure.com`);
+  assert.equal(
+    challenge,
+    `Bearer authorization_uri=https://login.microsoftonline.com/${stack.identity.tenantId}/oauth2/authorize resource_id=https://storage.azure.com`,
+  );
   // The SDK's parser: split on spaces, then on '=': every value must be a plain token, the URI a valid URL.
-  const parts = Object.fromEntries(challenge.slice('Bearer '.length).split(' ').map((p) => p.split('=')));
+  const parts = Object.fromEntries(
+    challenge
+      .slice('Bearer '.length)
+      .split(' ')
+      .map((p) => p.split('=')),
+  );
   assert.equal(new URL(parts.authorization_uri).pathname.split('/')[1], stack.identity.tenantId);
   const basic = await stack.get('/?comp=list', { ...V, authorization: 'Basic dXNlcjpwYXNz' });
   assert.equal(basic.status, 400);
@@ -92,7 +105,15 @@ test('R-BLOB-2 tokens for another audience, expired, of another issuer, foreign-
   const managementToken = await stack.imdsToken('https://management.azure.com');
   const foreign = await generateKeyPair('RS256');
   const now = Math.floor(Date.now() / 1000);
-  const foreignToken = await new SignJWT({ aud: 'https://storage.azure.com', iss: `https://sts.windows.net/${stack.identity.tenantId}/`, tid: stack.identity.tenantId, oid: 'x', iat: now, nbf: now, exp: now + 600 })
+  const foreignToken = await new SignJWT({
+    aud: 'https://storage.azure.com',
+    iss: `https://sts.windows.net/${stack.identity.tenantId}/`,
+    tid: stack.identity.tenantId,
+    oid: 'x',
+    iat: now,
+    nbf: now,
+    exp: now + 600,
+  })
     .setProtectedHeader({ alg: 'RS256', kid: 'foreign' })
     .sign(foreign.privateKey);
   const cases: [string, string, RegExp][] = [
@@ -178,7 +199,10 @@ test('fuzz: bad container names, path tricks in blob names, broken encodings, hu
   assert.ok(listed.body.includes(`<Name>${tricky}</Name>`), 'the name is kept as given');
   assert.equal((await stack.get(`/alpha/${encodeURIComponent(tricky)}`, auth)).body, 'contained');
   const dataFiles = await readdir(join(stack.dataDir, 'storage', 'accounts', 'devstoreaccount1', 'alpha', 'data'));
-  assert.ok(dataFiles.every((f) => /^[0-9a-f-]{36}$/.test(f)), 'blob bytes live under random ids only');
+  assert.ok(
+    dataFiles.every((f) => /^[0-9a-f-]{36}$/.test(f)),
+    'blob bytes live under random ids only',
+  );
   await assert.rejects(readdir('/etc/offcloud-escape'));
 
   const cases: [string, Record<string, string>, number][] = [
@@ -242,8 +266,19 @@ test('broken percent-encoding anywhere in a path answers the storage XML error w
   const httpUrl = stack.storage.urls.find((u) => u.url.startsWith('http:'))!.url;
   const origin = (endpoint: string) => endpoint.replace('/devstoreaccount1', '');
   for (const base of [stack.blobEndpoint, httpUrl]) {
-    for (const path of ['/devstoreaccount1/alpha/%zz', '/devstoreaccount1/alpha/a%', '/devstoreaccount1/al%ZZpha?restype=container', '/%zz/alpha', '/devstoreaccount1/alpha/%E0%A4%A', '/devstoreaccount1/alpha/%C0%AF?comp=list']) {
-      const answer = await request(origin(base) + path, { method: 'GET', headers: V, ...(base.startsWith('https') ? { dispatcher: stack.identity.dispatcher } : {}) });
+    for (const path of [
+      '/devstoreaccount1/alpha/%zz',
+      '/devstoreaccount1/alpha/a%',
+      '/devstoreaccount1/al%ZZpha?restype=container',
+      '/%zz/alpha',
+      '/devstoreaccount1/alpha/%E0%A4%A',
+      '/devstoreaccount1/alpha/%C0%AF?comp=list',
+    ]) {
+      const answer = await request(origin(base) + path, {
+        method: 'GET',
+        headers: V,
+        ...(base.startsWith('https') ? { dispatcher: stack.identity.dispatcher } : {}),
+      });
       const body = await answer.body.text();
       assert.equal(answer.statusCode, 400, path);
       assert.match(String(answer.headers['content-type']), /xml/, path);

@@ -34,7 +34,9 @@ export function decodeTxt(parts: Array<string | Buffer>): MdnsTxt | undefined {
   try {
     const hex = parts.map((p) => p.toString()).join('');
     const txt = JSON.parse(inflateSync(Buffer.from(hex, 'hex')).toString()) as Partial<MdnsTxt>;
-    return typeof txt.Service === 'string' ? { Service: txt.Service, Version: String(txt.Version ?? ''), Endpoints: txt.Endpoints ?? [], Metadata: txt.Metadata ?? {} } : undefined;
+    return typeof txt.Service === 'string'
+      ? { Service: txt.Service, Version: String(txt.Version ?? ''), Endpoints: txt.Endpoints ?? [], Metadata: txt.Metadata ?? {} }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -99,8 +101,7 @@ export async function openMdnsRegistry(options: MdnsRegistryOptions = {}): Promi
     if (answers.length) mdns.respond({ answers });
   });
 
-  const announce = (answers: Answer[]) =>
-    new Promise<void>((resolve, reject) => mdns.respond({ answers }, (err) => (err ? reject(err) : resolve())));
+  const announce = (answers: Answer[]) => new Promise<void>((resolve, reject) => mdns.respond({ answers }, (err) => (err ? reject(err) : resolve())));
 
   return {
     kind: 'mdns',

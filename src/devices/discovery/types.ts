@@ -79,10 +79,14 @@ export function parseServiceRecord(text: string): ServiceRecord | undefined {
   }
   const record = parsed as Partial<ServiceRecord> | null;
   if (!record || typeof record.name !== 'string' || !Array.isArray(record.nodes)) return undefined;
-  const nodes = record.nodes.filter(
-    (n): n is ServiceNode => typeof n?.id === 'string' && typeof n.address === 'string' && /:\d+$/.test(n.address),
-  );
-  return { name: record.name, version: String(record.version ?? ''), metadata: record.metadata ?? {}, endpoints: record.endpoints ?? [], nodes: nodes.map((n) => ({ ...n, metadata: n.metadata ?? {} })) };
+  const nodes = record.nodes.filter((n): n is ServiceNode => typeof n?.id === 'string' && typeof n.address === 'string' && /:\d+$/.test(n.address));
+  return {
+    name: record.name,
+    version: String(record.version ?? ''),
+    metadata: record.metadata ?? {},
+    endpoints: record.endpoints ?? [],
+    nodes: nodes.map((n) => ({ ...n, metadata: n.metadata ?? {} })),
+  };
 }
 
 /** The node list a watch keeps: nodes by id, each with an optional expiry (mdns TTLs). */
@@ -117,10 +121,17 @@ export class NodeCache {
 
   /** Replaces the whole list (a registry that answers with full listings). */
   replace(nodes: ServiceNode[]): void {
-    const before = this.list().map((n) => `${n.id}@${n.address}`).join(',');
+    const before = this.list()
+      .map((n) => `${n.id}@${n.address}`)
+      .join(',');
     this.entries.clear();
     for (const node of nodes) this.entries.set(node.id, { node, expiresAt: Infinity });
-    if (this.list().map((n) => `${n.id}@${n.address}`).join(',') !== before) this.onChange?.(this.list());
+    if (
+      this.list()
+        .map((n) => `${n.id}@${n.address}`)
+        .join(',') !== before
+    )
+      this.onChange?.(this.list());
   }
 
   private list(): ServiceNode[] {

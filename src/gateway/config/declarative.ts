@@ -8,7 +8,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { DeclarativeConfigError } from '../errors.ts';
 import { PLUGINS } from '../plugins/index.ts';
-import { consumerFields, DEFAULT_TARGET_PORT, keyauthCredentialFields, NESTED, parseTarget, pluginFields, routeFields, serviceFields, targetFields, upstreamFields } from './entities.ts';
+import {
+  consumerFields,
+  DEFAULT_TARGET_PORT,
+  keyauthCredentialFields,
+  NESTED,
+  parseTarget,
+  pluginFields,
+  routeFields,
+  serviceFields,
+  targetFields,
+  upstreamFields,
+} from './entities.ts';
 import type { Consumer, Entities, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
 import { checkRecord, join, type Field, type FieldError } from './schema.ts';
 
@@ -23,7 +34,18 @@ const FIELDS: Record<Kind, Record<string, Field>> = {
   upstreams: upstreamFields,
   targets: targetFields,
 };
-const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'basicauth_credentials', 'jwt_secrets', 'acls', 'hmacauth_credentials', 'oauth2_credentials'];
+const KONG_ONLY_KINDS = [
+  'certificates',
+  'snis',
+  'ca_certificates',
+  'vaults',
+  'consumer_groups',
+  'basicauth_credentials',
+  'jwt_secrets',
+  'acls',
+  'hmacauth_credentials',
+  'oauth2_credentials',
+];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
 
 /** Parses YAML or JSON text (JSON is YAML); syntax errors name the line. */
@@ -208,7 +230,10 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
   const upstreamRows = withIds('upstreams', (r, i) => String(r.value.name ?? `#${i}`));
   const upstreams = upstreamRows.map((r) => ({ ...UPSTREAM_NULLS, updated_at: r.value.created_at, ...r.value }) as Upstream);
   const findUpstream = resolver(upstreams, (u) => [u.name]);
-  const targetRows = withIds('targets', (r, i) => `${JSON.stringify(r.parent ? r.parent.row.value.id : r.value.upstream)}|${String(r.value.target ?? `${r.path}#${i}`)}`);
+  const targetRows = withIds(
+    'targets',
+    (r, i) => `${JSON.stringify(r.parent ? r.parent.row.value.id : r.value.upstream)}|${String(r.value.target ?? `${r.path}#${i}`)}`,
+  );
   const targets = targetRows.map((row) => {
     const v = row.value;
     const upstream = row.parent ? { id: String(row.parent.row.value.id) } : findUpstream(v.upstream, join(row.path, 'upstream'), 'upstream', errors);
@@ -246,7 +271,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
         plugin.config = checkRecord(definition.configFields, definition.expandShorthands?.(raw) ?? raw, configPath, errors);
         if (errors.length === before) definition.checkConfig?.(plugin.config, configPath, errors);
       }
-      if (definition.noConsumer && plugin.consumer) errors.push({ path: join(row.path, 'consumer'), message: `value must be null (${plugin.name} cannot be applied to a consumer)` });
+      if (definition.noConsumer && plugin.consumer)
+        errors.push({ path: join(row.path, 'consumer'), message: `value must be null (${plugin.name} cannot be applied to a consumer)` });
     }
     return plugin;
   });
@@ -278,7 +304,17 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
 
 /** Kong's default target port (`host` alone means `host:8000`). */
 const UPSTREAM_NULLS = Object.fromEntries(
-  ['hash_on_header', 'hash_fallback_header', 'hash_on_cookie', 'hash_on_query_arg', 'hash_fallback_query_arg', 'hash_on_uri_capture', 'hash_fallback_uri_capture', 'host_header', 'tags'].map((k) => [k, null]),
+  [
+    'hash_on_header',
+    'hash_fallback_header',
+    'hash_on_cookie',
+    'hash_on_query_arg',
+    'hash_fallback_query_arg',
+    'hash_on_uri_capture',
+    'hash_fallback_uri_capture',
+    'host_header',
+    'tags',
+  ].map((k) => [k, null]),
 );
 
 const isSet = (v: unknown) => v !== undefined && v !== null && (Array.isArray(v) ? v.length > 0 : typeof v !== 'object' || Object.keys(v).length > 0);
@@ -294,11 +330,15 @@ function checkRouteCriteria(row: Row, errors: FieldError[]): void {
     return;
   }
   // strip_path defaults to false on a gRPC route, and may not be true.
-  if (row.raw.strip_path === true) errors.push({ path: join(row.path, 'strip_path'), message: "cannot set 'strip_path' when 'protocols' is 'grpc' or 'grpcs'" });
+  if (row.raw.strip_path === true)
+    errors.push({ path: join(row.path, 'strip_path'), message: "cannot set 'strip_path' when 'protocols' is 'grpc' or 'grpcs'" });
   v.strip_path = false;
   if (isSet(v.methods)) errors.push({ path: join(row.path, 'methods'), message: "cannot set 'methods' when 'protocols' is 'grpc' or 'grpcs'" });
   if (!['hosts', 'headers', 'paths'].some((k) => isSet(v[k]))) {
-    errors.push({ path: row.path, message: `must set one of 'hosts', 'headers', 'paths' when 'protocols' is '${protocols.includes('grpcs') ? 'grpcs' : 'grpc'}'` });
+    errors.push({
+      path: row.path,
+      message: `must set one of 'hosts', 'headers', 'paths' when 'protocols' is '${protocols.includes('grpcs') ? 'grpcs' : 'grpc'}'`,
+    });
   }
 }
 

@@ -85,7 +85,9 @@ export const routeFields: Record<string, Field> = {
   name: nameField,
   protocols: stringArray({ default: ['http', 'https'], elements: { type: 'string', oneOf: ['http', 'https', 'grpc', 'grpcs'] }, check: protocolSets }),
   methods: stringArray({ elements: { type: 'string', check: (v) => (/^[A-Z]+$/.test(v) ? undefined : 'invalid value: ' + v) } }),
-  hosts: stringArray({ elements: { type: 'string', check: (v) => (/^(\*\.)?[A-Za-z0-9.\-_]+(\.\*)?(:\d+)?$/.test(v) ? undefined : 'invalid hostname: ' + v) } }),
+  hosts: stringArray({
+    elements: { type: 'string', check: (v) => (/^(\*\.)?[A-Za-z0-9.\-_]+(\.\*)?(:\d+)?$/.test(v) ? undefined : 'invalid hostname: ' + v) },
+  }),
   paths: { type: 'array', elements: pathField },
   headers: {
     type: 'any',
@@ -94,7 +96,11 @@ export const routeFields: Record<string, Field> = {
         ? undefined
         : 'expected a map of header names to arrays of values',
   },
-  https_redirect_status_code: { type: 'integer', default: 426, check: (v) => ([426, 301, 302, 307, 308].includes(v) ? undefined : 'expected one of: 426, 301, 302, 307, 308') },
+  https_redirect_status_code: {
+    type: 'integer',
+    default: 426,
+    check: (v) => ([426, 301, 302, 307, 308].includes(v) ? undefined : 'expected one of: 426, 301, 302, 307, 308'),
+  },
   regex_priority: { type: 'integer', default: 0 },
   strip_path: { type: 'boolean', default: true },
   path_handling: { type: 'string', default: 'v0', oneOf: ['v0'] },
@@ -139,7 +145,8 @@ const hashOn: StringField = {
   type: 'string',
   default: 'none',
   oneOf: HASH_ON,
-  check: (v) => (v === 'none' ? undefined : "not supported by offcloud's gateway (hashing is for the consistent-hashing algorithm; only round-robin is offered)"),
+  check: (v) =>
+    v === 'none' ? undefined : "not supported by offcloud's gateway (hashing is for the consistent-hashing algorithm; only round-robin is offered)",
 };
 const hostname = (what: string): StringField => ({
   type: 'string',
@@ -189,7 +196,10 @@ const healthchecksField = record({
   }),
   passive: record({
     type: { type: 'string', default: 'http', oneOf: ['tcp', 'http', 'https', 'grpc', 'grpcs'] },
-    healthy: record({ http_statuses: statuses([200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]), successes: between(0, 255, 0) }),
+    healthy: record({
+      http_statuses: statuses([200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]),
+      successes: between(0, 255, 0),
+    }),
     unhealthy: record({
       http_statuses: statuses([429, 500, 503]),
       tcp_failures: offOnly(between(0, 255, 0), PASSIVE),

@@ -86,7 +86,8 @@ function checkField(field: Field, value: unknown, path: string, errors: FieldErr
       if (field.between && ((value as number) < field.between[0] || (value as number) > field.between[1])) {
         return fail(`value should be between ${field.between[0]} and ${field.between[1]}`);
       }
-      if (field.type === 'number' && field.greaterThan !== undefined && (value as number) <= field.greaterThan) return fail(`value must be greater than ${field.greaterThan}`);
+      if (field.type === 'number' && field.greaterThan !== undefined && (value as number) <= field.greaterThan)
+        return fail(`value must be greater than ${field.greaterThan}`);
       break;
     case 'boolean':
       if (typeof value !== 'boolean') return fail('expected a boolean');
@@ -113,12 +114,7 @@ function runCheck<T>(field: Base<T>, value: T, path: string, errors: FieldError[
 }
 
 /** Checks an object's known fields, refuses unknown ones, fills defaults. */
-export function checkRecord(
-  fields: Record<string, Field>,
-  value: Record<string, unknown>,
-  path: string,
-  errors: FieldError[],
-): Record<string, unknown> {
+export function checkRecord(fields: Record<string, Field>, value: Record<string, unknown>, path: string, errors: FieldError[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
     if (!Object.hasOwn(fields, key)) errors.push({ path: join(path, key), message: 'unknown field' });

@@ -113,7 +113,14 @@ export class HttpParsers {
 }
 
 /** Checks the framing headers and measures the head; throws ParseError when the message must be refused. */
-function checkHead(kind: 'request' | 'response', url: string, raw: string[], versionMajor: number, versionMinor: number, maxHeaderSize: number): { contentLength: number | null; chunked: boolean } {
+function checkHead(
+  kind: 'request' | 'response',
+  url: string,
+  raw: string[],
+  versionMajor: number,
+  versionMinor: number,
+  maxHeaderSize: number,
+): { contentLength: number | null; chunked: boolean } {
   let size = kind === 'request' ? url.length : 0;
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
@@ -140,8 +147,12 @@ function checkHead(kind: 'request' | 'response', url: string, raw: string[], ver
   if (transferEncoding !== null) {
     // Both framings at once is how requests are smuggled; a coding other than chunked cannot be framed.
     if (contentLength !== null) throw new ParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'Content-Length with Transfer-Encoding');
-    const codings = transferEncoding.toLowerCase().split(',').map((c) => c.trim());
-    if (codings.at(-1) !== 'chunked' || codings.indexOf('chunked') !== codings.length - 1) throw new ParseError('HPE_INVALID_TRANSFER_ENCODING', 'unsupported Transfer-Encoding');
+    const codings = transferEncoding
+      .toLowerCase()
+      .split(',')
+      .map((c) => c.trim());
+    if (codings.at(-1) !== 'chunked' || codings.indexOf('chunked') !== codings.length - 1)
+      throw new ParseError('HPE_INVALID_TRANSFER_ENCODING', 'unsupported Transfer-Encoding');
     if (kind === 'request' && codings.length > 1) throw new ParseError('HPE_INVALID_TRANSFER_ENCODING', 'unsupported Transfer-Encoding');
     chunked = true;
   }

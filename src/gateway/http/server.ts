@@ -190,21 +190,22 @@ export class ClientResponse {
       // Only date (4), connection and keep-alive (10), content-length (14) and transfer-encoding (17)
       // matter here: other names are not lower-cased at all.
       const length = name.length;
-      if (length === 4 || length === 10 || length === 14 || length === 17) switch (name.toLowerCase()) {
-        case 'content-length':
-          hasLength = true;
-          break;
-        case 'date':
-          hasDate = true;
-          break;
-        case 'connection':
-          connection = value;
-          if (value.toLowerCase().includes('close')) this.closeAfter = true;
-          continue;
-        case 'transfer-encoding':
-        case 'keep-alive':
-          continue;
-      }
+      if (length === 4 || length === 10 || length === 14 || length === 17)
+        switch (name.toLowerCase()) {
+          case 'content-length':
+            hasLength = true;
+            break;
+          case 'date':
+            hasDate = true;
+            break;
+          case 'connection':
+            connection = value;
+            if (value.toLowerCase().includes('close')) this.closeAfter = true;
+            continue;
+          case 'transfer-encoding':
+          case 'keep-alive':
+            continue;
+        }
       head += headerLine(name, value);
     }
     if (!hasDate) head += `Date: ${this.connection.server.httpDate()}\r\n`;

@@ -153,7 +153,8 @@ class Exchange {
   /** The whole request is out: Kong's read_timeout runs between two reads from here on. */
   private sent(): void {
     this.requestSent = true;
-    if (!this.done) this.readTimer ??= setTimeout(() => this.fail(new UpstreamError('READ_TIMEOUT', 'upstream read timed out')), this.request.service.read_timeout);
+    if (!this.done)
+      this.readTimer ??= setTimeout(() => this.fail(new UpstreamError('READ_TIMEOUT', 'upstream read timed out')), this.request.service.read_timeout);
   }
 
   /** The client went away: the upstream request is dropped. */
@@ -380,7 +381,7 @@ export class UpstreamPools {
     const { service, peer } = request;
     let pool = this.poolFor(peer ? peer() : service);
     let lastError: unknown;
-    for (let attempt = 0; attempt <= service.retries; ) {
+    for (let attempt = 0; attempt <= service.retries;) {
       if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
       let connection = pool.take();
       const reused = connection !== null;

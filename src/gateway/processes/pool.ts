@@ -33,10 +33,7 @@ export type ToWorker =
 
 /** Messages from a worker. */
 export type FromWorker =
-  | { type: 'ready' }
-  | { type: 'count'; batch: [number, Counter[]][] }
-  | { type: 'stats'; counters: ConnectionCounters }
-  | { type: 'failed'; message: string };
+  { type: 'ready' } | { type: 'count'; batch: [number, Counter[]][] } | { type: 'stats'; counters: ConnectionCounters } | { type: 'failed'; message: string };
 
 const WORKER_ENTRY = new URL('./worker.ts', import.meta.url);
 const STOP_GRACE_MS = 10_000;

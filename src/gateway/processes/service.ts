@@ -58,7 +58,13 @@ export class ProxyService {
       logger: options.logger,
     });
     // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
-    const connections = { headersTimeout: options.clientHeaderTimeout, keepAliveTimeout: options.keepAliveTimeout, maxHeaderSize: MAX_HEADER_SIZE, parsers, onBadRequest: proxy.answerClientError };
+    const connections = {
+      headersTimeout: options.clientHeaderTimeout,
+      keepAliveTimeout: options.keepAliveTimeout,
+      maxHeaderSize: MAX_HEADER_SIZE,
+      parsers,
+      onBadRequest: proxy.answerClientError,
+    };
     this.plain = new Http1Server({ ...connections, onRequest: proxy.listener('http') });
     this.secure = new Http1Server({ ...connections, onRequest: proxy.listener('https') });
     // Never listens: it takes the HTTPS listener's connections and does the handshake. Until the

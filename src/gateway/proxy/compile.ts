@@ -105,5 +105,3 @@ function buildBalancers(entities: Entities): Map<Service, Balancer> {
   }
   return balancers;
 }
-
-

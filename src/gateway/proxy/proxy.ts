@@ -83,7 +83,13 @@ function clientAddress(req: ClientRequest): string {
 /** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
 function forwardableHeaders(req: ClientRequest): Record<string, string | string[]> {
   const connection = req.headers.connection;
-  const named = connection === undefined ? null : connection.toLowerCase().split(',').map((s) => s.trim());
+  const named =
+    connection === undefined
+      ? null
+      : connection
+          .toLowerCase()
+          .split(',')
+          .map((s) => s.trim());
   const out: Record<string, string | string[]> = {};
   const headers = req.headers;
   for (const name in headers) {
@@ -170,7 +176,15 @@ class ProxyContext implements RequestContext {
     private readonly req: ClientRequest,
     match: RouteMatch,
     config: LoadedConfig,
-    given: { requestId: string; scheme: 'http' | 'https'; path: string; query: string; trusted: boolean; address: string; responseHeaders: Record<string, string> },
+    given: {
+      requestId: string;
+      scheme: 'http' | 'https';
+      path: string;
+      query: string;
+      trusted: boolean;
+      address: string;
+      responseHeaders: Record<string, string>;
+    },
     private readonly maxBodySize: number,
   ) {
     this.requestId = given.requestId;
@@ -181,7 +195,7 @@ class ProxyContext implements RequestContext {
     this.clientHeaders = req.headers;
     this.upstreamHeaders = forwardableHeaders(req);
     this.responseHeaders = given.responseHeaders;
-    const realIp = given.trusted ? first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim() : undefined;
+    const realIp = given.trusted ? (first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim()) : undefined;
     this.forwardedIp = realIp || given.address;
     this.route = match.candidate.route;
     this.service = match.candidate.service;
@@ -350,8 +364,10 @@ export class Proxy {
       // A method, not an arrow: tsx names every arrow it sees assigned, at a cost per request.
       onResponse(status, upstream) {
         const latency = [
-          'X-Kong-Upstream-Latency', String(Math.round(performance.now() - sentAt)),
-          'X-Kong-Proxy-Latency', String(Math.round(sentAt - info.started)),
+          'X-Kong-Upstream-Latency',
+          String(Math.round(performance.now() - sentAt)),
+          'X-Kong-Proxy-Latency',
+          String(Math.round(sentAt - info.started)),
         ];
         res.writeHead(status, responseHeaders(upstream, ctx, latency));
       },
@@ -384,7 +400,13 @@ export class Proxy {
   private sendError(req: ClientRequest, res: ClientResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
     const redirect = error.status >= 300 && error.status < 400;
     const { contentType, body } = redirect ? { contentType: '', body: '' } : renderError(error.message, requestId, first(req.headers.accept));
-    const headers: Record<string, string> = { ...extra, ...error.headers, Server: PRODUCT, 'X-Kong-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) };
+    const headers: Record<string, string> = {
+      ...extra,
+      ...error.headers,
+      Server: PRODUCT,
+      'X-Kong-Request-Id': requestId,
+      'Content-Length': String(Buffer.byteLength(body)),
+    };
     if (contentType) headers['Content-Type'] = contentType;
     // A body the gateway did not read would otherwise be drained from the socket first.
     if (!req.complete) headers.Connection = 'close';

@@ -90,15 +90,23 @@ function hostMatches(matcher: NonNullable<RouteCandidate['hosts']>, host: string
 export function compileRoutes(routes: { route: Route; service: Service; plugins: PluginSlot[]; balancer: Balancer | null }[]): RouteCandidate[] {
   const rows: { candidate: RouteCandidate; bits: number; order: number }[] = [];
   routes.forEach(({ route, service, plugins, balancer }, order) => {
-    const bits = (route.hosts?.length ? HOST : 0) | (route.headers && Object.keys(route.headers).length ? HEADER : 0) | (route.paths?.length ? URI : 0) | (route.methods?.length ? METHOD : 0);
+    const bits =
+      (route.hosts?.length ? HOST : 0) |
+      (route.headers && Object.keys(route.headers).length ? HEADER : 0) |
+      (route.paths?.length ? URI : 0) |
+      (route.methods?.length ? METHOD : 0);
     const base = {
       route,
       service,
       methods: route.methods?.length ? new Set(route.methods) : null,
       hosts: route.hosts?.length ? hostMatcher(route.hosts) : null,
-      headers: route.headers && Object.keys(route.headers).length
-        ? Object.entries(route.headers).map(([name, values]): [string, ReadonlySet<string>] => [name.toLowerCase(), new Set(values.map((v) => v.toLowerCase()))])
-        : null,
+      headers:
+        route.headers && Object.keys(route.headers).length
+          ? Object.entries(route.headers).map(([name, values]): [string, ReadonlySet<string>] => [
+              name.toLowerCase(),
+              new Set(values.map((v) => v.toLowerCase())),
+            ])
+          : null,
       plugins,
       balancer,
       hostHeader: hostHeader(service.host, service.port, service.protocol),

@@ -12,7 +12,7 @@ export type HubEvent =
   | { type: 'c2d'; deviceId: string }
   | { type: 'desired'; key: string; patch: JsonObject }
   | { type: 'method-request'; key: string; rid: string; methodName: string; payload: JsonValue; origin: string; timeoutMs: number }
-    /** `notSubscribed`: the device is connected but never subscribed to `$iothub/methods/POST/#`. */
+  /** `notSubscribed`: the device is connected but never subscribed to `$iothub/methods/POST/#`. */
   | { type: 'method-response'; rid: string; status: number; payload: JsonValue; origin: string; notSubscribed?: boolean }
   | { type: 'telemetry'; message: Omit<TelemetryMessage, 'seq'> }
   /** A device connected somewhere: older connections of the same identity close. */

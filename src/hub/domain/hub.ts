@@ -136,7 +136,8 @@ export class DeviceHub {
     if (!identity) throw new ConnectRefused(`client id ${JSON.stringify(clientId.slice(0, 64))} is not a device or device/module id`);
     const parsed = username === undefined ? undefined : parseUsername(username, clientId);
     if (!parsed) throw new ConnectRefused('username is not <host>/<client id>/…');
-    if (hostWithoutPort(parsed.host) !== hostWithoutPort(this.settings.hostName)) throw new ConnectRefused(`username names hub ${parsed.host}, not ${this.settings.hostName}`);
+    if (hostWithoutPort(parsed.host) !== hostWithoutPort(this.settings.hostName))
+      throw new ConnectRefused(`username names hub ${parsed.host}, not ${this.settings.hostName}`);
     const token = password === undefined ? undefined : parseSasToken(password.toString('utf8'));
     if (!token) throw new ConnectRefused('password is not a SharedAccessSignature');
     if (isExpired(token)) throw new ConnectRefused('the SAS token has expired');
@@ -257,7 +258,8 @@ export class DeviceHub {
     if (!token.keyName) throw new ServiceRefused('the token must be signed with a hub policy key (skn=<policy>)');
     const rights: Right[] = right ? [right] : ['registryRead', 'registryWrite', 'serviceConnect'];
     if (!rights.some((r) => hasRight(token.keyName!, r))) throw new ServiceRefused(`policy ${token.keyName} lacks ${rights.join(' or ')}`);
-    if (!resourceCovers(token.resource, this.settings.hostName) || token.resource.includes('/')) throw new ServiceRefused(`the token is for ${token.resource}, not ${this.settings.hostName}`);
+    if (!resourceCovers(token.resource, this.settings.hostName) || token.resource.includes('/'))
+      throw new ServiceRefused(`the token is for ${token.resource}, not ${this.settings.hostName}`);
     const policy = (await this.store.policies())[token.keyName];
     if (!policy || ![policy.primaryKey, policy.secondaryKey].some((k) => signedWith(token, k))) throw new ServiceRefused('the SAS signature does not match');
     return token.keyName;
@@ -363,7 +365,8 @@ export class DeviceHub {
       throw invalidArgument('responseTimeoutInSeconds must be an integer from 1 to 300');
     }
     const payload = (request.payload ?? null) as JsonValue;
-    if (Buffer.byteLength(JSON.stringify(payload)) > MAX_METHOD_PAYLOAD_BYTES) throw invalidArgument(`the payload is larger than ${MAX_METHOD_PAYLOAD_BYTES} bytes`);
+    if (Buffer.byteLength(JSON.stringify(payload)) > MAX_METHOD_PAYLOAD_BYTES)
+      throw invalidArgument(`the payload is larger than ${MAX_METHOD_PAYLOAD_BYTES} bytes`);
     await this.identity(key);
     if (!(await this.store.isOnline(key))) throw new HubError('DeviceNotOnline', `${key} is not connected`);
     const rid = randomUUID().replace(/-/g, '');
@@ -374,7 +377,15 @@ export class DeviceHub {
       }, timeout * 1000);
       this.pendingMethods.set(rid, { resolve, reject, timer });
     });
-    await this.bus.publish({ type: 'method-request', key, rid, methodName: request.methodName, payload, origin: this.settings.replicaId, timeoutMs: timeout * 1000 });
+    await this.bus.publish({
+      type: 'method-request',
+      key,
+      rid,
+      methodName: request.methodName,
+      payload,
+      origin: this.settings.replicaId,
+      timeoutMs: timeout * 1000,
+    });
     this.settings.count?.('method-invoked');
     return result;
   }

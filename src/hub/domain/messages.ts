@@ -62,10 +62,7 @@ export function parsePropertyBag(bag: string): PropertyBag {
 }
 
 export function encodePropertyBag(bag: PropertyBag): string {
-  const pairs = [
-    ...Object.entries(bag.system).map(([name, value]) => [BAG_KEY_OF[name] ?? `$.${name}`, value] as const),
-    ...Object.entries(bag.properties),
-  ];
+  const pairs = [...Object.entries(bag.system).map(([name, value]) => [BAG_KEY_OF[name] ?? `$.${name}`, value] as const), ...Object.entries(bag.properties)];
   return pairs.map(([key, value]) => `${encodeUriComponentStrict(key)}=${encodeUriComponentStrict(value)}`).join('&');
 }
 
@@ -159,13 +156,15 @@ export function createC2dMessage(deviceId: string, request: unknown, defaultTtlS
   if (typeof request !== 'object' || request === null || Array.isArray(request)) throw invalidArgument('the body must be a JSON object');
   const r = request as C2dRequest;
   if (typeof r.body !== 'string') throw invalidArgument('body must be a string');
-  if (r.bodyEncoding !== undefined && r.bodyEncoding !== 'utf8' && r.bodyEncoding !== 'base64') throw invalidArgument('bodyEncoding must be "utf8" or "base64"');
+  if (r.bodyEncoding !== undefined && r.bodyEncoding !== 'utf8' && r.bodyEncoding !== 'base64')
+    throw invalidArgument('bodyEncoding must be "utf8" or "base64"');
   const payload = Buffer.from(r.body, r.bodyEncoding === 'base64' ? 'base64' : 'utf8');
   const properties: Record<string, string> = {};
   if (r.properties !== undefined && r.properties !== null) {
     if (typeof r.properties !== 'object' || Array.isArray(r.properties)) throw invalidArgument('properties must be an object of strings');
     for (const [key, value] of Object.entries(r.properties)) {
-      if (typeof value !== 'string' || key === '' || key.startsWith('$')) throw invalidArgument(`property ${JSON.stringify(key.slice(0, 64))} must be a string with a name not starting with $`);
+      if (typeof value !== 'string' || key === '' || key.startsWith('$'))
+        throw invalidArgument(`property ${JSON.stringify(key.slice(0, 64))} must be a string with a name not starting with $`);
       properties[key] = value;
     }
   }
@@ -174,7 +173,10 @@ export function createC2dMessage(deviceId: string, request: unknown, defaultTtlS
   if (ack) properties['iothub-ack'] = ack;
   const ttl = r.ttlSeconds ?? defaultTtlSeconds;
   if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > 172800) throw invalidArgument('ttlSeconds must be an integer from 1 to 172800');
-  const system: Record<string, string> = { messageId: optionalString(r.messageId, 'messageId') ?? randomUUID(), to: `/devices/${deviceId}/messages/devicebound` };
+  const system: Record<string, string> = {
+    messageId: optionalString(r.messageId, 'messageId') ?? randomUUID(),
+    to: `/devices/${deviceId}/messages/devicebound`,
+  };
   for (const name of ['correlationId', 'userId', 'contentType', 'contentEncoding'] as const) {
     const value = optionalString(r[name], name);
     if (value !== undefined) system[name] = value;

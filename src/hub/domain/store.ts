@@ -37,4 +37,3 @@ export interface HubStore {
   isOnline(key: string): Promise<boolean>;
   close(): Promise<void>;
 }
-

@@ -249,7 +249,11 @@ export function updateDesiredProperties(twin: Twin, update: ServiceTwinUpdate, l
       checkSection(properties, limits, 'desired properties', limits.maxSectionBytes);
       next.desired = { properties, version: twin.desired.version + 1, lastUpdated: now.toISOString() };
       // A full replace reaches the device as a patch that also deletes what is gone.
-      const removed = Object.fromEntries(Object.keys(twin.desired.properties).filter((k) => !(k in properties)).map((k) => [k, null]));
+      const removed = Object.fromEntries(
+        Object.keys(twin.desired.properties)
+          .filter((k) => !(k in properties))
+          .map((k) => [k, null]),
+      );
       push = { ...removed, ...properties, $version: next.desired.version };
     } else {
       next.desired = updatedSection(twin.desired, update.desired, limits, 'desired properties', now);

@@ -63,9 +63,8 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   broker.on('clientDisconnect', (client) => onClientDisconnect(context, client));
   broker.on('clientError', (client, err) => logger.debug({ clientId: client.id?.slice(0, 256), err: err.message }, 'device connection error'));
 
-  const server = createServer(
-    { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs },
-    (socket) => capPacketSize(broker.handle(socket), limits),
+  const server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs }, (socket) =>
+    capPacketSize(broker.handle(socket), limits),
   );
   // A failed or timed-out handshake (an untrusting client, a port scan, a client that never
   // speaks) is that connection's problem only. With a listener here Node leaves the socket

@@ -46,12 +46,14 @@ export function authorizePublish(context: EndpointContext): AedesOptions['author
     const retained = packet.retain;
     // Nothing is kept for later subscribers: a retained telemetry topic would be stored forever.
     packet.retain = false;
-    session.serially(() => handlePublish(context, session, packet, retained)).then(
-      () => callback(null),
-      (err: unknown) => {
-        logger.info({ key: session.key, topic: packet.topic.slice(0, 256), reason: (err as Error).message }, 'publish refused: connection closed');
-        callback(err as Error);
-      },
-    );
+    session
+      .serially(() => handlePublish(context, session, packet, retained))
+      .then(
+        () => callback(null),
+        (err: unknown) => {
+          logger.info({ key: session.key, topic: packet.topic.slice(0, 256), reason: (err as Error).message }, 'publish refused: connection closed');
+          callback(err as Error);
+        },
+      );
   };
 }

@@ -47,6 +47,8 @@ export function onUnsubscribe({ hub, sessions, logger }: EndpointContext, topics
     session.subscriptions.delete(kind);
     if (kind !== 'c2d') continue;
     session.c2d?.unsubscribe();
-    hub.c2dUnsubscribed(session.connection.identity.deviceId).catch((err: unknown) => logger.error({ err, key: session.key }, 'subscription bookkeeping failed'));
+    hub
+      .c2dUnsubscribed(session.connection.identity.deviceId)
+      .catch((err: unknown) => logger.error({ err, key: session.key }, 'subscription bookkeeping failed'));
   }
 }

@@ -28,7 +28,14 @@ export function createWebSocketListener(
   options: { tls: TlsMaterial; logger: Logger; limits: ClientLimits },
 ): WebSocketListener {
   const { logger, limits } = options;
-  const server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs, headersTimeout: limits.connectTimeoutMs, requestTimeout: limits.connectTimeoutMs });
+  const server = createServer({
+    cert: options.tls.cert,
+    key: options.tls.key,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: limits.connectTimeoutMs,
+    headersTimeout: limits.connectTimeoutMs,
+    requestTimeout: limits.connectTimeoutMs,
+  });
   // As on the TLS port: Node leaves a socket whose handshake failed open when someone listens here.
   server.on('tlsClientError', (err, socket) => {
     logger.debug({ err: err.message }, 'TLS handshake failed (WebSocket port)');

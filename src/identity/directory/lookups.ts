@@ -1,5 +1,13 @@
 /** Questions the issuer and storage ask of a directory: which tenant, client, resource, identity, role. */
-import { type ApiRegistration, type ClientApplication, type DataRoleAssignment, type Directory, type ManagedIdentity, type Tenant, WELL_KNOWN_RESOURCES } from './model.ts';
+import {
+  type ApiRegistration,
+  type ClientApplication,
+  type DataRoleAssignment,
+  type Directory,
+  type ManagedIdentity,
+  type Tenant,
+  WELL_KNOWN_RESOURCES,
+} from './model.ts';
 
 export function findTenant(directory: Directory, segment: string): Tenant | undefined {
   const wanted = segment.toLowerCase();
@@ -14,9 +22,7 @@ function sameResourceUri(a: string, b: string): boolean {
 /** The API a resource identifier (application id URI or application id GUID) names in a tenant. */
 export function findResource(directory: Directory, tenantId: string, identifier: string): ApiRegistration | undefined {
   const candidates = [...directory.apis.filter((a) => a.tenantId === tenantId), ...WELL_KNOWN_RESOURCES];
-  return candidates.find(
-    (api) => api.appId === identifier.toLowerCase() || api.identifierUris.some((uri) => sameResourceUri(uri, identifier)),
-  );
+  return candidates.find((api) => api.appId === identifier.toLowerCase() || api.identifierUris.some((uri) => sameResourceUri(uri, identifier)));
 }
 
 export function findClient(directory: Directory, tenantId: string, appId: string): ClientApplication | undefined {
@@ -51,11 +57,7 @@ export function findManagedIdentity(directory: Directory, selector: ManagedIdent
 
 /** Values of the enabled app roles of `api` granted to `principalId`, in the API's role order. */
 export function grantedRoleValues(directory: Directory, principalId: string, api: ApiRegistration): string[] {
-  const granted = new Set(
-    directory.appRoleAssignments
-      .filter((a) => a.principalId === principalId && a.resourceAppId === api.appId)
-      .map((a) => a.appRoleId),
-  );
+  const granted = new Set(directory.appRoleAssignments.filter((a) => a.principalId === principalId && a.resourceAppId === api.appId).map((a) => a.appRoleId));
   return api.appRoles.filter((r) => r.isEnabled && granted.has(r.id)).map((r) => r.value);
 }
 
@@ -72,7 +74,5 @@ export function scopeCovers(scope: string, target: string): boolean {
  */
 export function dataRoleAssignmentsFor(directory: Directory, principalId: string, target?: string): DataRoleAssignment[] {
   const wanted = principalId.toLowerCase();
-  return directory.dataRoleAssignments.filter(
-    (a) => a.principalId === wanted && (target === undefined || scopeCovers(a.scope, target)),
-  );
+  return directory.dataRoleAssignments.filter((a) => a.principalId === wanted && (target === undefined || scopeCovers(a.scope, target)));
 }

@@ -92,11 +92,7 @@ export interface ManagedIdentity {
 }
 
 /** Data-plane roles of storage, named as the real built-in roles. */
-export const DATA_ROLES = [
-  'Storage Blob Data Reader',
-  'Storage Blob Data Contributor',
-  'Storage Blob Data Owner',
-] as const;
+export const DATA_ROLES = ['Storage Blob Data Reader', 'Storage Blob Data Contributor', 'Storage Blob Data Owner'] as const;
 export type DataRole = (typeof DATA_ROLES)[number];
 
 /** A data-plane role of a principal (service principal or managed identity object id) on a scope. */

@@ -43,7 +43,11 @@ export function clientCertificate(pem: string, where: string): ClientCertificate
   }
   const der = certificate.raw;
   return {
-    keyId: createHash('sha256').update(der).digest('hex').slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
+    keyId: createHash('sha256')
+      .update(der)
+      .digest('hex')
+      .slice(0, 32)
+      .replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
     thumbprint: createHash('sha1').update(der).digest('base64url'),
     thumbprintSha256: createHash('sha256').update(der).digest('base64url'),
     certificate: certificate.toString(),

@@ -95,7 +95,9 @@ export function normalizeDirectory(raw: unknown, where: string, now = new Date()
           expiresAt,
         };
       }),
-      certificates: list(c.certificates, `${at}.certificates`).map((k, j) => clientCertificate(text(k.certificate, `${at}.certificates[${j}].certificate`), `${at}.certificates[${j}]`)),
+      certificates: list(c.certificates, `${at}.certificates`).map((k, j) =>
+        clientCertificate(text(k.certificate, `${at}.certificates[${j}].certificate`), `${at}.certificates[${j}]`),
+      ),
     };
   });
   const appRoleAssignments = list(root.appRoleAssignments, `${where}: appRoleAssignments`).map((g, i) => ({
@@ -113,7 +115,11 @@ export function normalizeDirectory(raw: unknown, where: string, now = new Date()
       name,
       clientId: guid(m.clientId, `${at}.clientId`, newId()),
       principalId: guid(m.principalId, `${at}.principalId`, newId()),
-      resourceId: text(m.resourceId, `${at}.resourceId`, `/subscriptions/${subscriptionId}/resourceGroups/offcloud/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`),
+      resourceId: text(
+        m.resourceId,
+        `${at}.resourceId`,
+        `/subscriptions/${subscriptionId}/resourceGroups/offcloud/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`,
+      ),
       tenantId: tenantOf(m.tenantId, `${at}.tenantId`),
     };
   });

@@ -118,7 +118,8 @@ function checkRequestDate(headers: IncomingHttpHeaders): void {
 function verifySharedKey(request: AuthRequest, credential: string): void {
   const match = /^SharedKey ([^:\s]+):([A-Za-z0-9+/=]+)$/.exec(credential);
   if (!match) throw errors.invalidAuthenticationInfo();
-  if (match[1] !== request.account.name) throw errors.authenticationFailed(`The account ${match[1]} in the Authorization header does not match the account of the request.`);
+  if (match[1] !== request.account.name)
+    throw errors.authenticationFailed(`The account ${match[1]} in the Authorization header does not match the account of the request.`);
   checkRequestDate(request.headers);
   const given = Buffer.from(match[2]!, 'base64');
   for (const key of request.account.keys) {
@@ -204,7 +205,9 @@ export class StorageAuthenticator {
     if (!token) throw errors.authenticationFailed('Authentication scheme Bearer is not supported.');
     const account = request.account.name;
     try {
-      const verified = await (await this.verifier()).verify(token, {
+      const verified = await (
+        await this.verifier()
+      ).verify(token, {
         audiences: [
           ...STORAGE_RESOURCE.identifierUris,
           STORAGE_RESOURCE.appId,

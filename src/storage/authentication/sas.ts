@@ -72,7 +72,24 @@ export function verifySas(request: SasRequest, now = Date.now()): string {
       throw errors.resourceTypeMismatch();
     }
     const canonical = `/blob/${request.account.name}/${request.container}${resource === 'b' ? `/${request.blob}` : ''}`;
-    stringToSign = [q('sp'), q('st'), q('se'), canonical, '', q('sip'), q('spr'), version, resource, '', q('ses'), q('rscc'), q('rscd'), q('rsce'), q('rscl'), q('rsct')].join('\n');
+    stringToSign = [
+      q('sp'),
+      q('st'),
+      q('se'),
+      canonical,
+      '',
+      q('sip'),
+      q('spr'),
+      version,
+      resource,
+      '',
+      q('ses'),
+      q('rscc'),
+      q('rscd'),
+      q('rsce'),
+      q('rscl'),
+      q('rsct'),
+    ].join('\n');
   }
   if (!signatureMatches(request.account, stringToSign, q('sig'))) {
     throw errors.authenticationFailed(`Signature did not match. String to sign used was ${stringToSign}`);
@@ -80,7 +97,9 @@ export function verifySas(request: SasRequest, now = Date.now()): string {
   const start = q('st') ? Date.parse(q('st')) : -Infinity;
   const expiry = Date.parse(q('se'));
   if (Number.isNaN(start) || Number.isNaN(expiry) || now < start || now > expiry) {
-    throw errors.authenticationFailed(`Signature not valid in the specified time frame: Start [${q('st')}] - Expiry [${q('se')}] - Current [${new Date(now).toUTCString()}]`);
+    throw errors.authenticationFailed(
+      `Signature not valid in the specified time frame: Start [${q('st')}] - Expiry [${q('se')}] - Current [${new Date(now).toUTCString()}]`,
+    );
   }
   if (q('spr') === 'https' && !request.secure) throw errors.protocolMismatch();
   if (q('sip') && !ipAllowed(request.ip, q('sip'))) throw errors.sourceIpMismatch(request.ip);

@@ -57,9 +57,24 @@ function writeResult(op: Operation, blob: BlobRecord): void {
 /** If-Match / If-None-Match against the blob's ETag (`*` matches any existing blob). */
 function checkConditions(op: Operation, blob: BlobRecord): 'ok' | 'not-modified' {
   const ifMatch = header(op, 'if-match');
-  if (ifMatch && ifMatch !== '*' && !ifMatch.split(',').map((v) => v.trim()).includes(blob.etag)) throw errors.conditionNotMet();
+  if (
+    ifMatch &&
+    ifMatch !== '*' &&
+    !ifMatch
+      .split(',')
+      .map((v) => v.trim())
+      .includes(blob.etag)
+  )
+    throw errors.conditionNotMet();
   const ifNoneMatch = header(op, 'if-none-match');
-  if (ifNoneMatch && (ifNoneMatch === '*' || ifNoneMatch.split(',').map((v) => v.trim()).includes(blob.etag))) {
+  if (
+    ifNoneMatch &&
+    (ifNoneMatch === '*' ||
+      ifNoneMatch
+        .split(',')
+        .map((v) => v.trim())
+        .includes(blob.etag))
+  ) {
     if (op.request.method === 'GET' || op.request.method === 'HEAD') return 'not-modified';
     throw errors.conditionNotMet();
   }
@@ -151,9 +166,7 @@ export async function readBlob(op: Operation, container: string, name: string): 
     await op.reply.code(200).send(blob.size === 0 ? '' : createReadStream(path));
     return;
   }
-  op.reply
-    .header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`)
-    .header('content-length', String(range.end - range.start + 1));
+  op.reply.header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`).header('content-length', String(range.end - range.start + 1));
   if (range.start === 0 && range.end === blob.size - 1) op.reply.header('x-ms-blob-content-md5', blob.md5);
   await op.reply.code(206).send(createReadStream(path, { start: range.start, end: range.end }));
 }

@@ -52,7 +52,10 @@ export async function listBlobs(op: Operation, name: string): Promise<void> {
     }
   }
   const result = page(entries, (e) => ('file' in e ? e.name : e.prefix), query.marker, query.maxResults);
-  await op.reply.code(200).type('application/xml').send(blobListXml(op.endpoint, name, result, query));
+  await op.reply
+    .code(200)
+    .type('application/xml')
+    .send(blobListXml(op.endpoint, name, result, query));
 }
 
 export async function containerOperation(op: Operation, name: string): Promise<void> {

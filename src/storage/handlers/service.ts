@@ -8,7 +8,10 @@ export async function listContainers(op: Operation): Promise<void> {
   const query = listingQuery(op);
   const matching = op.store.listContainers().filter((c) => c.name.startsWith(query.prefix));
   const result = page(matching, (c) => c.name, query.marker, query.maxResults);
-  await op.reply.code(200).type('application/xml').send(containerListXml(op.endpoint, result, query));
+  await op.reply
+    .code(200)
+    .type('application/xml')
+    .send(containerListXml(op.endpoint, result, query));
 }
 
 export async function serviceOperation(op: Operation): Promise<void> {

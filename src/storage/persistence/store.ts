@@ -337,7 +337,13 @@ export class AccountStore {
     const refs: BlockRef[] = [];
     for (const item of list) {
       const uncommitted = join(dir, Buffer.from(item.id, 'base64').toString('hex'));
-      const uncommittedSize = item.from === 'Committed' ? undefined : await stat(uncommitted).then((s) => s.size, () => undefined);
+      const uncommittedSize =
+        item.from === 'Committed'
+          ? undefined
+          : await stat(uncommitted).then(
+              (s) => s.size,
+              () => undefined,
+            );
       if (uncommittedSize !== undefined) {
         parts.push(createReadStream(uncommitted));
         refs.push({ id: item.id, size: uncommittedSize });

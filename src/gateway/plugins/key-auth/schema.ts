@@ -16,7 +16,10 @@ export const keyAuthFields: Record<string, Field> = {
   key_names: {
     type: 'array',
     default: ['apikey'],
-    elements: { type: 'string', check: (v) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : `bad header name '${v}', allowed characters are A-Z, a-z, 0-9, '_', and '-'`) },
+    elements: {
+      type: 'string',
+      check: (v) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : `bad header name '${v}', allowed characters are A-Z, a-z, 0-9, '_', and '-'`),
+    },
     check: (v) => (v.length > 0 ? undefined : 'length must be at least 1'),
   },
   hide_credentials: { type: 'boolean', default: false },

@@ -124,7 +124,11 @@ export const rateLimiting: PluginDefinition = {
         const counters: Counter[] = [];
         for (const period of periods) {
           const window = windowOf(period, now);
-          counters.push({ key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${window.start}:${period}`, limit: conf[period]!, expiresAt: window.end });
+          counters.push({
+            key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${window.start}:${period}`,
+            limit: conf[period]!,
+            expiresAt: window.end,
+          });
         }
         let pending: CounterResult | Promise<CounterResult>;
         try {

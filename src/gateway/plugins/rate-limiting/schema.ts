@@ -70,7 +70,12 @@ export const rateLimitingFields: Record<string, Field> = {
   },
   fault_tolerant: { type: 'boolean', default: true },
   hide_client_headers: { type: 'boolean', default: false },
-  error_code: { type: 'number', default: 429, greaterThan: 0, check: (v) => (Number.isInteger(v) && v >= 100 && v <= 599 ? undefined : 'expected an HTTP status code') },
+  error_code: {
+    type: 'number',
+    default: 429,
+    greaterThan: 0,
+    check: (v) => (Number.isInteger(v) && v >= 100 && v <= 599 ? undefined : 'expected an HTTP status code'),
+  },
   error_message: { type: 'string', default: 'API rate limit exceeded' },
   sync_rate: { type: 'number', default: -1 },
   redis: { type: 'record', default: {}, fields: redisFields },
@@ -109,6 +114,7 @@ export function checkRateLimitingConfig(config: Record<string, unknown>, path: s
     }
   }
   if (conf.policy === 'redis' && !conf.redis.host) errors.push({ path: join(path, 'redis.host'), message: "required field missing when 'policy' is 'redis'" });
-  if (conf.limit_by === 'header' && !conf.header_name) errors.push({ path: join(path, 'header_name'), message: "required field missing when 'limit_by' is 'header'" });
+  if (conf.limit_by === 'header' && !conf.header_name)
+    errors.push({ path: join(path, 'header_name'), message: "required field missing when 'limit_by' is 'header'" });
   if (conf.limit_by === 'path' && !conf.path) errors.push({ path: join(path, 'path'), message: "required field missing when 'limit_by' is 'path'" });
 }
