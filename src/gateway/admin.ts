@@ -241,11 +241,9 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url,
       handler: async (request, reply) =>
-        reply
-          .code(405)
-          .send({
-            message: `cannot ${request.method.toLowerCase()} '${(request.params as { kind: string }).kind}' entities when not using a database; use POST /config`,
-          }),
+        reply.code(405).send({
+          message: `cannot ${request.method.toLowerCase()} '${(request.params as { kind: string }).kind}' entities when not using a database; use POST /config`,
+        }),
     });
   }
   app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ message: 'Not found' }));
