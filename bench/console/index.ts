@@ -14,6 +14,7 @@ import { BlobServiceClient, type StoragePipelineOptions } from '@azure/storage-b
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import { chromium, type BrowserContext } from 'playwright-core';
+import { CHROMIUM_ARGS } from '../../test/console/harness.ts';
 import { loadAssets } from '../../src/console/assets.ts';
 import { startChildServers } from '../common/child.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
@@ -89,15 +90,7 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     executablePath: '/usr/bin/chromium',
     headless: true,
     viewport: { width: 1280, height: 800 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
   const results: BenchResult[] = [];
   const ca = await readFile(caCertPath, 'utf8');

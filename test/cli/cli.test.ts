@@ -6,10 +6,9 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
 import { LineWatcher, tempDataDir } from '../helpers/index.ts';
-import { anyFreePortFlags, originsByComponent } from '../helpers/up.ts';
+import { anyFreePortFlags, assertEveryComponentHealthy } from '../helpers/up.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -145,21 +144,7 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
   const table = run.stdout.text;
   for (const c of components) assert.match(table, new RegExp(`^${c.name}\\s`, 'm'), `${c.name} is in the table`);
   const caPath = join(dataDir, 'ca', 'ca.crt');
-  const agent = new Agent({ connect: { ca: await readFile(caPath, 'utf8') } });
-  t.after(() => agent.close());
-  for (const [name, origins] of originsByComponent(table)) {
-    if (!origins.size) continue;
-    const statuses: string[] = [];
-    for (const origin of origins) {
-      const response = await request(`${origin}/health`, { dispatcher: agent });
-      await response.body.dump();
-      statuses.push(`${origin} ${response.statusCode}`);
-    }
-    assert.ok(
-      statuses.some((s) => s.endsWith(' 200')),
-      `${name}: /health on one of its URLs (${statuses.join(', ')})`,
-    );
-  }
+  await assertEveryComponentHealthy(t, table, caPath);
   const started = Date.now();
   run.child.kill('SIGTERM');
   const [code] = await once(run.child, 'exit');

@@ -102,22 +102,24 @@ export async function startStack(cleanup: Cleanup, scripts: Record<string, strin
 }
 
 /** One headless chromium with a fresh profile (playwright passes it as --user-data-dir). */
+/** Without the background-networking flags Chromium's own connections are refused here and slow it down. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
 export async function launchBrowser(cleanup: Cleanup): Promise<BrowserContext> {
   const profile = await mkdtemp(join(tmpdir(), 'offcloud-chromium-'));
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: debianProgram('chromium', '/usr/bin/chromium'),
     headless: true,
     viewport: { width: 1280, height: 800 },
-    // Without the background-networking flags Chromium's own connections are refused here and slow it down.
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
   // A page that waits too long fails the test in 10 s, not playwright's 30.
   browser.setDefaultTimeout(10_000);

@@ -16,13 +16,13 @@ import { mkdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/p
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Metadata } from '@grpc/grpc-js';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { PACKAGE_ROOT } from '../../src/common/models.ts';
 import { components } from '../../src/components.ts';
 import { devSvcClient } from '../../src/devices/proto.ts';
 import { FACE_DETECTOR } from '../../src/models/catalogue.ts';
 import { debianProgram, LineWatcher, tempDataDir } from '../helpers/index.ts';
-import { anyFreePortFlags, originsByComponent } from '../helpers/up.ts';
+import { anyFreePortFlags, assertEveryComponentHealthy } from '../helpers/up.ts';
 import { portrait } from '../face/images.ts';
 
 const run = promisify(execFile);
@@ -112,21 +112,7 @@ test(
     const tooWide = up.table.split('\n').filter((line) => line.length > 100);
     assert.deepEqual(tooWide, [], 'the table fits 100 columns');
 
-    const agent = new Agent({ connect: { ca: await readFile(join(app, '.offcloud', 'ca', 'ca.crt'), 'utf8') } });
-    t.after(() => agent.close());
-    for (const [name, origins] of originsByComponent(up.table)) {
-      if (!origins.size) continue;
-      const statuses: string[] = [];
-      for (const origin of origins) {
-        const response = await request(`${origin}/health`, { dispatcher: agent });
-        await response.body.dump();
-        statuses.push(`${origin} ${response.statusCode}`);
-      }
-      assert.ok(
-        statuses.some((s) => s.endsWith(' 200')),
-        `${name}: /health on one of its URLs (${statuses.join(', ')})`,
-      );
-    }
+    await assertEveryComponentHealthy(t, up.table, join(app, '.offcloud', 'ca', 'ca.crt'));
     // The gRPC listener answers a DevSvc call (MQTT: the README's mosquitto_pub block below).
     const grpc = /grpc:\/\/(127\.0\.0\.1:\d+)/.exec(up.table)![1]!;
     const client = devSvcClient(grpc);

@@ -1,4 +1,7 @@
 /** Helpers for tests that run `offcloud up`: free ports for every listener, and reading its table. */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
 
@@ -23,4 +26,23 @@ export function originsByComponent(table: string): Map<string, Set<string>> {
     origins.set(current, set);
   }
   return origins;
+}
+
+/** Every component with an HTTP(S) URL in up's table answers 200 on `/health` at one of them (trusting up's CA). */
+export async function assertEveryComponentHealthy(t: { after(fn: () => unknown): void }, table: string, caPath: string): Promise<void> {
+  const agent = new Agent({ connect: { ca: await readFile(caPath, 'utf8') } });
+  t.after(() => agent.close());
+  for (const [name, origins] of originsByComponent(table)) {
+    if (!origins.size) continue;
+    const statuses: string[] = [];
+    for (const origin of origins) {
+      const response = await request(`${origin}/health`, { dispatcher: agent });
+      await response.body.dump();
+      statuses.push(`${origin} ${response.statusCode}`);
+    }
+    assert.ok(
+      statuses.some((s) => s.endsWith(' 200')),
+      `${name}: /health on one of its URLs (${statuses.join(', ')})`,
+    );
+  }
 }
