@@ -6,6 +6,7 @@
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
+import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
 import { EYEGLASSES, FACE_DETECTOR, MASK_MODEL, SUNGLASSES, type ModelFile } from '../models/catalogue.ts';
@@ -98,7 +99,10 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const billing = await openBillingConnection({ component: 'face', kind: 'face', containerVersion: FACE_CONTAINER_VERSION, options, logger });
   let pool: ModelPool | null = null;
   const downloader = createDownloader({ allowPrivate: options.urlAllowPrivate });
-  const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null });
+  const metrics = new ComponentMetrics('face');
+  const analysed = metrics.histogram('face_detect_seconds', 'time to detect and measure the faces of one image (download excluded)');
+  const found = metrics.counter('face_faces_detected_total', 'faces answered by detect');
+  const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
   registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
 
   // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.
@@ -126,7 +130,10 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
       if (!('url' in body)) throw invalidUrl();
       image = await downloadImage(body.url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: options.urlTimeoutMs }, downloader);
     }
+    const timer = analysed.startTimer();
     const faces = await detectFaces(pool, image, detectOptions);
+    timer();
+    found.inc(faces.length);
     // One transaction per image analysed, as the real service bills detect; counts only.
     billing.record({ [CONTAINER_KINDS.face.billedMeter]: 1 });
     return reply.send(faces);

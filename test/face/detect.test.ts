@@ -20,7 +20,7 @@ import { CONTAINER_KINDS } from '../../src/cognitive/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import type { RunningFace } from '../../src/face/server.ts';
 import { LANDMARK_NAMES } from '../../src/face/models/landmarks.ts';
-import { quiet, tempDataDir } from '../helpers/index.ts';
+import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import * as photos from './images.ts';
 import { startFaceWithBilling } from './container.ts';
 
@@ -487,4 +487,13 @@ test('R-FACE-6 with billing unreachable detect answers 503 + Retry-After (CouldN
   billing = await startBilling({ ...quiet, dataDir, port: billingPort, demoResources: true });
   await face.billing.report();
   assert.equal((await detectFaces(portrait)).length, 1);
+});
+
+test('metrics: faces answered and the time per image are counted', async () => {
+  const facesBefore = (await readMetric(base, 'offcloud_face_faces_detected_total', { component: 'face' })) ?? 0;
+  const imagesBefore = (await readMetric(base, 'offcloud_face_detect_seconds_count')) ?? 0;
+  assert.equal((await detectFaces(await photos.fivePeople())).length, 5);
+  assert.equal(await readMetric(base, 'offcloud_face_faces_detected_total', { component: 'face' }), facesBefore + 5);
+  assert.equal(await readMetric(base, 'offcloud_face_detect_seconds_count'), imagesBefore + 1);
+  assert.ok((await readMetric(base, 'offcloud_face_detect_seconds_sum'))! > 0);
 });
