@@ -92,9 +92,16 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The README's ```sh blocks but the first (the install-and-start one this test did). */
+/**
+ * The README's ```sh blocks that talk to a running `up`: all but the first (the
+ * install-and-start one this test did), up to the Containers section, whose
+ * blocks build and run images (test/containers runs those commands).
+ */
 async function readmeBlocks(): Promise<string[]> {
-  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const whole = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const containers = whole.indexOf('\n## Containers\n');
+  assert.ok(containers > 0, 'the README has its Containers section');
+  const readme = whole.slice(0, containers);
   const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   assert.match(blocks[0]!, /npx offcloud up/);
   return blocks.slice(1);
