@@ -35,7 +35,10 @@ for (const setup of new Set(files.map((file) => join(dirname(file), 'setup.ts'))
 }
 const concurrency = process.env.OFFCLOUD_TEST_CONCURRENCY ?? String(Math.max(2, cpus().length));
 process.exit(
-  run(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files], {
+  // --test-force-exit: a file ends when its tests and hooks are done, even if a library
+  // (a browser driver, a gRPC channel) keeps a handle open; seen with the console's
+  // browser suite beside the container suites, where a file then sat until its 300 s limit.
+  run(process.execPath, ['--import', 'tsx', '--test', '--test-force-exit', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files], {
     env: { ...process.env, OFFCLOUD_TESTING: '1' },
   }),
 );
