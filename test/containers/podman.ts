@@ -254,8 +254,11 @@ export function ensureImage(): Promise<BuiltImage> {
  * onto the next line, so white space after the label is skipped.
  */
 export function printedKey(output: string, label: string): string | undefined {
-  const at = output.indexOf(label);
-  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/=_-]+)/.exec(output.slice(at + label.length))?.[1];
+  // The table wraps a long value after `;`, `,`, `/` or `=` (src/up/table.ts), and a base64 key
+  // may hold a `/`: join those breaks back first, then read the key up to its `=` padding.
+  const unwrapped = output.replace(/([;,/=])\r?\n[ \t]+/g, '$1');
+  const at = unwrapped.indexOf(label);
+  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/_-]+={0,2})/.exec(unwrapped.slice(at + label.length))?.[1];
 }
 
 /** Removes a container (if it is there) when the test ends. */
