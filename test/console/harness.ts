@@ -3,6 +3,7 @@
  * as `offcloud up` starts them), the console wired to them by its wireUp,
  * and one headless Debian chromium for the whole file.
  */
+import { portOptionKeys } from '../helpers/up.ts';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,11 +61,7 @@ export async function startNamed(
   if (!definition) throw new Error(`no component ${name}`);
   const quietOnes = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
   // Every listener on a free port (storage's HTTPS, the hub's WebSockets, …): suites run side by side.
-  const freePorts = Object.fromEntries(
-    Object.keys(definition.options)
-      .filter((key) => key.endsWith('Port'))
-      .map((key) => [key, 0]),
-  );
+  const freePorts = Object.fromEntries(portOptionKeys(definition.options).map((key) => [key, 0]));
   const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...freePorts, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);

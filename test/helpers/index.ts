@@ -27,11 +27,11 @@ export async function tempDataDir(_t: { after(fn: () => unknown): void }): Promi
 
 /**
  * The path of a program from a Debian package, or an error naming the
- * package. `npm test` installs the packages listed in scripts/debian-packages.txt.
+ * package. `npm run setup` installs the packages listed in scripts/debian-packages.txt.
  */
 export function debianProgram(pkg: string, file: string): string {
   if (existsSync(file)) return file;
-  throw new Error(`${file} is missing: install the Debian package "${pkg}" (npm test does this when run as root)`);
+  throw new Error(`${file} is missing: install the Debian package "${pkg}" (npm run setup does this when run as root)`);
 }
 
 /** Debian's python3, which sees python3-paho-mqtt / python3-grpcio (not pyenv's). */

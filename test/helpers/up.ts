@@ -5,13 +5,16 @@ import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
 
+/** A component's listening-port options (`port`, `httpsPort`, `restPort`, …). */
+export function portOptionKeys(options: Record<string, { type: string }>): string[] {
+  return Object.entries(options)
+    .filter(([key, spec]) => spec.type === 'integer' && /^(port|.*Port)$/.test(key))
+    .map(([key]) => key);
+}
+
 /** Every listening-port option of every component set to 0, as `offcloud up` flags. */
 export function anyFreePortFlags(): string[] {
-  return components.flatMap((c) =>
-    Object.entries(c.options)
-      .filter(([key, spec]) => spec.type === 'integer' && /^(port|.*Port)$/.test(key))
-      .flatMap(([key]) => [`--${c.name}-${kebab(key)}`, '0']),
-  );
+  return components.flatMap((c) => portOptionKeys(c.options).flatMap((key) => [`--${c.name}-${kebab(key)}`, '0']));
 }
 
 /** The HTTP(S) origins in up's table, by component: rows belong to the component named in the first column until the next name. */
