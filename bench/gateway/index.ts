@@ -223,27 +223,36 @@ export async function run(): Promise<BenchResult[]> {
     ];
     // Each gateway runs in its own process, started by the CLI as a user starts it, so its CPU is read
     // from /proc like nginx's (with its worker processes); the bench process's own work is not counted.
-    const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
-    for (const workers of WORKERS) {
-      for (const plugins of [false, true]) {
-        const file = join(dir, `kong-${plugins}-${workers}.json`);
-        await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
-        const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-        const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
-        const gw = spawn(
-          process.execPath,
-          ['--import', 'tsx', cli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])],
-          { stdio: 'ignore' },
-        );
-        children.push(gw);
-        await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
-        targets.push({
-          name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
-          url: `http://127.0.0.1:${port}/users`,
-          // The gateway's CPU: its process (with workers: listener and counters) and its worker processes.
-          cpu: () => processCpu(gw.pid!),
-          headers: plugins ? [`apikey: ${KEY}`] : [],
-        });
+    // OFFCLOUD_BENCH_CLI=label=path[,label=path…] adds other builds of the gateway to the same rounds
+    // (1 process, both plugin settings): a compiled `dist/cli.js` or another checkout's `src/cli.ts`.
+    const builds = [
+      { label: '', cli: fileURLToPath(new URL('../../src/cli.ts', import.meta.url)), workers: WORKERS },
+      ...(process.env.OFFCLOUD_BENCH_CLI ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((entry) => ({ label: ` [${entry.slice(0, entry.indexOf('='))}]`, cli: entry.slice(entry.indexOf('=') + 1), workers: [1] })),
+    ];
+    for (const build of builds) {
+      for (const workers of build.workers) {
+        for (const plugins of [false, true]) {
+          const file = join(dir, `kong-${plugins}-${workers}.json`);
+          await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
+          const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+          const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
+          const runCli = build.cli.endsWith('.ts') ? ['--import', 'tsx', build.cli] : [build.cli];
+          const gw = spawn(process.execPath, [...runCli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], {
+            stdio: 'ignore',
+          });
+          children.push(gw);
+          await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
+          targets.push({
+            name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}${build.label}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
+            url: `http://127.0.0.1:${port}/users`,
+            // The gateway's CPU: its process (with workers: listener and counters) and its worker processes.
+            cpu: () => processCpu(gw.pid!),
+            headers: plugins ? [`apikey: ${KEY}`] : [],
+          });
+        }
       }
     }
 
