@@ -188,7 +188,11 @@ const HUB_PROCESS = fileURLToPath(new URL('./hub-process.ts', import.meta.url));
 
 /** Starts a hub in a child process (test/hub/hub-process.ts) and connects a REST client to it. */
 export async function spawnHub(options: Partial<HubOptions> & { dataDir: string }): Promise<HubProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', HUB_PROCESS, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.HUB_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.HUB_CPU_PROF] : []), '--import', 'tsx', HUB_PROCESS, JSON.stringify(options)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
