@@ -59,6 +59,12 @@ export const commonOptions = {
   },
 } as const satisfies OptionSchema;
 
+/**
+ * How long a TLS port waits for a client's handshake: Node's own default (120 s)
+ * lets silent connections pile up until the process runs out of descriptors.
+ */
+export const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** Options of components that serve TLS. */
 export const tlsOptions = {
   tlsCert: {
@@ -67,6 +73,13 @@ export const tlsOptions = {
     description: 'PEM certificate file (default: a leaf of the local CA in the data dir)',
   },
   tlsKey: { type: 'string', default: '', description: 'PEM private key file for --tls-cert' },
+  tlsHandshakeTimeout: {
+    type: 'integer',
+    default: DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS,
+    min: 100,
+    max: 600_000,
+    description: 'ms a client may take to finish the TLS handshake on a TLS port; a connection that has not is closed',
+  },
 } as const satisfies OptionSchema;
 
 export function portOption(defaultPort: number, what = 'port to listen on (0 = any free port)'): IntegerOption {

@@ -50,7 +50,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
-    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
+    // A connection that has not finished its handshake in time is closed (Node reports it
+    // as tlsClientError and, with no listener there, destroys the socket).
+    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key, handshakeTimeout: options.tls.handshakeTimeout } } : {}),
   }) as unknown as FastifyInstance;
   // Responses finished while closing carry `Connection: close`, so keep-alive
   // clients let go and close() completes as soon as in-flight work is done.

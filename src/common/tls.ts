@@ -1,19 +1,23 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from './errors.ts';
 import { ensureLocalCa } from './ca.ts';
+import { DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS } from './config.ts';
 
 export interface TlsMaterial {
   cert: string;
   key: string;
   /** The CA file a client trusts to reach this server, when it is ours. */
   caCertPath: string | null;
+  /** ms a client has to finish its handshake (--tls-handshake-timeout) before its connection is closed. */
+  handshakeTimeout: number;
 }
 
 /**
  * The certificate a TLS server presents: the user's files when both
  * --tls-cert and --tls-key are given, otherwise the local CA's leaf.
  */
-export async function resolveTls(options: { tlsCert: string; tlsKey: string; dataDir: string }): Promise<TlsMaterial> {
+export async function resolveTls(options: { tlsCert: string; tlsKey: string; dataDir: string; tlsHandshakeTimeout?: number }): Promise<TlsMaterial> {
+  const handshakeTimeout = options.tlsHandshakeTimeout ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS;
   if (options.tlsCert || options.tlsKey) {
     if (!options.tlsCert || !options.tlsKey) {
       throw new ConfigError('--tls-cert and --tls-key must be given together');
@@ -25,8 +29,8 @@ export async function resolveTls(options: { tlsCert: string; tlsKey: string; dat
         throw new ConfigError(`cannot read ${flag} ${path}: ${(err as Error).message}`);
       }
     };
-    return { cert: await read(options.tlsCert, '--tls-cert'), key: await read(options.tlsKey, '--tls-key'), caCertPath: null };
+    return { cert: await read(options.tlsCert, '--tls-cert'), key: await read(options.tlsKey, '--tls-key'), caCertPath: null, handshakeTimeout };
   }
   const ca = await ensureLocalCa(options.dataDir);
-  return { cert: ca.cert, key: ca.key, caCertPath: ca.caCertPath };
+  return { cert: ca.cert, key: ca.key, caCertPath: ca.caCertPath, handshakeTimeout };
 }

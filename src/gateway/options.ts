@@ -26,7 +26,6 @@ export const gatewayOptions = {
   maxBodySize: { type: 'integer', default: 100 * 1024 * 1024, min: 0, description: 'largest request body in bytes (0 = no limit)' },
   clientHeaderTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms a client may take to send its request headers' },
   keepAliveTimeout: { type: 'integer', default: 60000, min: 100, description: 'ms an idle client connection stays open (Kong: 60000)' },
-  tlsHandshakeTimeout: { type: 'integer', default: 10000, min: 100, description: 'ms a client may take to finish the TLS handshake on the HTTPS port' },
   workers: {
     type: 'integer',
     default: 1,

@@ -296,7 +296,9 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
   const httpUrl = await listen(redirect, { host: options.host, port: options.httpPort, component: 'scripts', portKey: 'httpPort' });
   let app: FastifyInstance | null = null;
   try {
-    const tls: TlsMaterial = manager ? { ...(await manager.current()), caCertPath: null } : await resolveTls(options);
+    const tls: TlsMaterial = manager
+      ? { ...(await manager.current()), caCertPath: null, handshakeTimeout: options.tlsHandshakeTimeout }
+      : await resolveTls(options);
     app = scriptApp(ctx, tls);
     const url = await listen(app, { host: options.host, port: options.httpsPort, component: 'scripts', portKey: 'httpsPort' });
     httpsPort = Number(new URL(url).port || 443);

@@ -154,6 +154,22 @@ export interface Vanishing {
   socket: Socket;
 }
 
+/** The first bytes of a TLS ClientHello (record header and handshake type), and no more. */
+export const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00, 0x00]);
+
+/** A TCP connection to a listener's port, once connected; it sends nothing unless told to. */
+export async function rawConnection(url: URL): Promise<Socket> {
+  const socket = connectTcp(Number(url.port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  return socket;
+}
+
+/** Resolves when the connection has closed; this side closes it only after the server has closed its own. */
+export function closedByServer(socket: Socket): Promise<void> {
+  return socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once('close', () => resolve()));
+}
+
 /** A TCP (or TLS, trusting nothing: these clients never get far enough to care) connection to a listener. */
 function open(url: URL, tls: boolean): Socket {
   const port = Number(url.port);
