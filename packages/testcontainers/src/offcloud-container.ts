@@ -1,0 +1,291 @@
+/**
+ * The offcloud image as a Testcontainers module: `offcloud up` in one
+ * container, every component's ports published, start-up awaited on the
+ * chosen components' `/ready`, and what a client needs handed back with the host's mapped
+ * ports: URLs, keys, the storage connection string and the local CA.
+ *
+ * What the container started is read from `/data/up.json`, the record
+ * `offcloud up` keeps for `offcloud env` (every component's URLs, credential
+ * lines and exported values).
+ */
+import { request as httpGet } from 'node:http';
+import { request as httpsGet } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AbstractStartedContainer, GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
+
+export const OFFCLOUD_IMAGE = 'localhost/offcloud:dev';
+
+/**
+ * The ports each component listens on inside the container under `offcloud up`
+ * (its defaults as a non-root user). devsvc is left out: it listens on a free port
+ * and its clients reach it through devdata.
+ */
+export const COMPONENT_PORTS = {
+  calculator: [8082],
+  users: [8083],
+  gateway: [8000, 8443, 8001],
+  identity: [9440, 9441],
+  storage: [10000, 10443],
+  devdata: [8081],
+  scripts: [8080],
+  hub: [8883, 8884, 8885],
+  billing: [5100],
+  sentiment: [5000],
+  face: [5005],
+  scoring: [5001],
+  'scoring-frontend': [5080],
+  console: [8090],
+} as const satisfies Record<string, readonly number[]>;
+
+export type OffcloudComponent = keyof typeof COMPONENT_PORTS;
+
+const KNOWN = Object.keys(COMPONENT_PORTS) as OffcloudComponent[];
+const DATA_DIR = '/data';
+const STATE_FILE = `${DATA_DIR}/up.json`;
+/** The last line `offcloud up` prints once every component has started or failed (after writing up.json). */
+const STARTED_LINE = /Every value above as shell variables/;
+/** Starting every component (models included) takes a while on a small machine. */
+const DEFAULT_STARTUP_TIMEOUT_MS = 180_000;
+
+export interface Endpoint {
+  label: string;
+  url: string;
+}
+
+interface ComponentRecord {
+  urls: Endpoint[];
+  credentials: string[];
+  exports: Record<string, string>;
+  caCertPath: string | null;
+}
+
+interface UpState {
+  components: Record<string, ComponentRecord>;
+  failed: Record<string, { reason: string; fix: string }>;
+}
+
+/** The identity component's issuer and demo client, for client-credentials and managed-identity tokens. */
+export interface OffcloudIdentity {
+  /** The authority host (HTTPS; trust the CA), e.g. for `ClientSecretCredential`'s `authorityHost`. */
+  authorityHost: string;
+  /** The managed-identity (IMDS) origin, plain HTTP. */
+  imdsUrl: string;
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+function checkComponents(components: readonly string[]): OffcloudComponent[] {
+  if (components.length === 0) throw new Error('OffcloudContainer.withComponents: name at least one component');
+  for (const name of components) {
+    if (name === 'devsvc') throw new Error('OffcloudContainer.withComponents: devsvc listens on a free port inside the container; reach it through devdata');
+    if (!(KNOWN as readonly string[]).includes(name)) {
+      throw new Error(`OffcloudContainer.withComponents: unknown component ${JSON.stringify(name)}; the components are ${KNOWN.join(', ')}`);
+    }
+  }
+  return [...new Set(components)] as OffcloudComponent[];
+}
+
+/** One `key=value;…` connection string as its fields. */
+function connectionStringFields(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split(';')
+      .filter((pair) => pair.includes('='))
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
+}
+
+/** The status code of a GET, or undefined when nothing answers yet. */
+function statusOf(url: string, ca: string | undefined): Promise<number | undefined> {
+  const get = url.startsWith('https:') ? httpsGet : httpGet;
+  return new Promise((resolve) => {
+    const req = get(url, { ca, timeout: 5000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
+
+/** Resolves once the component answers 2xx on `/ready` at one of its HTTP(S) origins. */
+async function waitReady(component: string, urls: Endpoint[], ca: string | undefined, deadline: number): Promise<void> {
+  const origins = new Set(
+    urls
+      .filter(({ url }) => URL.canParse(url))
+      .map(({ url }) => new URL(url.replace(/\{[^}]*\}/g, 'x')))
+      .filter((u) => u.protocol === 'http:' || u.protocol === 'https:')
+      .map((u) => u.origin),
+  );
+  if (!origins.size) return;
+  for (;;) {
+    const statuses = await Promise.all([...origins].map((origin) => statusOf(`${origin}/ready`, ca)));
+    if (statuses.some((status) => status !== undefined && status >= 200 && status < 300)) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `OffcloudContainer: ${component} is not ready: GET /ready on ${[...origins].join(', ')} answered ${statuses.map((s) => s ?? 'nothing').join(', ')}`,
+      );
+    }
+    await sleep(250);
+  }
+}
+
+async function readFileIn(container: StartedTestContainer, path: string): Promise<string> {
+  const { exitCode, stdout, stderr } = await container.exec(['cat', path]);
+  if (exitCode !== 0) throw new Error(`OffcloudContainer: cannot read ${path} in the container: ${stderr.trim()}`);
+  return stdout;
+}
+
+/**
+ * `new OffcloudContainer(image).withComponents(['storage', 'identity']).start()`.
+ * The container runs `offcloud up` (every component, wired to each other as
+ * usual); `withComponents` names the ones the test talks to: `start()` waits
+ * for their `/ready` and fails with up's reason if one of them did not start,
+ * and the getters hand back their values. Without it, every component.
+ */
+export class OffcloudContainer extends GenericContainer {
+  private components: OffcloudComponent[] = [...KNOWN];
+
+  constructor(image = OFFCLOUD_IMAGE) {
+    super(image);
+    this.withCommand(['up']).withWaitStrategy(Wait.forLogMessage(STARTED_LINE)).withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
+  }
+
+  /** The components the test uses (awaited, and the ones the getters answer for). */
+  withComponents(components: readonly OffcloudComponent[]): this {
+    this.components = checkComponents(components);
+    return this;
+  }
+
+  /**
+   * Keeps offcloud's state (the CA, identity's directory, blobs, keys) in a host
+   * folder, mounted on /data; it must be writable by the image's user (uid 10001).
+   */
+  withDataDir(hostPath: string): this {
+    return this.withBindMounts([{ source: hostPath, target: DATA_DIR, mode: 'rw' }]);
+  }
+
+  override async start(): Promise<StartedOffcloudContainer> {
+    // Every component's ports, not only the chosen ones': Podman 4 lists each port the image
+    // EXPOSEs among the container's bindings, and Testcontainers waits until all are bound.
+    this.withExposedPorts(...new Set(Object.values(COMPONENT_PORTS).flat()));
+    // The admin API keeps to loopback by default (it has no authentication); a test reaches it through its published port.
+    if (this.components.includes('gateway')) this.withEnvironment({ OFFCLOUD_GATEWAY_ADMIN_HOST: '0.0.0.0' });
+    const deadline = Date.now() + (this.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+    const container = await super.start();
+    try {
+      const state = JSON.parse(await readFileIn(container, STATE_FILE)) as UpState;
+      const notStarted = this.components.filter((name) => !state.components[name]);
+      if (notStarted.length) {
+        const why = notStarted.map(
+          (name) => `${name}: ${state.failed[name]?.reason ?? 'not in this image'}${state.failed[name] ? ` (${state.failed[name].fix})` : ''}`,
+        );
+        throw new Error(`OffcloudContainer: offcloud up did not start ${notStarted.join(', ')}\n${why.join('\n')}`);
+      }
+      const caPath = Object.values(state.components).find((c) => c.caCertPath)?.caCertPath;
+      const ca = caPath ? await readFileIn(container, caPath) : undefined;
+      const started = new StartedOffcloudContainer(container, this.components, state, ca);
+      for (const component of this.components) await waitReady(component, started.getUrls(component), ca, deadline);
+      return started;
+    } catch (err) {
+      await container.stop();
+      throw err;
+    }
+  }
+}
+
+export class StartedOffcloudContainer extends AbstractStartedContainer {
+  constructor(
+    startedTestContainer: StartedTestContainer,
+    private readonly components: readonly OffcloudComponent[],
+    private readonly state: UpState,
+    private readonly ca: string | undefined,
+  ) {
+    super(startedTestContainer);
+  }
+
+  private record(component: OffcloudComponent): ComponentRecord {
+    if (!this.components.includes(component)) {
+      throw new Error(`OffcloudContainer: ${component} is not among this container's components (${this.components.join(', ')}); add it with withComponents`);
+    }
+    return this.state.components[component]!;
+  }
+
+  /** A URL from inside the container, on the host's mapped port (templates such as `{device}` kept). */
+  private mapped(component: OffcloudComponent, url: string): string {
+    const { protocol, host, port } = new URL(url);
+    const inside = Number(port);
+    if (!(COMPONENT_PORTS[component] as readonly number[]).includes(inside)) {
+      throw new Error(`OffcloudContainer: ${component} serves ${url}, on a port this module does not publish`);
+    }
+    const origin = `${protocol}//${host}`;
+    return `${protocol}//${this.getHost()}:${this.getMappedPort(inside)}${url.slice(origin.length)}`;
+  }
+
+  /**
+   * Every URL the component printed (what `offcloud up`'s table shows), reachable from the
+   * host; an entry that is no URL (devdata's `multicast DNS …` registry) is given as printed.
+   */
+  getUrls(component: OffcloudComponent): Endpoint[] {
+    return this.record(component).urls.map(({ label, url }) => ({ label, url: URL.canParse(url) ? this.mapped(component, url) : url }));
+  }
+
+  /** The origin of the component's first URL, as `offcloud env`'s `<COMPONENT>_URL`. */
+  getUrl(component: OffcloudComponent): string {
+    const first = this.getUrls(component)[0];
+    if (!first) throw new Error(`OffcloudContainer: ${component} has no URL`);
+    const { protocol, host } = new URL(first.url);
+    return `${protocol}//${host}`;
+  }
+
+  /** The component's credential lines as `offcloud up` prints them (hosts and ports are the container's own). */
+  getCredentials(component: OffcloudComponent): string[] {
+    return [...this.record(component).credentials];
+  }
+
+  /** The local CA's certificate (PEM): trust it for the https:// and mqtts:// URLs, which name `localhost`. */
+  getCaCertificate(): string {
+    if (!this.ca) throw new Error('OffcloudContainer: none of the started components serves TLS');
+    return this.ca;
+  }
+
+  private account(): Record<string, string> {
+    const line = this.record('storage').credentials.find((text) => text.startsWith('connection string: '));
+    if (!line) throw new Error('OffcloudContainer: storage printed no connection string');
+    return connectionStringFields(line.slice('connection string: '.length));
+  }
+
+  getAccountName(): string {
+    return this.account().AccountName!;
+  }
+
+  getAccountKey(): string {
+    return this.account().AccountKey!;
+  }
+
+  /** Storage over plain HTTP with Shared Key (what `UseDevelopmentStorage=true` means, on the mapped port). */
+  getConnectionString(): string {
+    const { AccountName, AccountKey } = this.account();
+    const endpoint = this.mapped('storage', this.record('storage').exports.httpBlobEndpoint!);
+    return `DefaultEndpointsProtocol=http;AccountName=${AccountName};AccountKey=${AccountKey};BlobEndpoint=${endpoint};`;
+  }
+
+  /** Storage's HTTPS blob endpoint, where bearer tokens work (§4.10); trust the CA. */
+  getBlobEndpoint(): string {
+    return this.mapped('storage', this.record('storage').exports.blobEndpoint!);
+  }
+
+  getIdentity(): OffcloudIdentity {
+    const { authorityHost, imdsUrl, tenantId, demoClientId, demoClientSecret } = this.record('identity').exports;
+    if (!demoClientId || !demoClientSecret) throw new Error('OffcloudContainer: identity has no demo client (its secret was removed)');
+    return {
+      authorityHost: this.mapped('identity', authorityHost!),
+      imdsUrl: this.mapped('identity', imdsUrl!),
+      tenantId: tenantId!,
+      clientId: demoClientId,
+      clientSecret: demoClientSecret,
+    };
+  }
+}
