@@ -9,7 +9,6 @@
  * machine is shared.
  */
 import { performance } from 'node:perf_hooks';
-import sharp from 'sharp';
 import { request } from 'undici';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,31 +18,9 @@ import { decodeImage } from '../../src/face/decode.ts';
 import { MAX_FACES } from '../../src/face/detect.ts';
 import { FaceModels } from '../../src/face/models/index.ts';
 import { defaultModelPaths, startFaceWithBilling } from '../../test/face/container.ts';
-import { crowd, fivePeople, portrait, sheetFaces } from '../../test/face/images.ts';
 import { median } from '../common/load.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
-
-interface Photo {
-  name: string;
-  bytes: Buffer;
-}
-
-async function photos(): Promise<Photo[]> {
-  const at640 = (image: Buffer) => sharp(image).resize({ width: 640 }).jpeg({ quality: 90 }).toBuffer();
-  const strip = await sharp(await fivePeople())
-    .extract({ left: 0, top: 0, width: 632, height: 165 })
-    .toBuffer();
-  // Two rows of ten faces from the contact sheet of face crops.
-  const twenty = await sharp(await crowd())
-    .extract({ left: 0, top: 283, width: 1030, height: 210 })
-    .toBuffer();
-  return [
-    { name: '1 face at 640 px', bytes: await at640(await portrait()) },
-    { name: '4 faces at 640 px', bytes: await at640(strip) },
-    { name: '20 faces at 640 px', bytes: await at640(twenty) },
-    { name: '71 faces at 1920 px', bytes: await sheetFaces(4, 18) },
-  ];
-}
+import { benchPhotos } from './photos.ts';
 
 const ISSUE_21: FaceAttribute[] = ['age', 'gender', 'emotion', 'glasses', 'blur', 'exposure', 'noise'];
 /**
@@ -117,7 +94,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   const endpoint = face.urls[0]!.url;
   const results: BenchResult[] = [];
   try {
-    const all = await photos();
+    const all = await benchPhotos();
     for (const [index, mode, attributes] of RUNS) {
       signal.throwIfAborted();
       const photo = all[index]!;

@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
+import { fusingConvolutions } from './fuse.ts';
 import { fileModelHandler } from './tfjs-files.ts';
 import type { Region, RgbImage } from './image.ts';
 import { fromSquare, sampleSquares, squareAround, type Square } from './square.ts';
@@ -53,6 +54,11 @@ export interface AgeAndGender {
   gender: 'male' | 'female';
 }
 
+/** The `model.json` of one of the models inside @vladmandic/human. */
+export function humanModelFile(name: string): string {
+  return join(dirname(dirname(require.resolve('@vladmandic/human'))), 'models', `${name}.json`);
+}
+
 export class HumanModels {
   private constructor(
     private readonly description: tf.GraphModel,
@@ -65,9 +71,13 @@ export class HumanModels {
     setWasmPaths(join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm')), '/'));
     await tf.setBackend('wasm');
     await tf.ready();
-    const models = join(dirname(dirname(require.resolve('@vladmandic/human'))), 'models');
-    const load = (name: string) => tf.loadGraphModel(fileModelHandler(join(models, `${name}.json`)));
-    const [description, emotion, mesh] = await Promise.all([load('faceres'), load('emotion'), load('facemesh')]);
+    const load = (name: string) => tf.loadGraphModel(fileModelHandler(humanModelFile(name)));
+    // FaceRes ships with its batch norms and ReLU6 unfused (the other two are fused already).
+    const [description, emotion, mesh] = await Promise.all([
+      tf.loadGraphModel(fusingConvolutions(fileModelHandler(humanModelFile('faceres')))),
+      load('emotion'),
+      load('facemesh'),
+    ]);
     return new HumanModels(description, emotion, mesh);
   }
 

@@ -39,27 +39,34 @@ export function fromSquare(square: Square, size: number, u: number, v: number): 
 export function sampleSquares(image: RgbImage, squares: readonly Square[], size: number): Float32Array {
   const out = new Float32Array(squares.length * size * size * 3);
   const { data, width, height } = image;
-  const channel = (x: number, y: number, c: number) =>
-    x < 0 || y < 0 || x >= width || y >= height ? 0 : data[(y * width + x) * 3 + c]!;
-  for (const [n, square] of squares.entries()) {
+  const stride = width * 3;
+  // Outside the image is black; only samples at the border take this path.
+  const channel = (x: number, y: number, c: number) => (x < 0 || y < 0 || x >= width || y >= height ? 0 : data[y * stride + x * 3 + c]!);
+  let o = 0;
+  for (const square of squares) {
     const step = square.side / size;
     const grid = Math.min(4, Math.max(1, Math.ceil(step)));
-    const cos = Math.cos(square.angle);
-    const sin = Math.sin(square.angle);
+    const samples = grid * grid;
+    // One output pixel to the right moves the samples by (ux, uy) in the image, one down by (vx, vy).
+    const ux = step * Math.cos(square.angle);
+    const uy = step * Math.sin(square.angle);
+    const vx = -uy;
+    const vy = ux;
+    // Pixel centres are at integer + 0.5.
     const origin = fromSquare(square, size, 0, 0);
-    let o = n * size * size * 3;
+    const ox = origin.x - 0.5;
+    const oy = origin.y - 0.5;
     for (let v = 0; v < size; v++) {
       for (let u = 0; u < size; u++) {
         let r = 0;
         let g = 0;
         let b = 0;
         for (let j = 0; j < grid; j++) {
+          const dv = v + (j + 0.5) / grid;
           for (let i = 0; i < grid; i++) {
-            const du = (u + (i + 0.5) / grid) * step;
-            const dv = (v + (j + 0.5) / grid) * step;
-            // Pixel centres are at integer + 0.5.
-            const x = origin.x + du * cos - dv * sin - 0.5;
-            const y = origin.y + du * sin + dv * cos - 0.5;
+            const du = u + (i + 0.5) / grid;
+            const x = ox + du * ux + dv * vx;
+            const y = oy + du * uy + dv * vy;
             const x0 = Math.floor(x);
             const y0 = Math.floor(y);
             const fx = x - x0;
@@ -68,12 +75,20 @@ export function sampleSquares(image: RgbImage, squares: readonly Square[], size:
             const w10 = fx * (1 - fy);
             const w01 = (1 - fx) * fy;
             const w11 = fx * fy;
-            r += w00 * channel(x0, y0, 0) + w10 * channel(x0 + 1, y0, 0) + w01 * channel(x0, y0 + 1, 0) + w11 * channel(x0 + 1, y0 + 1, 0);
-            g += w00 * channel(x0, y0, 1) + w10 * channel(x0 + 1, y0, 1) + w01 * channel(x0, y0 + 1, 1) + w11 * channel(x0 + 1, y0 + 1, 1);
-            b += w00 * channel(x0, y0, 2) + w10 * channel(x0 + 1, y0, 2) + w01 * channel(x0, y0 + 1, 2) + w11 * channel(x0 + 1, y0 + 1, 2);
+            if (x0 >= 0 && y0 >= 0 && x0 + 1 < width && y0 + 1 < height) {
+              // The four neighbours are inside: read them straight from the row-major RGB bytes.
+              const a = y0 * stride + x0 * 3;
+              const c = a + stride;
+              r += w00 * data[a]! + w10 * data[a + 3]! + w01 * data[c]! + w11 * data[c + 3]!;
+              g += w00 * data[a + 1]! + w10 * data[a + 4]! + w01 * data[c + 1]! + w11 * data[c + 4]!;
+              b += w00 * data[a + 2]! + w10 * data[a + 5]! + w01 * data[c + 2]! + w11 * data[c + 5]!;
+            } else {
+              r += w00 * channel(x0, y0, 0) + w10 * channel(x0 + 1, y0, 0) + w01 * channel(x0, y0 + 1, 0) + w11 * channel(x0 + 1, y0 + 1, 0);
+              g += w00 * channel(x0, y0, 1) + w10 * channel(x0 + 1, y0, 1) + w01 * channel(x0, y0 + 1, 1) + w11 * channel(x0 + 1, y0 + 1, 1);
+              b += w00 * channel(x0, y0, 2) + w10 * channel(x0 + 1, y0, 2) + w01 * channel(x0, y0 + 1, 2) + w11 * channel(x0 + 1, y0 + 1, 2);
+            }
           }
         }
-        const samples = grid * grid;
         out[o++] = r / samples;
         out[o++] = g / samples;
         out[o++] = b / samples;
