@@ -1,11 +1,13 @@
 /**
  * Script-trigger server against Debian's `webhook` serving the same two-line
  * script in the same run: calls/s with p50/p99 and CPU time per call (the
- * server and the scripts it ran) at concurrency 1 and 8 (autocannon,
- * alternating rounds); the floors of creating that process (Node's
- * `child_process.spawn` in a small and a large process, posix_spawn from a
- * small helper); and the delay from a line being printed to it reaching the
- * client (webhook answers only when the script ends).
+ * server, its spawn helper and the scripts) at concurrency 1 and 8
+ * (autocannon, alternating rounds); the floors of creating that process
+ * (Node's `child_process.spawn` in a process of our server's size and in one
+ * of the helper's, our spawn helper driven without HTTP, posix_spawn from a
+ * small Python process); and the delay from a line being printed to it
+ * reaching the client (webhook answers only when the script ends). Last, a
+ * table of all of them side by side.
  *
  * Each step reports its figure as soon as it has it; a step that fails is
  * named at the end and the others still run; every server is ended.
@@ -20,9 +22,9 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { request } from 'undici';
 import { startChildServers } from '../common/child.ts';
-import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { alternate, median } from '../common/load.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
+import { cpuOfTree } from './cpu.ts';
 
 const WEBHOOK = '/usr/bin/webhook';
 const SECONDS = 4;
@@ -45,7 +47,7 @@ interface Load {
 
 async function load(url: string, connections: number, serverPid: number, signal: AbortSignal): Promise<Load> {
   signal.throwIfAborted();
-  const cpuBefore = cpuWithEndedChildren(serverPid);
+  const cpuBefore = cpuOfTree(serverPid);
   const out = await autocannon({ url, connections, duration: SECONDS });
   const calls = out.requests.total;
   return {
@@ -53,7 +55,7 @@ async function load(url: string, connections: number, serverPid: number, signal:
     p50: out.latency.p50,
     p99: out.latency.p99,
     errors: out.errors + out.non2xx,
-    cpuMsPerCall: calls ? (cpuWithEndedChildren(serverPid) - cpuBefore) / calls : NaN,
+    cpuMsPerCall: calls ? (cpuOfTree(serverPid) - cpuBefore) / calls : NaN,
   };
 }
 
@@ -87,22 +89,24 @@ interface Floor {
   cpuMsPerCall: number;
 }
 
-/** Node's spawn of the script in a fresh process grown to `ballastMb`. */
-async function nodeSpawnFloor(file: string, concurrency: number, ballastMb: number, signal: AbortSignal): Promise<Floor & { rssMb: number }> {
-  const floor = new URL('./floor.ts', import.meta.url).pathname;
-  const { stdout } = await run$(process.execPath, ['--import', 'tsx', floor, file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], {
-    signal,
-    timeout: STEP_LIMIT_MS,
-  });
-  return JSON.parse(stdout) as Floor & { rssMb: number };
+/** Runs one floor measurement (a process that prints one JSON line). */
+async function measureFloor(command: string, args: string[], signal: AbortSignal): Promise<Floor & { rssMb?: number }> {
+  const { stdout } = await run$(command, args, { signal, timeout: STEP_LIMIT_MS });
+  return JSON.parse(stdout) as Floor & { rssMb?: number };
 }
 
+const here = (file: string) => new URL(file, import.meta.url).pathname;
+
+/** Node's spawn of the script from a plain Node process (the helper's size) grown to `ballastMb`. */
+const nodeSpawnFloor = (file: string, concurrency: number, ballastMb: number, signal: AbortSignal) =>
+  measureFloor(process.execPath, [here('./floor.mjs'), file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], signal);
+
+/** Our spawn helper, driven without HTTP from a process grown to `ballastMb`. */
+const helperFloor = (file: string, concurrency: number, ballastMb: number, signal: AbortSignal) =>
+  measureFloor(process.execPath, ['--import', 'tsx', here('./helper-floor.ts'), file, String(FLOOR_CALLS), String(concurrency), String(ballastMb)], signal);
+
 /** posix_spawn from a small Python process: what a helper that only creates processes would pay. */
-async function posixSpawnFloor(file: string, signal: AbortSignal): Promise<Floor> {
-  const helper = new URL('./posix-spawn.py', import.meta.url).pathname;
-  const { stdout } = await run$('/usr/bin/python3', [helper, file, String(FLOOR_CALLS)], { signal, timeout: STEP_LIMIT_MS });
-  return JSON.parse(stdout) as Floor;
-}
+const posixSpawnFloor = (file: string, signal: AbortSignal) => measureFloor('/usr/bin/python3', [here('./posix-spawn.py'), file, String(FLOOR_CALLS)], signal);
 
 /** ms between each line's printing (its own timestamp) and its arrival, over one call. */
 async function lineDelays(url: string, signal: AbortSignal): Promise<number[]> {
@@ -130,6 +134,20 @@ const summary = (runs: Load[]) => ({
   errors: runs.reduce((sum, r) => sum + r.errors, 0),
 });
 
+/** Prints every row side by side: calls/s and CPU per call at concurrency 1 and 8. */
+function printTable(table: Map<string, Map<number, Floor>>): void {
+  const cell = (figure: Floor | undefined) =>
+    figure ? `${figure.perSecond.toFixed(0).padStart(7)} ${figure.cpuMsPerCall.toFixed(2).padStart(9)}` : `${'–'.padStart(7)} ${'–'.padStart(9)}`;
+  const width = Math.max(...[...table.keys()].map((label) => label.length));
+  console.log(
+    `\nscripts, side by side (load average ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}):`,
+  );
+  console.log(`${''.padEnd(width)}   c=1 calls/s  CPU ms/call   c=8 calls/s  CPU ms/call`);
+  for (const [label, figures] of table) console.log(`${label.padEnd(width)}   ${cell(figures.get(1))}     ${cell(figures.get(8))}`);
+}
+
 export async function run({ report, signal }: BenchContext): Promise<BenchResult[]> {
   if (!existsSync(WEBHOOK)) throw new Error(`${WEBHOOK} is missing: apt-get install webhook`);
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-scripts-'));
@@ -145,16 +163,20 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   const hello = join(folder, 'hello.sh');
   const failures: string[] = [];
   const results: BenchResult[] = [];
-  const step = async (what: string, measure: () => Promise<BenchResult>) => {
+  const step = async (what: string, measure: () => Promise<BenchResult[]>) => {
     try {
-      const figure = await measure();
-      results.push(figure);
-      report(figure);
+      for (const figure of await measure()) {
+        results.push(figure);
+        report(figure);
+      }
     } catch (err) {
       failures.push(`${what}: ${(err as Error).message}`);
       console.error(`scripts bench: ${what} failed: ${(err as Error).message}`);
     }
   };
+  /** The closing table: per row, calls/s and CPU per call at each concurrency. */
+  const table = new Map<string, Map<number, Floor>>();
+  const row = (label: string, concurrency: number, figure: Floor) => table.set(label, (table.get(label) ?? new Map<number, Floor>()).set(concurrency, figure));
   const ours = await startChildServers<{ url: string; pid: number; rssMb: number }>(new URL('./server.ts', import.meta.url), [dir, folder]);
   const webhookPort = 20000 + Math.floor(Math.random() * 20000);
   let webhook: ChildProcess | null = null;
@@ -162,6 +184,8 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     webhook = await startWebhook(dir, webhookPort, { hello, stamps: join(folder, 'stamps.sh') });
     const webhookPid = webhook.pid!;
     const webhookBase = `http://127.0.0.1:${webhookPort}/hooks`;
+    // One call each first: our spawn helper starts with the first run, which is not what is measured.
+    for (const url of [ours.info.url, webhookBase]) await (await request(`${url}/hello?name=warm-up`)).body.dump();
     for (const connections of [1, 8]) {
       await step(`load at concurrency ${connections}`, async () => {
         const rounds = await alternate(
@@ -171,31 +195,52 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         );
         const a = summary(rounds.a);
         const b = summary(rounds.b);
-        return result({
-          name: `scripts two-line script calls/s, concurrency ${connections}`,
-          unit: 'calls/s',
-          ours: a.rps,
-          baseline: 'Debian webhook 2.8.0',
-          baselineValue: b.rps,
-          better: 'higher',
-          details: { ours: a, webhook: b, rounds, secondsPerRound: SECONDS, ourServerRssMb: ours.info.rssMb, loadAverage: loadavg() },
-        });
+        row('ours: server + spawn helper + script', connections, { perSecond: a.rps, cpuMsPerCall: a.cpuMsPerCall });
+        row('Debian webhook 2.8.0 + script', connections, { perSecond: b.rps, cpuMsPerCall: b.cpuMsPerCall });
+        const details = { ours: a, webhook: b, rounds, secondsPerRound: SECONDS, ourServerRssMb: ours.info.rssMb, loadAverage: loadavg() };
+        return [
+          result({
+            name: `scripts two-line script calls/s, concurrency ${connections}`,
+            unit: 'calls/s',
+            ours: a.rps,
+            baseline: 'Debian webhook 2.8.0',
+            baselineValue: b.rps,
+            better: 'higher',
+            details,
+          }),
+          result({
+            name: `scripts CPU per call (server, helper and script), concurrency ${connections}`,
+            unit: 'ms CPU per call',
+            ours: a.cpuMsPerCall,
+            baseline: 'Debian webhook 2.8.0 (and the script)',
+            baselineValue: b.cpuMsPerCall,
+            better: 'lower',
+          }),
+        ];
       });
     }
     for (const concurrency of [1, 8]) {
       await step(`spawn floors at concurrency ${concurrency}`, async () => {
         const small = await nodeSpawnFloor(hello, concurrency, 0, signal);
-        const sized = await nodeSpawnFloor(hello, concurrency, Math.max(0, ours.info.rssMb - small.rssMb), signal);
+        const ballastMb = Math.max(0, ours.info.rssMb - (small.rssMb ?? 0));
+        const sized = await nodeSpawnFloor(hello, concurrency, ballastMb, signal);
+        const helper = await helperFloor(hello, concurrency, ballastMb, signal);
         const posix = concurrency === 1 ? await posixSpawnFloor(hello, signal) : null;
-        return result({
-          name: `scripts process creation: Node spawn in a process of our server's size vs a fresh one, concurrency ${concurrency}`,
-          unit: 'ms CPU per call',
-          ours: sized.cpuMsPerCall,
-          baseline: `Node spawn in a fresh ${small.rssMb} MB process`,
-          baselineValue: small.cpuMsPerCall,
-          better: 'lower',
-          details: { nodeSpawnSized: sized, nodeSpawnFresh: small, ...(posix ? { posixSpawnSmallHelper: posix } : {}), loadAverage: loadavg() },
-        });
+        row(`floor: Node spawn from a process of our server's size (${sized.rssMb} MB)`, concurrency, sized);
+        row(`floor: Node spawn from a plain ${small.rssMb} MB Node process (the helper's size)`, concurrency, small);
+        row(`floor: our spawn helper without HTTP, from a ${helper.rssMb} MB process`, concurrency, helper);
+        if (posix) row('floor: posix_spawn from a small Python process', concurrency, posix);
+        return [
+          result({
+            name: `scripts process creation: our spawn helper vs Node spawn in a process of our server's size, concurrency ${concurrency}`,
+            unit: 'ms CPU per call',
+            ours: helper.cpuMsPerCall,
+            baseline: `Node spawn in a ${sized.rssMb} MB process`,
+            baselineValue: sized.cpuMsPerCall,
+            better: 'lower',
+            details: { helper, nodeSpawnSized: sized, nodeSpawnSmall: small, ...(posix ? { posixSpawnSmallProcess: posix } : {}), loadAverage: loadavg() },
+          }),
+        ];
       });
     }
     await step('line delay', async () => {
@@ -206,15 +251,17 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
       );
       const ourDelays = delays.a.flat();
       const webhookDelays = delays.b.flat();
-      return result({
-        name: 'scripts delay from a line printed to it reaching the client (median of 30 lines)',
-        unit: 'ms',
-        ours: median(ourDelays),
-        baseline: 'Debian webhook 2.8.0 (buffers until exit)',
-        baselineValue: median(webhookDelays),
-        better: 'lower',
-        details: { oursMax: Math.max(...ourDelays), webhookMax: Math.max(...webhookDelays), linesPerCall: 10, msBetweenLines: 50 },
-      });
+      return [
+        result({
+          name: 'scripts delay from a line printed to it reaching the client (median of 30 lines)',
+          unit: 'ms',
+          ours: median(ourDelays),
+          baseline: 'Debian webhook 2.8.0 (buffers until exit)',
+          baselineValue: median(webhookDelays),
+          better: 'lower',
+          details: { oursMax: Math.max(...ourDelays), webhookMax: Math.max(...webhookDelays), linesPerCall: 10, msBetweenLines: 50 },
+        }),
+      ];
     });
   } finally {
     if (webhook) {
@@ -224,6 +271,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     await ours.stop();
     await rm(dir, { recursive: true, force: true });
   }
+  printTable(table);
   if (failures.length) throw new Error(`${failures.length} step(s) failed:\n${failures.join('\n')}`);
   return results;
 }

@@ -1,16 +1,16 @@
 /**
- * Running one script: spawned directly (its shebang, no `sh -c`), in its own
- * process group so a timeout or a client that leaves takes its children down
- * too; stdout and stderr cut into lines as they are produced; the client's
- * pace holds the script back (stdout is paused while the client's buffer is
- * full), so a script printing gigabytes does not grow the server.
+ * Running one script: spawned directly (its shebang, no `sh -c`) by the spawn
+ * helper (spawner.ts), in its own process group so a timeout or a client that
+ * leaves takes its children down too; stdout and stderr cut into lines as
+ * they are produced; the client's pace holds the script back (stdout is
+ * paused while the client's buffer is full), so a script printing gigabytes
+ * does not grow the server.
  */
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { dirname } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Script } from './catalog.ts';
+import { signalGroup, type Spawner } from './spawner.ts';
 
 /** A longer line is sent in pieces of this many characters. */
 export const MAX_LINE_CHARS = 64 * 1024;
@@ -20,7 +20,8 @@ const KILL_GRACE_MS = 2000;
 const LOGGED_STDERR_LINES = 50;
 
 export type OutputStream = 'stdout' | 'stderr';
-export type EndReason = 'exited' | 'timeout' | 'disconnected' | 'shutdown';
+/** `lost`: the spawn helper died during the run, so its exit status is unknown (its group is killed). */
+export type EndReason = 'exited' | 'timeout' | 'disconnected' | 'shutdown' | 'lost';
 
 export interface RunResult {
   code: number | null;
@@ -76,6 +77,7 @@ export interface RunOptions {
   streamStderr: boolean;
   output: RunOutput;
   logger: Logger;
+  spawner: Spawner;
 }
 
 export interface ScriptRun {
@@ -86,33 +88,18 @@ export interface ScriptRun {
   stop(reason: EndReason): void;
 }
 
-/** Signals every process of the group (signal 0: only asks); false when none is left. */
-function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(-pid, signal);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Starts a script; rejects when it cannot be started at all (ENOENT, EACCES). */
 export async function startRun(options: RunOptions): Promise<ScriptRun> {
   const { script, output, logger } = options;
-  const child = spawn(script.command, script.args, {
+  const child = await options.spawner.spawn({
+    command: script.command,
+    args: script.args,
     cwd: dirname(script.file),
     env: options.env,
-    detached: true,
     // Without a body, stdin is /dev/null: the same empty input, one pipe fewer per run.
-    stdio: [options.stdin?.length ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-  }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
-  await new Promise<void>((resolve, reject) => {
-    child.once('spawn', resolve);
-    child.once('error', reject);
+    stdin: options.stdin?.length ? options.stdin : null,
   });
-  const pid = child.pid as number;
-  // Nothing after a successful spawn should emit 'error' (signals go to the group, not child.kill), but one must not crash the server.
-  child.on('error', (err) => logger.warn({ script: script.urlPath, pid, err: err.message }, 'script process error'));
+  const { pid } = child;
   let endReason: EndReason = 'exited';
   let finished = false;
   let killTimer: NodeJS.Timeout | undefined;
@@ -138,10 +125,6 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
     child.stderr.resume();
   };
   const timeout = setTimeout(() => stop('timeout'), options.timeoutMs);
-
-  // A script that never reads stdin closes it early: EPIPE is expected then.
-  child.stdin?.on('error', () => undefined);
-  child.stdin?.end(options.stdin);
 
   const pipe = (stream: OutputStream) => {
     const source = child[stream];
@@ -169,17 +152,19 @@ export async function startRun(options: RunOptions): Promise<ScriptRun> {
   };
   const outputsClosed = Promise.all([pipe('stdout'), pipe('stderr')]);
 
-  const done = new Promise<RunResult>((resolve) => {
-    child.once('exit', (code, signal) => {
-      void outputsClosed.then(async () => {
-        // A stopped run is over once its whole group is: a member that outlived the script waits for the SIGKILL.
-        if (endReason !== 'exited' && signalGroup(pid, 0)) await killed;
-        finished = true;
-        clearTimeout(timeout);
-        clearTimeout(killTimer);
-        resolve({ code, signal, reason: endReason });
-      });
-    });
+  const done = child.exit.then(async (status) => {
+    if (status === null) {
+      // The helper died: the script's end cannot be known, so its group goes now.
+      if (endReason === 'exited') endReason = 'lost';
+      kill();
+    }
+    await outputsClosed;
+    // A stopped run is over once its whole group is: a member that outlived the script waits for the SIGKILL.
+    if (endReason !== 'exited' && signalGroup(pid, 0)) await killed;
+    finished = true;
+    clearTimeout(timeout);
+    clearTimeout(killTimer);
+    return { code: status?.code ?? null, signal: status?.signal ?? null, reason: endReason };
   });
   // A script that exits while a child of it still holds stdout open keeps the stream
   // going until the timeout ends the group; that is the script's own doing.

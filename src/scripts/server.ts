@@ -37,6 +37,7 @@ import { renderIndex } from './index-page.ts';
 import { scriptsOptions } from './options.ts';
 import { parameterVariables, scriptEnvironment } from './params.ts';
 import { RunLimiter, startRun, type ScriptRun } from './run.ts';
+import { Spawner } from './spawner.ts';
 import { chooseFraming, EXIT_EVENT_ID_PREFIX, ScriptResponse } from './stream.ts';
 
 export type ScriptsOptions = OptionValues<typeof scriptsOptions>;
@@ -60,6 +61,8 @@ interface Context {
   users: WeakMap<FastifyRequest, string>;
   /** Scripts running now. */
   runs: Set<ScriptRun>;
+  /** Creates the script processes (through a small helper process). */
+  spawner: Spawner;
   /** Set when close() starts: a run that starts after it is stopped at once. */
   closing: boolean;
   logger: Logger;
@@ -136,6 +139,7 @@ async function streamRun(
       streamStderr: script.settings.streamStderr ?? ctx.options.streamStderr,
       output: response,
       logger: ctx.logger,
+      spawner: ctx.spawner,
     });
   } catch (err) {
     throw cannotStart(script.urlPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
@@ -239,6 +243,7 @@ async function closeServer(ctx: Context, apps: FastifyInstance[]): Promise<void>
   }, DRAIN_MS);
   await closed;
   clearTimeout(cut);
+  await ctx.spawner.close();
   await ctx.passwords?.close();
 }
 
@@ -261,6 +266,7 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     passwords: options.htpasswd ? await PasswordFile.load(options.htpasswd, logger) : null,
     users: new WeakMap(),
     runs,
+    spawner: new Spawner(logger),
     closing: false,
     logger,
   };
