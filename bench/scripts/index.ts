@@ -226,9 +226,9 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         const sized = await nodeSpawnFloor(hello, concurrency, ballastMb, signal);
         const helper = await helperFloor(hello, concurrency, ballastMb, signal);
         const posix = concurrency === 1 ? await posixSpawnFloor(hello, signal) : null;
-        row(`floor: Node spawn from a process of our server's size (${sized.rssMb} MB)`, concurrency, sized);
-        row(`floor: Node spawn from a plain ${small.rssMb} MB Node process (the helper's size)`, concurrency, small);
-        row(`floor: our spawn helper without HTTP, from a ${helper.rssMb} MB process`, concurrency, helper);
+        row(`floor: Node spawn from a process of our server's size (${ours.info.rssMb} MB)`, concurrency, sized);
+        row("floor: Node spawn from a bare Node process (the helper's size, ~50 MB)", concurrency, small);
+        row("floor: our spawn helper without HTTP (caller of our server's size)", concurrency, helper);
         if (posix) row('floor: posix_spawn from a small Python process', concurrency, posix);
         return [
           result({
