@@ -69,6 +69,8 @@ export class HttpParsers {
   /** The input buffer in WebAssembly memory, grown as chunks need. */
   private input = 0;
   private inputSize = 0;
+  /** A view of WebAssembly memory, made again only when the memory grows (growing detaches the old one). */
+  private view: Uint8Array | null = null;
   private readonly methodNames: string[] = [];
   /** Parsers whose connection was dropped without close(): llhttp's memory is freed when they are collected. */
   readonly unclosed = new FinalizationRegistry<number>((parser) => this.llhttp.llhttp_free(parser));
@@ -100,6 +102,13 @@ export class HttpParsers {
 
   methodName(method: number): string {
     return (this.methodNames[method] ??= this.cString(this.llhttp.llhttp_method_name(method)));
+  }
+
+  /** WebAssembly memory as bytes, for copying input in (one view, not one per chunk). */
+  memoryView(): Uint8Array {
+    const buffer = this.llhttp.memory.buffer;
+    if (this.view === null || this.view.buffer !== buffer) this.view = new Uint8Array(buffer);
+    return this.view;
   }
 
   inputFor(length: number): number {
@@ -184,15 +193,20 @@ export class MessageParser {
     parsers.unclosed.register(this, this.pointer, this);
   }
 
-  /** Parses a chunk; returns the error that makes the connection unusable, if any. */
-  execute(chunk: Buffer): ParseError | null {
+  /**
+   * Parses a chunk (its first `length` bytes: a socket that reads into one
+   * buffer of its own passes that buffer whole); returns the error that
+   * makes the connection unusable, if any. Body bytes handed to `onBody`
+   * are views of `chunk`.
+   */
+  execute(chunk: Buffer, length = chunk.length): ParseError | null {
     if (this.pointer === 0) return new ParseError('HPE_CLOSED_CONNECTION', 'the connection is closed');
     const parsers = this.parsers;
     const llhttp = parsers.llhttp;
     // A parser called from another's event (none does today) gets its own input buffer.
     const nested = parsers.active !== null;
-    const base = nested ? llhttp.malloc(chunk.length) : parsers.inputFor(chunk.length);
-    new Uint8Array(llhttp.memory.buffer, base, chunk.length).set(chunk);
+    const base = nested ? llhttp.malloc(length) : parsers.inputFor(length);
+    chunk.copy(parsers.memoryView(), base, 0, length);
     // Saved in locals, not an object: this runs for every socket read.
     const outerParser = parsers.active;
     const outerChunk = parsers.activeChunk;
@@ -204,14 +218,14 @@ export class MessageParser {
     try {
       let at = base;
       for (;;) {
-        const result = llhttp.llhttp_execute(this.pointer, at, chunk.length - (at - base));
+        const result = llhttp.llhttp_execute(this.pointer, at, length - (at - base));
         if (result === OK) return null;
         if (result !== PAUSED_UPGRADE) return this.failure(result);
         // llhttp stops after a request that asks for a protocol upgrade; the gateway
         // forwards such requests as plain ones, so parsing goes on with the rest.
         at = llhttp.llhttp_get_error_pos(this.pointer);
         llhttp.llhttp_resume_after_upgrade(this.pointer);
-        if (at >= base + chunk.length) return null;
+        if (at >= base + length) return null;
       }
     } catch (err) {
       // Thrown from the head check (or an event handler) inside a callback.

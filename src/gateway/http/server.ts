@@ -245,12 +245,15 @@ export class ClientResponse {
 
   end(chunk?: Buffer | string): void {
     if (this.writableFinished || this.destroyed) return;
-    const socket = this.connection.socket;
-    socket.cork();
-    if (chunk !== undefined) this.write(chunk);
-    this.flushHead();
-    if (this.chunked && !this.bodyless) socket.write(LAST_CHUNK, 'latin1');
-    socket.uncork();
+    // A proxied answer's bytes have all been written by now: nothing to cork.
+    if (chunk !== undefined || this.pendingHead !== null || (this.chunked && !this.bodyless)) {
+      const socket = this.connection.socket;
+      socket.cork();
+      if (chunk !== undefined) this.write(chunk);
+      this.flushHead();
+      if (this.chunked && !this.bodyless) socket.write(LAST_CHUNK, 'latin1');
+      socket.uncork();
+    }
     this.writableFinished = true;
     this.connection.finished(this);
   }

@@ -81,7 +81,6 @@ class Exchange {
   private interim = false;
   private keepAlive = false;
   private done = false;
-  private readTimer: NodeJS.Timeout | null = null;
   private writeTimer: NodeJS.Timeout | null = null;
   private waitingForClient = false;
   private detachBody: (() => void) | null = null;
@@ -153,17 +152,17 @@ class Exchange {
   /** The whole request is out: Kong's read_timeout runs between two reads from here on. */
   private sent(): void {
     this.requestSent = true;
-    if (!this.done)
-      this.readTimer ??= setTimeout(() => this.fail(new UpstreamError('READ_TIMEOUT', 'upstream read timed out')), this.request.service.read_timeout);
+    if (!this.done) this.connection.awaitRead(this.request.service.read_timeout);
+  }
+
+  /** The answer is awaited (the connection's read timer counts for this exchange only then). */
+  awaitingAnswer(): boolean {
+    return this.requestSent && !this.done;
   }
 
   /** The client went away: the upstream request is dropped. */
   clientGone(): void {
     this.fail(new UpstreamError('CLIENT_GONE', 'the client went away'));
-  }
-
-  received(): void {
-    this.readTimer?.refresh();
   }
 
   onHead(head: MessageHead): boolean {
@@ -222,7 +221,6 @@ class Exchange {
 
   private finish(): void {
     this.done = true;
-    if (this.readTimer) clearTimeout(this.readTimer);
     if (this.writeTimer) clearTimeout(this.writeTimer);
     this.detachBody?.();
     this.request.client.abortHandler = null;
@@ -230,34 +228,74 @@ class Exchange {
   }
 }
 
+/**
+ * Where plain-TCP upstream sockets read into (net's `onread`): one buffer
+ * for all of them, as each read is parsed before the next one happens. It
+ * spares a Buffer and a stream event per read; body bytes leave it only as
+ * copies (UpstreamConnection.onBody).
+ */
+const READ_BUFFER = Buffer.alloc(64 * 1024);
+
 class UpstreamConnection implements MessageEvents {
   readonly parser: MessageParser;
   exchange: Exchange | null = null;
   idleSince = 0;
   private lastError: Error | null = null;
-
+  /**
+   * Kong's read_timeout, one timer per connection for all its exchanges:
+   * refreshed when a request is out and after each read, never cleared
+   * between exchanges (one that fires while no answer is awaited does
+   * nothing). Creating and clearing a timer per request cost more.
+   */
+  private readTimer: NodeJS.Timeout | null = null;
+  private readTimeout = 0;
   constructor(
     readonly socket: Socket,
     private readonly pool: OriginPool,
+    /** The socket reads into READ_BUFFER (a TLS socket emits its own chunks): body bytes must be copied out. */
+    private readonly sharedBuffer: boolean,
   ) {
     this.parser = new MessageParser(pool.parsers, 'response', this, MAX_RESPONSE_HEAD);
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      const exchange = this.exchange;
-      // Bytes nobody asked for: the connection is out of step.
-      if (!exchange) return socket.destroy();
-      exchange.received();
-      const error = this.parser.execute(chunk);
-      if (!error) return;
-      if (this.exchange) this.exchange.fail(new UpstreamError('BAD_RESPONSE', error.message));
-      else socket.destroy();
-    });
+    if (!this.sharedBuffer) socket.on('data', (chunk: Buffer) => this.received(chunk, chunk.length));
     socket.on('error', (err) => (this.lastError = err));
     socket.on('close', () => {
+      if (this.readTimer) clearTimeout(this.readTimer);
       this.pool.forget(this);
       this.exchange?.closed(this.lastError);
       this.parser.close();
     });
+  }
+
+  /** Bytes from the upstream: `length` of them at the start of `chunk`. Always true (net's `onread` would stop reading on false). */
+  received(chunk: Buffer, length: number): true {
+    const exchange = this.exchange;
+    // Bytes nobody asked for: the connection is out of step.
+    if (!exchange) {
+      this.socket.destroy();
+      return true;
+    }
+    const error = this.parser.execute(chunk, length);
+    if (error) {
+      if (this.exchange) this.exchange.fail(new UpstreamError('BAD_RESPONSE', error.message));
+      else this.socket.destroy();
+    } else if (this.exchange === exchange && exchange.awaitingAnswer()) this.readTimer?.refresh();
+    return true;
+  }
+
+  /** The request is out: the upstream has `timeout` ms for each read from now on. */
+  awaitRead(timeout: number): void {
+    if (this.readTimer && this.readTimeout === timeout) {
+      this.readTimer.refresh();
+      return;
+    }
+    if (this.readTimer) clearTimeout(this.readTimer);
+    this.readTimeout = timeout;
+    this.readTimer = setTimeout(() => {
+      if (this.exchange?.awaitingAnswer()) this.exchange.fail(new UpstreamError('READ_TIMEOUT', 'upstream read timed out'));
+    }, timeout);
+    // An idle pooled connection's timer keeps nothing alive; an exchange in flight has its socket for that.
+    this.readTimer.unref();
   }
 
   onHead(head: MessageHead): boolean {
@@ -266,7 +304,7 @@ class UpstreamConnection implements MessageEvents {
   }
 
   onBody(chunk: Buffer): void {
-    this.exchange?.onBody(chunk);
+    this.exchange?.onBody(this.sharedBuffer ? Buffer.from(chunk) : chunk);
   }
 
   onComplete(): void {
@@ -315,10 +353,11 @@ class OriginPool {
   connect(): Promise<UpstreamConnection> {
     const { protocol, host, port, connect_timeout: timeout, tls_verify: verify } = this.service;
     return new Promise((resolve, reject) => {
-      const socket =
-        protocol === 'https'
-          ? tlsConnect({ host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: verify ?? false })
-          : netConnect({ host, port });
+      const tls = protocol === 'https';
+      let connection: UpstreamConnection | null = null;
+      const socket = tls
+        ? tlsConnect({ host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: verify ?? false })
+        : netConnect({ host, port, onread: { buffer: READ_BUFFER, callback: (length) => connection!.received(READ_BUFFER, length) } });
       const timer = setTimeout(() => socket.destroy(new UpstreamError('CONNECT_TIMEOUT', 'upstream connect timed out')), timeout);
       const onError = (err: Error) => {
         clearTimeout(timer);
@@ -328,7 +367,8 @@ class OriginPool {
       socket.once(protocol === 'https' ? 'secureConnect' : 'connect', () => {
         clearTimeout(timer);
         socket.removeListener('error', onError);
-        resolve(new UpstreamConnection(socket, this));
+        connection = new UpstreamConnection(socket, this, !tls);
+        resolve(connection);
       });
     });
   }
@@ -377,11 +417,21 @@ export class UpstreamPools {
    * answer began become Kong's 502/503/504; later ones cut the client's
    * connection (the caller sees the error with the head already sent).
    */
-  async forward(request: ForwardRequest): Promise<void> {
-    const { service, peer } = request;
-    let pool = this.poolFor(peer ? peer() : service);
-    let lastError: unknown;
-    for (let attempt = 0; attempt <= service.retries;) {
+  forward(request: ForwardRequest): Promise<void> {
+    const pool = this.poolFor(request.peer ? request.peer() : request.service);
+    // The common case, a kept-alive connection ready, goes without an async function's frame.
+    const connection = request.client.destroyed ? null : pool.take();
+    if (!connection) return this.tryFrom(request, pool, 0, undefined);
+    return connection.send(request).then((failure) => {
+      if (!failure) return;
+      // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
+      return this.tryFrom(request, pool, 0, retryable(failure, request));
+    });
+  }
+
+  /** The tries from `attempt` on (`lastError`: how the one before failed). */
+  private async tryFrom(request: ForwardRequest, pool: OriginPool, attempt: number, lastError: unknown): Promise<void> {
+    while (attempt <= request.service.retries) {
       if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
       let connection = pool.take();
       const reused = connection !== null;
@@ -399,13 +449,7 @@ export class UpstreamPools {
       }
       const failure = await connection.send(request);
       if (!failure) return;
-      const { error } = failure;
-      if (failure.responded || error instanceof GatewayError || request.client.destroyed) throw error;
-      lastError = error;
-      const code = errorCode(error);
-      // A streamed body that has begun cannot be sent again.
-      if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) break;
-      // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
+      lastError = retryable(failure, request);
       if (!reused) pool = this.poolAfterFailedTry(request, ++attempt, pool);
     }
     throw upstreamFailure(lastError);
@@ -420,6 +464,20 @@ export class UpstreamPools {
     for (const pool of this.pools.values()) pool.close();
     this.pools.clear();
   }
+}
+
+/**
+ * A failed try's error when another try may follow; throws what the client
+ * gets otherwise: the error itself once the answer began (or the client
+ * left, or the gateway refused), Kong's 502/504 when it cannot be retried.
+ */
+function retryable(failure: Failure, request: ForwardRequest): unknown {
+  const { error } = failure;
+  if (failure.responded || error instanceof GatewayError || request.client.destroyed) throw error;
+  const code = errorCode(error);
+  // A streamed body that has begun cannot be sent again.
+  if (failure.bodyStarted || !(CONNECT_FAILURES.has(code) || EARLY_RESETS.has(code))) throw upstreamFailure(error);
+  return error;
 }
 
 /** Kong's answer for an upstream that could not be used. */

@@ -101,16 +101,42 @@ function forwardableHeaders(req: ClientRequest): Record<string, string | string[
 }
 
 /**
+ * Whether a header name of this length can be hop-by-hop, Via or Server
+ * (te 2, via 3, server and expect 6, trailer and upgrade 7, connection and
+ * keep-alive 10, http2-settings 14, proxy-connection 16, transfer-encoding
+ * 17): other names are passed on without being lower-cased.
+ */
+function maySpecial(length: number): boolean {
+  switch (length) {
+    case 2:
+    case 3:
+    case 6:
+    case 7:
+    case 10:
+    case 14:
+    case 16:
+    case 17:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
  * The client's answer headers as name/value pairs: the upstream's, less
  * hop-by-hop ones, with the gateway's Via, Server (when the upstream sent
- * none), latencies, request id and what plugins added.
+ * none), latencies (ms), request id and what plugins added.
  */
-function responseHeaders(upstream: readonly string[], ctx: RequestContext, latency: string[]): string[] {
+function responseHeaders(upstream: readonly string[], ctx: RequestContext, upstreamLatency: number, proxyLatency: number): string[] {
   const out: string[] = [];
   let via: string | null = null;
   let server = false;
   for (let i = 0; i < upstream.length; i += 2) {
     const name = upstream[i]!;
+    if (!maySpecial(name.length)) {
+      out.push(name, upstream[i + 1]!);
+      continue;
+    }
     const lower = name.toLowerCase();
     if (isHopByHop(lower)) continue;
     if (lower === 'via') {
@@ -122,7 +148,7 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, laten
   }
   out.push('Via', via === null ? VIA : `${via}, ${VIA}`);
   if (!server) out.push('Server', PRODUCT);
-  out.push(...latency, 'X-Kong-Request-Id', ctx.requestId);
+  out.push('X-Kong-Upstream-Latency', String(upstreamLatency), 'X-Kong-Proxy-Latency', String(proxyLatency), 'X-Kong-Request-Id', ctx.requestId);
   for (const name in ctx.responseHeaders) out.push(name, ctx.responseHeaders[name]!);
   return out;
 }
@@ -132,6 +158,21 @@ function pluginFor(slot: PluginSlot, consumer: Consumer | null): PluginInstance 
   for (const candidate of slot.candidates) {
     const scoped = candidate.entity.consumer;
     if (!scoped || scoped.id === consumer?.id) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * The route's plugins from `from` on, in order; a promise only when one of
+ * them waits (the rest then run after it), so the common chain runs
+ * without one.
+ */
+function runPlugins(ctx: RequestContext, slots: readonly PluginSlot[], scheme: 'http' | 'https', from: number): Promise<void> | undefined {
+  for (let i = from; i < slots.length; i++) {
+    const instance = pluginFor(slots[i]!, ctx.consumer);
+    if (!instance || !instance.entity.protocols.includes(scheme)) continue;
+    const pending = instance.handler.access(ctx);
+    if (pending) return pending.then(() => runPlugins(ctx, slots, scheme, i + 1));
   }
   return undefined;
 }
@@ -237,46 +278,64 @@ export class Proxy {
 
   /** The request listener for one listener (`scheme` is what the client connected with). */
   listener(scheme: 'http' | 'https'): (req: ClientRequest, res: ClientResponse) => void {
-    return (req, res) => {
-      this.handle(req, res, scheme).catch((err: unknown) => {
-        this.options.logger.error({ err }, 'proxy failure');
-        if (!res.headersSent) res.writeHead(500, {}).end();
-        else res.destroy();
-      });
-    };
+    return (req, res) => this.handle(req, res, scheme);
   }
 
-  private async handle(req: ClientRequest, res: ClientResponse, scheme: 'http' | 'https'): Promise<void> {
+  /**
+   * One request. Synchronous up to the forward (or a plugin that waits): no
+   * async function's frame per request; whatever fails, at once or later,
+   * is answered by `failed`.
+   */
+  private handle(req: ClientRequest, res: ClientResponse, scheme: 'http' | 'https'): void {
     const started = performance.now();
     const requestId = this.nextRequestId();
-    const config = this.options.config();
     const responseHeaders: Record<string, string> = {};
+    let done: Promise<void>;
     try {
-      const rawUrl = req.url;
-      const q = rawUrl.indexOf('?');
-      const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
-      const path = normalizePath(rawPath);
-      const method = req.method;
-      const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
-      if (!match) throw new GatewayError(404, MESSAGES.notFound);
-
-      const address = clientAddress(req);
-      const trusted = isTrusted(this.options.trustedIps, address);
-      const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
-      this.enforceProtocols(match, forwardedProto, req, rawUrl);
-      const protocol = match.candidate.route.protocols[0];
-      if (protocol === 'grpc' || protocol === 'grpcs') refuseGrpcRoute(req);
-
-      const given = { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, address, responseHeaders };
-      const ctx = new ProxyContext(req, match, config, given, this.options.maxBodySize);
-      for (const slot of match.candidate.plugins) {
-        const instance = pluginFor(slot, ctx.consumer);
-        if (!instance || !instance.entity.protocols.includes(scheme)) continue;
-        const pending = instance.handler.access(ctx);
-        if (pending) await pending;
-      }
-      await this.forward(req, res, ctx, match, { started, forwardedProto, trusted, address, rawPath });
+      done = this.pass(req, res, scheme, started, requestId, responseHeaders);
     } catch (err) {
+      this.failed(err, req, res, requestId, responseHeaders, started);
+      return;
+    }
+    done.then(undefined, (err: unknown) => this.failed(err, req, res, requestId, responseHeaders, started));
+  }
+
+  /** Routes, checks and runs the plugins, then forwards; throws (or rejects) what the client is answered with instead. */
+  private pass(
+    req: ClientRequest,
+    res: ClientResponse,
+    scheme: 'http' | 'https',
+    started: number,
+    requestId: string,
+    responseHeaders: Record<string, string>,
+  ): Promise<void> {
+    const config = this.options.config();
+    const rawUrl = req.url;
+    const q = rawUrl.indexOf('?');
+    const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
+    const path = normalizePath(rawPath);
+    const method = req.method;
+    const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
+    if (!match) throw new GatewayError(404, MESSAGES.notFound);
+
+    const address = clientAddress(req);
+    const trusted = isTrusted(this.options.trustedIps, address);
+    const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
+    this.enforceProtocols(match, forwardedProto, req, rawUrl);
+    const protocol = match.candidate.route.protocols[0];
+    if (protocol === 'grpc' || protocol === 'grpcs') refuseGrpcRoute(req);
+
+    const given = { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, address, responseHeaders };
+    const ctx = new ProxyContext(req, match, config, given, this.options.maxBodySize);
+    const info = { started, forwardedProto, trusted, address, rawPath };
+    const waiting = runPlugins(ctx, match.candidate.plugins, scheme, 0);
+    if (waiting) return waiting.then(() => this.forward(req, res, ctx, match, info));
+    return this.forward(req, res, ctx, match, info);
+  }
+
+  /** A request that could not be passed on: its error answer, or a cut connection. */
+  private failed(err: unknown, req: ClientRequest, res: ClientResponse, requestId: string, responseHeaders: Record<string, string>, started: number): void {
+    try {
       // A client that went away gets nothing; one whose answer had begun gets a cut connection.
       if (res.destroyed) return;
       if (res.headersSent) {
@@ -286,6 +345,10 @@ export class Proxy {
       const error = err instanceof GatewayError ? err : new GatewayError(500, MESSAGES.unexpected);
       if (!(err instanceof GatewayError)) this.options.logger.error({ err }, 'unexpected proxy error');
       this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(performance.now() - started)) });
+    } catch (failure) {
+      this.options.logger.error({ err: failure }, 'proxy failure');
+      if (!res.headersSent) res.writeHead(500, {}).end();
+      else res.destroy();
     }
   }
 
@@ -363,13 +426,7 @@ export class Proxy {
       client: res,
       // A method, not an arrow: tsx names every arrow it sees assigned, at a cost per request.
       onResponse(status, upstream) {
-        const latency = [
-          'X-Kong-Upstream-Latency',
-          String(Math.round(performance.now() - sentAt)),
-          'X-Kong-Proxy-Latency',
-          String(Math.round(sentAt - info.started)),
-        ];
-        res.writeHead(status, responseHeaders(upstream, ctx, latency));
+        res.writeHead(status, responseHeaders(upstream, ctx, Math.round(performance.now() - sentAt), Math.round(sentAt - info.started)));
       },
     });
   }
