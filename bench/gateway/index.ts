@@ -1,9 +1,13 @@
 /**
  * The gateway against Debian's nginx as a plain reverse proxy, same backend,
- * same load generator (wrk), same run, alternating rounds:
+ * same load generator (wrk), same run, every target warmed up first, then
+ * alternating rounds:
  *   (a) the backend directly, (b) nginx → backend, (c) our gateway with no
  *   plugins, (d) our gateway with key-auth + rate-limiting (limit set high).
- * Prints requests/s and p50/p99 for each and the ratios (c)/(b), (d)/(b).
+ * Prints requests/s, p50/p99 and CPU time per request (user and system) for
+ * each, then the ratios (c)/(b), (d)/(b) with both sides' CPU per request.
+ * A round that fails is reported and skipped; the bench stops at the
+ * runner's timeout.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,8 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { loadavg } from 'node:os';
 import { median } from '../common/load.ts';
-import { result, type BenchResult } from '../common/result.ts';
+import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 import { debianProgram } from '../../test/helpers/index.ts';
 import { freePort } from '../../test/gateway/helpers.ts';
 
@@ -21,6 +26,8 @@ const execFileAsync = promisify(execFile);
 const CONNECTIONS = 32;
 const SECONDS = 5;
 const ROUNDS = 3;
+/** Seconds of unmeasured load per target before the rounds: Node's JIT compiles the hot path in the first thousands of requests, nginx has nothing to warm. */
+const WARM_UP_SECONDS = 2;
 const KEY = 'bench-key';
 /** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`). */
 const WORKERS = [1, 2];
@@ -79,18 +86,33 @@ interface Figures {
   p99ms: number;
   /** CPU time the proxy process(es) spent per request: steadier than req/s on a shared machine. */
   cpuUsPerRequest: number;
+  /** Of which in user space (the proxy's own code) and in the kernel (the socket calls). */
+  userUsPerRequest: number;
+  systemUsPerRequest: number;
 }
 
-/** CPU time (µs) used so far by a process and its children, from /proc (clock ticks of 10 ms). */
-function processCpu(pid: number): number {
-  const ticks = (p: number): number => {
+/** CPU time used so far by a process and its children, from /proc (clock ticks of 10 ms). */
+interface CpuTime {
+  userUs: number;
+  systemUs: number;
+}
+
+function processCpu(pid: number): CpuTime {
+  const ticks = (p: number): [number, number] => {
     const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = Number(fields[11]) + Number(fields[12]);
+    let user = Number(fields[11]);
+    let system = Number(fields[12]);
     const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim();
-    return own + (children ? children.split(' ').reduce((sum, c) => sum + ticks(Number(c)), 0) : 0);
+    for (const child of children ? children.split(' ') : []) {
+      const [u, s] = ticks(Number(child));
+      user += u;
+      system += s;
+    }
+    return [user, system];
   };
-  return ticks(pid) * 10_000;
+  const [user, system] = ticks(pid);
+  return { userUs: user * 10_000, systemUs: system * 10_000 };
 }
 
 function milliseconds(text: string): number {
@@ -99,15 +121,23 @@ function milliseconds(text: string): number {
   return unit === 'us' ? n / 1000 : unit === 's' ? n * 1000 : n;
 }
 
-async function wrk(url: string, cpu: () => number, headers: string[] = []): Promise<Figures> {
+async function wrk(url: string, cpu: () => CpuTime, headers: string[], signal: AbortSignal, seconds = SECONDS): Promise<Figures> {
   const program = debianProgram('wrk', '/usr/bin/wrk');
-  const cpuBefore = cpu();
-  const { stdout } = await execFileAsync(program, ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url]);
+  const before = cpu();
+  const { stdout } = await execFileAsync(program, ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url], {
+    signal,
+    timeout: (seconds + 30) * 1000,
+  });
+  const after = cpu();
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
   if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error answers from ${url}`);
   const requests = Number(/(\d+) requests in/.exec(stdout)?.[1]);
+  const userUsPerRequest = (after.userUs - before.userUs) / requests;
+  const systemUsPerRequest = (after.systemUs - before.systemUs) / requests;
   return {
-    cpuUsPerRequest: (cpu() - cpuBefore) / requests,
+    cpuUsPerRequest: userUsPerRequest + systemUsPerRequest,
+    userUsPerRequest,
+    systemUsPerRequest,
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
     p50ms: milliseconds(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
     p99ms: milliseconds(/\s99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaNms'),
@@ -186,7 +216,12 @@ function gatewayDoc(backendPort: number, plugins: boolean): Record<string, unkno
   };
 }
 
-export async function run(): Promise<BenchResult[]> {
+export async function run({ report, signal }: BenchContext): Promise<BenchResult[]> {
+  console.log(
+    `gateway bench: load average at the start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-bench-gateway-'));
   const children: ChildProcess[] = [];
   try {
@@ -214,7 +249,7 @@ export async function run(): Promise<BenchResult[]> {
     );
     children.push(minimal);
 
-    const targets: { name: string; url: string; cpu: () => number; headers?: string[] }[] = [
+    const targets: { name: string; url: string; cpu: () => CpuTime; headers?: string[] }[] = [
       { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers`, cpu: () => processCpu(backend.pid!) },
       { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users`, cpu: () => processCpu(nginx.pid!) },
       { name: '(n) naive node:http proxy → backend', url: `http://127.0.0.1:${naivePort}/users`, cpu: () => processCpu(naive.pid!) },
@@ -256,58 +291,107 @@ export async function run(): Promise<BenchResult[]> {
       }
     }
 
-    const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const target of targets) rounds.get(target.name)!.push(await wrk(target.url, target.cpu, target.headers));
-    }
-    const summary = Object.fromEntries(
-      [...rounds].map(([name, figures]) => [
-        name,
-        {
-          rps: median(figures.map((f) => f.rps)),
-          p50ms: median(figures.map((f) => f.p50ms)),
-          p99ms: median(figures.map((f) => f.p99ms)),
-          cpuUsPerRequest: median(figures.map((f) => f.cpuUsPerRequest)),
-          rounds: figures,
-        },
-      ]),
-    );
-    for (const [name, s] of Object.entries(summary)) {
-      console.log(
-        `${name.padEnd(56)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms   CPU ${s.cpuUsPerRequest.toFixed(0)} µs/request`,
+    for (const target of targets) {
+      if (signal.aborted) break;
+      await wrk(target.url, target.cpu, target.headers ?? [], signal, WARM_UP_SECONDS).catch((err: Error) =>
+        console.error(`${target.name}, warm-up: ${err.message}`),
       );
     }
-    const nginxFigures = summary['(b) nginx → backend']!;
-    const details = { connections: CONNECTIONS, secondsPerRound: SECONDS, rounds: ROUNDS, load: 'wrk -t1', summary };
-    return WORKERS.flatMap((workers) => {
-      const suffix = workers === 1 ? '1 process' : `${workers} workers`;
-      return [
-        result({
-          name: `gateway (c) no plugins, ${suffix}, vs nginx, requests/s`,
-          unit: 'req/s',
-          ours: summary[`(c) gateway, no plugins, ${suffix}`]!.rps,
-          baseline: 'nginx 1.22 reverse proxy',
-          baselineValue: nginxFigures.rps,
-          better: 'higher',
-          details,
-        }),
-        result({
-          name: `gateway (d) key-auth + rate-limiting, ${suffix}, vs nginx, requests/s`,
-          unit: 'req/s',
-          ours: summary[`(d) gateway + key-auth + rate-limiting, ${suffix}`]!.rps,
-          baseline: 'nginx 1.22 reverse proxy',
-          baselineValue: nginxFigures.rps,
-          better: 'higher',
-          details,
-        }),
-      ];
-    });
+    const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
+    for (let round = 0; round < ROUNDS && !signal.aborted; round++) {
+      for (const target of targets) {
+        if (signal.aborted) break;
+        try {
+          rounds.get(target.name)!.push(await wrk(target.url, target.cpu, target.headers ?? [], signal));
+        } catch (err) {
+          console.error(`${target.name}, round ${round + 1}: ${(err as Error).message}`);
+        }
+      }
+    }
+    const summary = summarize(rounds);
+    for (const [name, s] of Object.entries(summary)) {
+      console.log(
+        `${name.padEnd(56)} ${s.rps.toFixed(0).padStart(7)} req/s   p50 ${s.p50ms.toFixed(2)} ms   p99 ${s.p99ms.toFixed(2)} ms   ` +
+          `CPU ${s.cpuUsPerRequest.toFixed(1)} µs/request (user ${s.userUsPerRequest.toFixed(1)}, system ${s.systemUsPerRequest.toFixed(1)})`,
+      );
+    }
+    return compareWithNginx(summary, report);
   } finally {
     for (const child of children) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
     }
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+type Summary = Record<string, Omit<Figures, 'rps'> & { rps: number; rounds: Figures[] }>;
+
+/** Medians over the rounds that succeeded, per target (a target with none is left out). */
+function summarize(rounds: Map<string, Figures[]>): Summary {
+  const summary: Summary = {};
+  for (const [name, figures] of rounds) {
+    if (figures.length === 0) continue;
+    const of = (pick: (f: Figures) => number) => median(figures.map(pick));
+    summary[name] = {
+      rps: of((f) => f.rps),
+      p50ms: of((f) => f.p50ms),
+      p99ms: of((f) => f.p99ms),
+      cpuUsPerRequest: of((f) => f.cpuUsPerRequest),
+      userUsPerRequest: of((f) => f.userUsPerRequest),
+      systemUsPerRequest: of((f) => f.systemUsPerRequest),
+      rounds: figures,
+    };
+  }
+  return summary;
+}
+
+/**
+ * Issue 20's figures: (c) and (d) against nginx in requests/s and in CPU
+ * time per request, each printed as soon as it is made, one process first.
+ */
+function compareWithNginx(summary: Summary, report: BenchContext['report']): BenchResult[] {
+  const nginx = summary['(b) nginx → backend'];
+  if (!nginx) throw new Error('no round of nginx succeeded: nothing to compare with');
+  const details = { connections: CONNECTIONS, secondsPerRound: SECONDS, rounds: ROUNDS, load: 'wrk -t1', summary };
+  const results: BenchResult[] = [];
+  for (const workers of WORKERS) {
+    const suffix = workers === 1 ? '1 process' : `${workers} workers`;
+    for (const [line, target] of [
+      ['(c) no plugins', `(c) gateway, no plugins, ${suffix}`],
+      ['(d) key-auth + rate-limiting', `(d) gateway + key-auth + rate-limiting, ${suffix}`],
+    ] as const) {
+      const ours = summary[target];
+      if (!ours) continue;
+      const pair = [
+        result({
+          name: `gateway ${line}, ${suffix}, vs nginx, requests/s`,
+          unit: 'req/s',
+          ours: ours.rps,
+          baseline: 'nginx 1.22 reverse proxy',
+          baselineValue: nginx.rps,
+          better: 'higher',
+          details,
+        }),
+        result({
+          name: `gateway ${line}, ${suffix}, vs nginx, CPU per request`,
+          unit: 'µs',
+          ours: ours.cpuUsPerRequest,
+          baseline: 'nginx 1.22 reverse proxy',
+          baselineValue: nginx.cpuUsPerRequest,
+          better: 'lower',
+        }),
+      ];
+      console.log(
+        `${line}, ${suffix}: ${(ours.rps / nginx.rps).toFixed(2)} of nginx's requests/s (${ours.rps.toFixed(0)} vs ${nginx.rps.toFixed(0)}); ` +
+          `CPU per request ${ours.cpuUsPerRequest.toFixed(1)} vs ${nginx.cpuUsPerRequest.toFixed(1)} µs ` +
+          `(user ${ours.userUsPerRequest.toFixed(1)} vs ${nginx.userUsPerRequest.toFixed(1)}, system ${ours.systemUsPerRequest.toFixed(1)} vs ${nginx.systemUsPerRequest.toFixed(1)})`,
+      );
+      for (const r of pair) report(r);
+      results.push(...pair);
+    }
+  }
+  return results;
 }
