@@ -1,6 +1,7 @@
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { lock } from 'proper-lockfile';
 
 /**
  * Writes a file so that a crash at any moment leaves either the old or the new
@@ -48,5 +49,49 @@ export async function syncDirectory(path: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Writes `content` to `path` unless the file exists: written beside it, then
+ * hard-linked into place, which fails when another process got there first.
+ * Returns false when the file already existed.
+ */
+export async function createFileExclusive(path: string, content: string, mode: number): Promise<boolean> {
+  await mkdir(dirname(path), { recursive: true });
+  const temp = `${path}.${randomBytes(6).toString('hex')}.new`;
+  await writeFile(temp, content, { mode });
+  try {
+    await link(temp, path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/** How long a lock whose holder stopped refreshing it (a command killed mid-edit) keeps others out. */
+const LOCK_STALE_MS = 10_000;
+
+/**
+ * Runs a read-modify-write of `path` holding its lock, `<path>.lock` (a folder
+ * proper-lockfile makes atomically and refreshes while held), so that commands
+ * editing one file at once each see the others' edits: without it two read the
+ * same version and the second write drops the first's edit. Others wait for it
+ * up to about twice the stale time, so a lock a killed command left is taken over.
+ */
+export async function withFileLock<T>(path: string, edit: () => Promise<T>): Promise<T> {
+  await mkdir(dirname(path), { recursive: true });
+  const release = await lock(path, {
+    realpath: false,
+    stale: LOCK_STALE_MS,
+    retries: { retries: 200, factor: 1.3, minTimeout: 5, maxTimeout: 100, randomize: true },
+  });
+  try {
+    return await edit();
+  } finally {
+    await release();
   }
 }

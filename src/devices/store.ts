@@ -8,7 +8,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
+import { createFileExclusive, removeStaleTemporaries, withFileLock, writeFileAtomic } from '../common/files.ts';
 import { DeviceStoreError } from './errors.ts';
 import { validateDeviceName } from './names.ts';
 
@@ -57,41 +57,52 @@ export async function readDevices(path: string, seed = true): Promise<Device[]> 
     text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !seed) throw err;
-    await writeDevices(path, SEED_DEVICES);
-    return [...SEED_DEVICES];
+    // Created only if still missing: a command's edit made meanwhile is not replaced by the seed.
+    await createFileExclusive(path, serializeDevices(SEED_DEVICES), 0o644);
+    return readDevices(path, false);
   }
   return parseDevices(path, text);
 }
 
-export async function writeDevices(path: string, devices: readonly Device[]): Promise<void> {
-  await writeFileAtomic(path, JSON.stringify({ devices }, null, 2) + '\n', 0o644);
+function serializeDevices(devices: readonly Device[]): string {
+  return JSON.stringify({ devices }, null, 2) + '\n';
+}
+
+/**
+ * Reads, changes and writes the device file holding its lock, so that commands
+ * editing it at once keep each other's edits. `change` returns the new list
+ * (null: nothing to write) and what the edit returns.
+ */
+async function editDevices<T>(path: string, change: (devices: Device[]) => [Device[] | null, T]): Promise<T> {
+  return withFileLock(path, async () => {
+    const [next, result] = change(await readDevices(path));
+    if (next) await writeFileAtomic(path, serializeDevices(next), 0o644);
+    return result;
+  });
 }
 
 /** Adds a device, or sets the flag of one that exists; returns the stored record. */
 export async function addDevice(path: string, name: string, active: boolean): Promise<Device> {
   const device = { name: validateDeviceName(name), active };
-  const devices = (await readDevices(path)).filter((d) => d.name !== device.name);
-  await writeDevices(path, [...devices, device]);
-  return device;
+  return editDevices(path, (devices) => [[...devices.filter((d) => d.name !== device.name), device], device]);
 }
 
 /** Changes the active flag; false when there is no such device. */
 export async function setDeviceActive(path: string, name: string, active: boolean): Promise<boolean> {
-  const devices = await readDevices(path);
-  const device = devices.find((d) => d.name === name);
-  if (!device) return false;
-  device.active = active;
-  await writeDevices(path, devices);
-  return true;
+  return editDevices(path, (devices) => {
+    const device = devices.find((d) => d.name === name);
+    if (!device) return [null, false];
+    device.active = active;
+    return [devices, true];
+  });
 }
 
 /** Removes a device; false when there was none. */
 export async function removeDevice(path: string, name: string): Promise<boolean> {
-  const devices = await readDevices(path);
-  const kept = devices.filter((d) => d.name !== name);
-  if (kept.length === devices.length) return false;
-  await writeDevices(path, kept);
-  return true;
+  return editDevices(path, (devices) => {
+    const kept = devices.filter((d) => d.name !== name);
+    return [kept.length === devices.length ? null : kept, kept.length !== devices.length];
+  });
 }
 
 /** DevSvc's in-memory view of the file, reloaded whenever the file changes. */

@@ -1,12 +1,10 @@
 /**
  * Files the identity servers read on every request but that the CLI may
  * change underneath them (directory, signing keys): reread only when the file
- * was replaced, and created exclusively so that processes starting together
- * agree on one first version.
+ * was replaced (they are created with createFileExclusive, so that processes
+ * starting together agree on one first version).
  */
-import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
 
 export class FollowedFile<T> {
   private cached: { value: T; stamp: string } | null = null;
@@ -40,25 +38,5 @@ export class FollowedFile<T> {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
-  }
-}
-
-/**
- * Writes `content` to `path` unless the file exists: written beside it, then
- * hard-linked into place, which fails when another process got there first.
- * Returns false when the file already existed.
- */
-export async function createFileExclusive(path: string, content: string, mode: number): Promise<boolean> {
-  await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.${randomBytes(6).toString('hex')}.new`;
-  await writeFile(temp, content, { mode });
-  try {
-    await link(temp, path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  } finally {
-    await rm(temp, { force: true });
   }
 }

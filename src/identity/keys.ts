@@ -9,8 +9,8 @@ import { createHash, createPrivateKey, createPublicKey, webcrypto, type KeyObjec
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { JSONWebKeySet, JWK } from 'jose';
-import { writeFileAtomic } from '../common/files.ts';
-import { createFileExclusive, FollowedFile } from './followed-file.ts';
+import { createFileExclusive, withFileLock, writeFileAtomic } from '../common/files.ts';
+import { FollowedFile } from './followed-file.ts';
 
 /** Longest token lifetime this issuer hands out; a retired key stays published this long (plus skew). */
 export const MAX_TOKEN_LIFETIME_SECONDS = 86_400;
@@ -150,18 +150,21 @@ export class SigningKeyStore {
    * that are dropped. Returns the new key id.
    */
   async rotate(now = new Date()): Promise<{ kid: string; retired: string[] }> {
-    const file = JSON.parse(await readFile(this.path, 'utf8')) as StoredKeyFile;
     const fresh = await generateStoredKey(now);
-    const retired: string[] = [];
-    for (const key of file.keys) {
-      if (key.retiredAt === null) {
-        key.retiredAt = now.toISOString();
-        retired.push(key.kid);
+    // Under the file's lock, so two rotations at once both publish their key.
+    return withFileLock(this.path, async () => {
+      const file = JSON.parse(await readFile(this.path, 'utf8')) as StoredKeyFile;
+      const retired: string[] = [];
+      for (const key of file.keys) {
+        if (key.retiredAt === null) {
+          key.retiredAt = now.toISOString();
+          retired.push(key.kid);
+        }
       }
-    }
-    file.keys = [fresh, ...file.keys.filter((k) => stillPublished(k, now.getTime()))];
-    await writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`, 0o600);
-    return { kid: fresh.kid, retired };
+      file.keys = [fresh, ...file.keys.filter((k) => stillPublished(k, now.getTime()))];
+      await writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`, 0o600);
+      return { kid: fresh.kid, retired };
+    });
   }
 }
 

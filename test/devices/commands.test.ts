@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
-import { tempDataDir } from '../helpers/index.ts';
+import { offcloudAtOnce, tempDataDir } from '../helpers/index.ts';
 import { devicesCommands } from '../../src/devices/commands.ts';
 import { deviceFilePath } from '../../src/devices/store.ts';
 import { UsageError } from '../../src/common/errors.ts';
@@ -75,4 +76,19 @@ test('R-DEV-4 `offcloud devices` through the CLI binary: list and a usage error 
   );
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /^offcloud: expected true or false, got "maybe"/);
+});
+
+test('R-DEV-4 `offcloud devices add` run by 8 processes at once on one data dir: every device is stored (the file is edited under its lock)', async (context) => {
+  const t = lifo(context);
+  const dataDir = await tempDataDir(t);
+  const names = Array.from({ length: 8 }, (_, i) => `edit-${i}`);
+  // On a fresh data dir: the first to come seeds the file, and no edit is lost to the seed either.
+  const printed = await offcloudAtOnce(names.map((name) => ['devices', 'add', name, '--data-dir', dataDir]));
+  assert.deepEqual(
+    printed,
+    names.map((name) => `${name} active=true\n`),
+  );
+  const stored = JSON.parse(await readFile(deviceFilePath(dataDir), 'utf8')) as { devices: Array<{ name: string }> };
+  assert.deepEqual(stored.devices.map((d) => d.name).sort(), [...names, 'camera-1', 'sensor-1', 'sensor-2'].sort());
+  assert.deepEqual(await readdir(dirname(deviceFilePath(dataDir))), ['devices.json'], 'no lock or temporary file left');
 });

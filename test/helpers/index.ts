@@ -4,6 +4,8 @@ import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
 const dataDirs = new Set<string>();
 let removeOnExit = false;
@@ -85,6 +87,18 @@ export class LineWatcher {
       this.waiters.push({ match, resolve: done });
     });
   }
+}
+
+const OFFCLOUD_BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
+
+/**
+ * Runs `offcloud <args>` once per list, all processes at once (commands that
+ * edit one file concurrently); rejects if any exits with an error. The outputs in order.
+ */
+export async function offcloudAtOnce(argLists: string[][]): Promise<string[]> {
+  const run = promisify(execFile);
+  const done = await Promise.all(argLists.map((args) => run(process.execPath, [OFFCLOUD_BIN, ...args])));
+  return done.map((d) => d.stdout);
 }
 
 /** A TCP port free on 127.0.0.1 right now, for servers that must be told their port (redis, etcd, mosquitto). */

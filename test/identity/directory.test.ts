@@ -7,12 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify as stringifyYaml } from 'yaml';
 import { Agent, request } from 'undici';
-import { tempDataDir } from '../helpers/index.ts';
+import { offcloudAtOnce, tempDataDir } from '../helpers/index.ts';
 import { claimsOf, headerOf, postForm, startForTest } from './helpers.ts';
 import { startIdentity } from '../../src/identity/start.ts';
 import {
@@ -26,7 +26,7 @@ import {
 } from '../../src/identity/directory/index.ts';
 import { ConfigError, UsageError } from '../../src/common/errors.ts';
 import { createIdentityCommands } from '../../src/identity/cli.ts';
-import { createSelfSignedKey } from '../../src/identity/keys.ts';
+import { createSelfSignedKey, openSigningKeys } from '../../src/identity/keys.ts';
 import { createHash } from 'node:crypto';
 
 const CLI = fileURLToPath(new URL('../../bin/offcloud.js', import.meta.url));
@@ -175,6 +175,32 @@ test('R-TOKEN-4 R-TOKEN-6 management commands print ids and a secret once; a run
   assert.equal(unknown.code, 2);
   const signingKeys = await stat(join(id.dataDir, 'identity', 'signing-keys.json'));
   assert.equal(signingKeys.mode & 0o777, 0o600, 'private keys are readable by the owner only');
+});
+
+test('R-TOKEN-4 directory edits and key rotations by 10 `offcloud identity` processes at once all land (each file edited under its lock)', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const dir = ['--data-dir', dataDir];
+  await openDirectory(dataDir).ensure();
+  const keys = openSigningKeys(dataDir);
+  await keys.ensure();
+  const firstKey = (await keys.current()).active.kid;
+  const clients = Array.from({ length: 4 }, (_, i) => `client-${i}`);
+  const apis = Array.from({ length: 4 }, (_, i) => `api-${i}`);
+  const printed = await offcloudAtOnce([
+    ...clients.map((name) => ['identity', 'client', 'create', '--name', name, ...dir]),
+    ...apis.map((name) => ['identity', 'app', 'create', '--name', name, ...dir]),
+    ['identity', 'keys', 'rotate', ...dir],
+    ['identity', 'keys', 'rotate', ...dir],
+  ]);
+  const directory = await loadDirectory(dataDir);
+  for (const name of clients) assert.equal(directory.clients.filter((c) => c.displayName === name).length, 1, name);
+  for (const name of apis) assert.equal(directory.apis.filter((a) => a.displayName === name).length, 1, name);
+  const newKids = printed.slice(-2).map((out) => fieldsOf(out)['new kid']);
+  const published = (await keys.current()).jwks.keys.map((k) => k.kid);
+  assert.deepEqual([...published].sort(), [firstKey, ...newKids].sort(), 'every rotation published its key');
+  assert.ok(newKids.includes((await keys.current()).active.kid), 'the key of the last rotation signs');
+  const left = (await readdir(join(dataDir, 'identity'))).filter((name) => /\.(lock|tmp|new)$/.test(name));
+  assert.deepEqual(left, [], 'no lock or temporary file left');
 });
 
 test('R-TOKEN-4 a YAML directory given with --directory: ids and hashes may be left out, secrets given in clear for fixtures', async (t) => {

@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
-import { writeFileAtomic } from '../../common/files.ts';
-import { createFileExclusive, FollowedFile } from '../followed-file.ts';
+import { createFileExclusive, withFileLock, writeFileAtomic } from '../../common/files.ts';
+import { FollowedFile } from '../followed-file.ts';
 import type { Directory } from './model.ts';
 import { checkClientSecret } from './secrets.ts';
 import { seedDirectory, type SeedResult } from './seed.ts';
@@ -62,11 +62,14 @@ export class DirectoryStore {
     return this.file.current();
   }
 
-  async update<T>(change: (directory: Directory) => T): Promise<T> {
-    const directory = structuredClone(await this.file.fresh());
-    const result = change(directory);
-    await writeFileAtomic(this.path, serialize(this.path, directory), 0o600);
-    return result;
+  /** Applies a change to the file as it is now, holding its lock: commands editing at once keep each other's edits. */
+  update<T>(change: (directory: Directory) => T): Promise<T> {
+    return withFileLock(this.path, async () => {
+      const directory = structuredClone(await this.file.fresh());
+      const result = change(directory);
+      await writeFileAtomic(this.path, serialize(this.path, directory), 0o600);
+      return result;
+    });
   }
 }
 
