@@ -1,11 +1,13 @@
 /**
  * Storage: SDK upload/download throughput through offcloud against fs on the
- * same bytes (ratio), and List Containers latency with 10,000 containers.
+ * same bytes (ratio), List Containers latency with 10,000 containers, and
+ * uploads and restart as a container fills to 10,000 blobs (blob-count.ts).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startChildServers } from '../common/child.ts';
-import { result, type BenchResult } from '../common/result.ts';
+import { result, type BenchContext, type BenchResult } from '../common/result.ts';
+import { measureBlobCounts } from './blob-count.ts';
 
 interface ServerInfo {
   blobEndpoint: string;
@@ -18,7 +20,13 @@ interface ClientReport {
   list: { containers: number; p50ms: number; minms: number };
 }
 
-export async function run(): Promise<BenchResult[]> {
+export async function run(context: BenchContext): Promise<BenchResult[]> {
+  const throughput = await measureThroughput();
+  for (const figure of throughput) context.report(figure);
+  return [...throughput, ...(await measureBlobCounts(context))];
+}
+
+async function measureThroughput(): Promise<BenchResult[]> {
   const servers = await startChildServers<ServerInfo>(new URL('./servers.ts', import.meta.url));
   try {
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./client.ts', import.meta.url).pathname], {

@@ -2,6 +2,9 @@
 import { commonOptions, portOption, tlsOptions } from '../common/config.ts';
 import { DEFAULT_STORAGE_ACCOUNT, ISSUER_STYLES } from '../identity/public-names.ts';
 
+/** Index changes a container's log holds, at least, before it is folded into blobs.json. */
+export const DEFAULT_COMPACT_INDEX_AFTER = 1024;
+
 export const storageOptions = {
   ...commonOptions,
   ...tlsOptions,
@@ -18,4 +21,10 @@ export const storageOptions = {
   directory: { type: 'string', default: '', description: "identity directory file, when identity runs with --directory (default: the data dir's)" },
   maxBlobSize: { type: 'integer', default: 2 * 1024 ** 3, min: 1, description: 'largest blob, bytes' },
   maxBlockSize: { type: 'integer', default: 256 * 1024 ** 2, min: 1, description: 'largest block of Put Block, bytes' },
+  compactIndexAfter: {
+    type: 'integer',
+    default: DEFAULT_COMPACT_INDEX_AFTER,
+    min: 1,
+    description: "changes a container's blob index log holds before it is folded into one file (or its blob count, if more)",
+  },
 } as const;

@@ -152,7 +152,10 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   await authenticator.ensure();
   const accountList = await loadAccounts(options.dataDir, options.account);
   const stores = new Map<string, AccountStore>();
-  for (const account of accountList) stores.set(account.name, await AccountStore.open(resolve(options.dataDir, 'storage', 'accounts', account.name)));
+  for (const account of accountList) {
+    const root = resolve(options.dataDir, 'storage', 'accounts', account.name);
+    stores.set(account.name, await AccountStore.open(root, { compactIndexAfter: options.compactIndexAfter }));
+  }
   // One registry for both endpoints: /metrics on either shows the whole component.
   const metrics = new ComponentMetrics('storage');
   const ctx: StorageServerContext = {

@@ -1,12 +1,13 @@
 /**
  * Containers and blobs on disk, under <data-dir>/storage/<account>/<container>/:
  *   container.json   the container's properties and metadata
- *   blobs.json       the blob index: name → properties and the data file holding its bytes
+ *   blobs.json, blobs.log  the blob index: name → properties and the data file holding
+ *                    its bytes (see blob-index.ts: a compacted index and a log of changes)
  *   data/<id>        blob contents, named by random id (blob names never reach the filesystem)
  *   blocks/<h>/<b>   uncommitted blocks of a blob (h = hash of the blob name, b = hex block id)
  * A blob's bytes are written to a temporary file, flushed and renamed before the index
- * (written atomically) points at them, and the file a blob no longer uses is removed only
- * once the index that drops it is durable: after a crash a blob is either its last
+ * change that points at them is flushed, and the file a blob no longer uses is removed only
+ * once the index change that drops it is durable: after a crash a blob is either its last
  * acknowledged version or a newer one, never a partial or missing one. Leftovers of
  * interrupted writes (unreferenced data, temporary files) are removed at start. State is
  * held in memory and loaded at start.
@@ -19,6 +20,8 @@ import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
 import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
 import { errors } from '../errors.ts';
+import { DEFAULT_COMPACT_INDEX_AFTER } from '../options.ts';
+import { BlobIndex } from './blob-index.ts';
 
 export interface ContainerRecord {
   name: string;
@@ -57,7 +60,7 @@ export interface BlobRecord extends BlobProperties {
 interface ContainerState {
   record: ContainerRecord;
   dir: string;
-  blobs: Map<string, BlobRecord>;
+  index: BlobIndex;
   /** Serialises index writes of this container. */
   queue: Promise<unknown>;
 }
@@ -95,7 +98,7 @@ async function entries(dir: string): Promise<string[]> {
  * index and of uncommitted blocks, and data files no blob points at (never acknowledged,
  * or made obsolete by an index that became durable).
  */
-async function removeLeftovers(dir: string, blobs: Map<string, BlobRecord>): Promise<void> {
+async function removeLeftovers(dir: string, blobs: ReadonlyMap<string, BlobRecord>): Promise<void> {
   const referenced = new Set([...blobs.values()].map((b) => b.file));
   const remove = (path: string) => rm(path, { force: true });
   const temporary = (name: string) => name.endsWith('.tmp');
@@ -111,11 +114,15 @@ export class AccountStore {
   private readonly containers = new Map<string, ContainerState>();
   private etagCounter = 0;
 
-  private constructor(readonly root: string) {}
+  /** `compactAfter`: the fewest index changes a container's log holds before it is folded in (see blob-index.ts). */
+  private constructor(
+    readonly root: string,
+    private readonly compactAfter: number,
+  ) {}
 
   /** Loads an account's containers and blob indexes, and removes leftovers of interrupted writes. */
-  static async open(root: string): Promise<AccountStore> {
-    const store = new AccountStore(root);
+  static async open(root: string, options: { compactIndexAfter?: number } = {}): Promise<AccountStore> {
+    const store = new AccountStore(root, options.compactIndexAfter ?? DEFAULT_COMPACT_INDEX_AFTER);
     await mkdir(root, { recursive: true });
     for (const entry of await readdir(root, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
@@ -128,14 +135,9 @@ export class AccountStore {
         await rm(dir, { recursive: true, force: true });
         continue;
       }
-      const blobs = new Map<string, BlobRecord>();
-      try {
-        for (const blob of JSON.parse(await readFile(join(dir, 'blobs.json'), 'utf8')) as BlobRecord[]) blobs.set(blob.name, blob);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-      store.containers.set(record.name, { record, dir, blobs, queue: Promise.resolve() });
-      await removeLeftovers(dir, blobs);
+      const index = await BlobIndex.load(dir, store.compactAfter);
+      store.containers.set(record.name, { record, dir, index, queue: Promise.resolve() });
+      await removeLeftovers(dir, index.blobs);
     }
     return store;
   }
@@ -165,7 +167,7 @@ export class AccountStore {
     const now = Date.now();
     const record: ContainerRecord = { name, created: now, modified: now, etag: this.newEtag(), metadata };
     const dir = join(this.root, name);
-    const state: ContainerState = { record, dir, blobs: new Map(), queue: Promise.resolve() };
+    const state: ContainerState = { record, dir, index: BlobIndex.create(dir, this.compactAfter), queue: Promise.resolve() };
     this.containers.set(name, state);
     try {
       await mkdir(join(dir, 'data'), { recursive: true });
@@ -182,17 +184,22 @@ export class AccountStore {
   async deleteContainer(name: string): Promise<void> {
     const state = this.state(name);
     this.containers.delete(name);
-    // container.json goes first, so a crash mid-way leaves a folder that load() discards.
-    await rm(join(state.dir, 'container.json'), { force: true });
-    await rm(state.dir, { recursive: true, force: true });
+    // After the index changes already queued, which then find no container.
+    const run = state.queue.then(async () => {
+      // container.json goes first, so a crash mid-way leaves a folder that load() discards.
+      await rm(join(state.dir, 'container.json'), { force: true });
+      await rm(state.dir, { recursive: true, force: true });
+    });
+    state.queue = run.catch(() => undefined);
+    await run;
   }
 
   listBlobs(container: string): BlobRecord[] {
-    return [...this.state(container).blobs.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.state(container).index.blobs.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   findBlob(container: string, name: string): BlobRecord | undefined {
-    return this.state(container).blobs.get(name);
+    return this.state(container).index.blobs.get(name);
   }
 
   getBlob(container: string, name: string): BlobRecord {
@@ -206,19 +213,23 @@ export class AccountStore {
   }
 
   /**
-   * Runs an index change of one container after the previous one finished, persists the
-   * index, and only then removes the data files the change made obsolete: until the new
-   * index is durable, the one on disk may still point at them.
+   * Runs an index change of one container after the previous one finished and, once the
+   * change is durable, removes the data file it made obsolete: until then the index on
+   * disk may still point at it. A compaction the change makes due runs after it is
+   * acknowledged, before the next change.
    */
-  private async changeIndex<T>(state: ContainerState, change: () => { value: T; obsolete?: BlobRecord }): Promise<T> {
+  private async changeIndex<T>(state: ContainerState, change: () => Promise<{ value: T; obsolete?: BlobRecord }>): Promise<T> {
     const run = state.queue.then(async () => {
-      const { value, obsolete } = change();
-      await writeFileAtomic(join(state.dir, 'blobs.json'), JSON.stringify([...state.blobs.values()]));
-      await syncDirectory(state.dir);
+      if (this.containers.get(state.record.name) !== state) throw errors.containerNotFound();
+      const { value, obsolete } = await change();
       if (obsolete) await rm(join(state.dir, 'data', obsolete.file), { force: true });
       return value;
     });
-    state.queue = run.catch(() => undefined);
+    // A compaction that fails leaves the log longer; the next change tries again.
+    state.queue = run
+      .catch(() => undefined)
+      .then(() => (this.containers.get(state.record.name) === state ? state.index.compactIfDue() : undefined))
+      .catch(() => undefined);
     return run;
   }
 
@@ -282,9 +293,8 @@ export class AccountStore {
     metadata: Record<string, string>,
     blocks?: BlockRef[],
   ): Promise<BlobRecord> {
-    return this.changeIndex(state, () => {
-      if (!this.containers.has(state.record.name)) throw errors.containerNotFound();
-      const previous = state.blobs.get(name);
+    return this.changeIndex(state, async () => {
+      const previous = state.index.blobs.get(name);
       const now = Date.now();
       const record: BlobRecord = {
         name,
@@ -298,7 +308,7 @@ export class AccountStore {
         ...properties,
         ...(blocks ? { blocks } : {}),
       };
-      state.blobs.set(name, record);
+      await state.index.put(record);
       return { value: record, obsolete: previous };
     });
   }
@@ -326,7 +336,7 @@ export class AccountStore {
   ): Promise<BlobRecord> {
     const state = this.state(container);
     const dir = this.blockDir(state, name);
-    const existing = state.blobs.get(name);
+    const existing = state.index.blobs.get(name);
     const committedOffsets = new Map<string, { start: number; size: number }>();
     let offset = 0;
     for (const block of existing?.blocks ?? []) {
@@ -366,10 +376,10 @@ export class AccountStore {
 
   async deleteBlob(container: string, name: string): Promise<void> {
     const state = this.state(container);
-    await this.changeIndex(state, () => {
-      const blob = state.blobs.get(name);
+    await this.changeIndex(state, async () => {
+      const blob = state.index.blobs.get(name);
       if (!blob) throw errors.blobNotFound();
-      state.blobs.delete(name);
+      await state.index.delete(name);
       return { value: undefined, obsolete: blob };
     });
     await rm(this.blockDir(state, name), { recursive: true, force: true });

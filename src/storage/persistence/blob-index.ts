@@ -1,0 +1,141 @@
+/**
+ * A container's blob index on disk, so that a change costs what the change is, not what
+ * the container holds:
+ *   blobs.json   every blob's record as of the last compaction, written atomically
+ *   blobs.log    the changes since, one JSON line each ({"put": record} or {"delete": name}),
+ *                flushed to disk before the change is acknowledged
+ * Loading replays the log over blobs.json. Once the log holds as many changes as the
+ * container has blobs (and at least `compactAfter`), the whole index is written to a new
+ * blobs.json and the log emptied: the cost of rewriting is spread over as many changes.
+ * Replaying a log that a crash left beside the blobs.json it was folded into gives that
+ * same index again (each line sets or removes one blob; the last line for a blob wins), so
+ * a crash anywhere in a compaction loses nothing. A line a crash cut short was never
+ * acknowledged: it is skipped, and the log is folded in at every start, so nothing is
+ * ever appended after it.
+ */
+import { constants } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
+import type { BlobRecord } from './store.ts';
+
+type IndexChange = { put: BlobRecord } | { delete: string };
+
+async function readIfPresent(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** The log's whole lines that parse as changes; a torn or stale fragment is not one. */
+function parseChanges(log: string): IndexChange[] {
+  const changes: IndexChange[] = [];
+  for (const line of log.split('\n').slice(0, -1)) {
+    let change: Partial<{ put: BlobRecord; delete: string }>;
+    try {
+      change = JSON.parse(line) as typeof change;
+    } catch {
+      continue;
+    }
+    if (typeof change.delete === 'string') changes.push({ delete: change.delete });
+    else if (typeof change.put?.name === 'string' && typeof change.put.file === 'string') changes.push({ put: change.put });
+  }
+  return changes;
+}
+
+export class BlobIndex {
+  private readonly records = new Map<string, BlobRecord>();
+  /** Bytes of whole lines in the log: the next line is written here, over anything a failed write left. */
+  private logLength = 0;
+  private logChanges = 0;
+  /** Whether the log's folder entry is on disk (a new log's is synced after its first line). */
+  private logOnDisk = false;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly compactAfter: number,
+  ) {}
+
+  private get snapshotPath(): string {
+    return join(this.dir, 'blobs.json');
+  }
+
+  private get logPath(): string {
+    return join(this.dir, 'blobs.log');
+  }
+
+  /** An empty index for a new container; its files appear with its first change. */
+  static create(dir: string, compactAfter: number): BlobIndex {
+    return new BlobIndex(dir, compactAfter);
+  }
+
+  /** Loads blobs.json and the log's changes over it, and folds the log in. */
+  static async load(dir: string, compactAfter: number): Promise<BlobIndex> {
+    const index = new BlobIndex(dir, compactAfter);
+    const snapshot = await readIfPresent(index.snapshotPath);
+    for (const record of snapshot ? (JSON.parse(snapshot) as BlobRecord[]) : []) index.records.set(record.name, record);
+    const log = await readIfPresent(index.logPath);
+    index.logOnDisk = log !== undefined;
+    for (const change of parseChanges(log ?? '')) {
+      if ('put' in change) index.records.set(change.put.name, change.put);
+      else index.records.delete(change.delete);
+    }
+    if (log) await index.compact();
+    return index;
+  }
+
+  get blobs(): ReadonlyMap<string, BlobRecord> {
+    return this.records;
+  }
+
+  /** Sets a blob's record; resolves once the change is on disk. */
+  put(record: BlobRecord): Promise<void> {
+    this.records.set(record.name, record);
+    return this.append({ put: record });
+  }
+
+  /** Removes a blob's record; resolves once the change is on disk. */
+  delete(name: string): Promise<void> {
+    this.records.delete(name);
+    return this.append({ delete: name });
+  }
+
+  private async append(change: IndexChange): Promise<void> {
+    const line = Buffer.from(JSON.stringify(change) + '\n');
+    const handle = await open(this.logPath, constants.O_WRONLY | constants.O_CREAT);
+    try {
+      await handle.write(line, 0, line.length, this.logLength);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    if (!this.logOnDisk) {
+      await syncDirectory(this.dir);
+      this.logOnDisk = true;
+    }
+    this.logLength += line.length;
+    this.logChanges++;
+  }
+
+  /** Folds the log into blobs.json once it holds as many changes as the container has blobs. */
+  async compactIfDue(): Promise<void> {
+    if (this.logChanges >= Math.max(this.compactAfter, this.records.size)) await this.compact();
+  }
+
+  /** Writes the whole index to blobs.json and, once that is durable, empties the log. */
+  private async compact(): Promise<void> {
+    await writeFileAtomic(this.snapshotPath, JSON.stringify([...this.records.values()]));
+    await syncDirectory(this.dir);
+    const handle = await open(this.logPath, 'w');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    this.logLength = 0;
+    this.logChanges = 0;
+  }
+}
