@@ -1,5 +1,6 @@
 /**
- * The offcloud binary: `offcloud up` starts every component, `offcloud
+ * The offcloud binary: `offcloud up` starts every component (or those
+ * `--only` names, with what they need), `offcloud
  * <component>` starts one, and a few helper commands (`offcloud ca`).
  * Help and usage errors load no server: components load their servers, and
  * this file its logger, only when something starts.
@@ -10,8 +11,9 @@ import { OffcloudError, UsageError } from './common/errors.ts';
 import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
-import { commandGroups, components } from './components.ts';
-import { formatStartTable, type FailedComponent } from './up/table.ts';
+import { commandGroups, components, upNeeds } from './components.ts';
+import { formatStartTable, type FailedComponent, type TableNotes } from './up/table.ts';
+import { selectComponents } from './up/only.ts';
 
 interface ParsedArgs {
   flags: Record<string, string | boolean>;
@@ -72,14 +74,15 @@ function usage(): string {
     'usage: offcloud <command> [options]',
     '',
     'commands:',
-    '  up                 start every component on its defaults and print their URLs, keys and CA file',
+    '  up                 start every component (or --only some) and print their URLs, keys and CA file',
     '  env                print what a running `offcloud up` started as shell variables (eval "$(npx offcloud env)")',
     ...components.map((c) => `  ${c.name.padEnd(18)} ${c.summary}`),
     ...commandGroups.map((g) => `  ${g.name.padEnd(18)} ${g.summary}`),
     '  ca                 print the local CA file and how clients trust it',
     '',
     'Run `offcloud <command> --help` for its options. Every option can also be set with',
-    'OFFCLOUD_<COMPONENT>_<OPTION> or in the --config file; flags win over both.',
+    "OFFCLOUD_<COMPONENT>_<OPTION> (up's own as OFFCLOUD_<OPTION>: OFFCLOUD_ONLY=storage) or in the",
+    '--config file; flags win over both.',
   ].join('\n');
 }
 
@@ -87,8 +90,8 @@ function fileSection(path: string, component: string): Record<string, unknown> |
   return path ? readConfigFile(path)[component] : undefined;
 }
 
-function printStarted(started: ReadonlyMap<string, RunningComponent>, failed?: ReadonlyMap<string, FailedComponent>): void {
-  process.stdout.write(formatStartTable(started, failed) + '\n');
+function printStarted(started: ReadonlyMap<string, RunningComponent>, notes?: TableNotes): void {
+  process.stdout.write(formatStartTable(started, notes) + '\n');
 }
 
 /** The command that most likely fixes a failed start: the one its message names, else the component's help. */
@@ -110,6 +113,12 @@ async function closeAll(started: Map<string, RunningComponent>, logger: Logger):
 }
 
 const UP_OPTIONS = {
+  only: {
+    type: 'list',
+    default: [],
+    description:
+      'start only these components (comma-separated), with the ones they need (storage: identity; gateway: users, calculator; devdata: devsvc; sentiment, face: billing; scoring-frontend: scoring)',
+  },
   strict: {
     type: 'boolean',
     default: false,
@@ -135,7 +144,8 @@ function upOptionHelp(component: ComponentDefinition): string[] {
 function upUsage(): string {
   return [
     'usage: offcloud up [options]',
-    'Starts every component on the defaults below and prints one table: URLs, keys and the CA file.',
+    'Starts every component (or the ones --only names, with those they need) on the defaults below and',
+    'prints one table: URLs, keys and the CA file.',
     'A component that cannot start (a port taken, a model file missing) is shown in the table with',
     'the reason and the command that fixes it, and the others keep running (exit code 0 when they',
     'close); with --strict, up closes everything and exits with code 1 instead.',
@@ -161,6 +171,7 @@ async function runUp(args: string[]): Promise<number> {
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   // OFFCLOUD_DATA_DIR and the other common variables apply here too: the CA is made where the components look for it.
   const global = resolveConfig('', { ...GLOBAL_OPTIONS, ...UP_OPTIONS }, { flags, env: process.env });
+  const selection = selectComponents(components, upNeeds, global.only);
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(global.logLevel, 'offcloud');
   await ensureLocalCa(global.dataDir);
@@ -171,7 +182,7 @@ async function runUp(args: string[]): Promise<number> {
     await closeAll(started, logger);
     await removeUpState(global.dataDir);
   }, logger);
-  for (const component of components) {
+  for (const component of selection.components) {
     const own: Record<string, string | boolean> = {};
     for (const [key, value] of Object.entries(flags)) {
       if (key.startsWith(`${component.name}.`)) own[key.slice(component.name.length + 1)] = value;
@@ -193,7 +204,7 @@ async function runUp(args: string[]): Promise<number> {
     }
   }
   await writeUpState(global.dataDir, started, failed);
-  printStarted(started, failed);
+  printStarted(started, { failed, neededFor: selection.neededFor, envHint: true });
   return -1;
 }
 

@@ -34,5 +34,19 @@ export const components: ComponentDefinition<OptionSchema>[] = [
   webConsole,
 ] as unknown as ComponentDefinition<OptionSchema>[];
 
+/**
+ * What a component takes from another under `offcloud up` (its `wireUp`), and why:
+ * `offcloud up --only` starts these with it, each before the component that needs it.
+ * The console needs none: it shows the components started beside it.
+ */
+export const upNeeds: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  gateway: { users: 'the demo route /users', calculator: 'the demo route /calc/v1/add' },
+  storage: { identity: 'bearer tokens (§4.10)' },
+  devdata: { devsvc: 'device lookups (§4.4.1)' },
+  sentiment: { billing: 'the ApiKey check and usage reports (§4.12)' },
+  face: { billing: 'the ApiKey check and usage reports (§4.12)' },
+  'scoring-frontend': { scoring: 'the service it forwards to' },
+};
+
 /** Command groups that start no server: `offcloud <group> <command> …`. */
 export const commandGroups: CommandGroup[] = [devicesCommands, modelsCommands, scoreCommands];

@@ -95,8 +95,9 @@ export function kebab(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
+/** OFFCLOUD_<COMPONENT>_<KEY>; with no component (up's own options, the common ones), OFFCLOUD_<KEY>. */
 export function envName(component: string, key: string): string {
-  return `OFFCLOUD_${component}_${kebab(key)}`.replace(/-/g, '_').toUpperCase();
+  return ['OFFCLOUD', component, kebab(key)].filter(Boolean).join('_').replace(/-/g, '_').toUpperCase();
 }
 
 /** How a user sets this option, for messages: `--port (OFFCLOUD_CALCULATOR_PORT)`. */
@@ -165,7 +166,7 @@ export function resolveConfig<S extends OptionSchema>(component: string, schema:
   for (const [key, spec] of Object.entries(schema)) {
     const fromFlag = sources.flags?.[key];
     // Common options also read OFFCLOUD_<KEY>, so one variable sets every component's data dir.
-    const fromEnv = env[envName(component, key)] ?? (key in commonOptions ? env[envName('', key).replace('OFFCLOUD__', 'OFFCLOUD_')] : undefined);
+    const fromEnv = env[envName(component, key)] ?? (key in commonOptions ? env[envName('', key)] : undefined);
     const fromFile = sources.file?.[key];
     const raw = fromFlag ?? fromEnv ?? fromFile;
     out[key] = raw === undefined ? spec.default : coerceOption(component, key, spec, raw, sources.flagPrefix);

@@ -1,6 +1,7 @@
 /**
  * The table `offcloud up` (and `offcloud <component>`) prints: one block per
- * component, its URLs beside it and its keys under it, grouped vertically so
+ * component, its URLs beside it and its keys under it (and, under `up --only`,
+ * which chosen component a dependency was started for), grouped vertically so
  * it fits a 100-column terminal; a component that failed shows why and the
  * command that fixes it. Long values wrap at spaces (or at `;` inside a
  * connection string); `offcloud env` gives every value unbroken.
@@ -53,22 +54,31 @@ function endpointLines(running: RunningComponent): string[] {
   });
 }
 
-export function formatStartTable(started: ReadonlyMap<string, RunningComponent>, failed: ReadonlyMap<string, FailedComponent> = new Map()): string {
+export interface TableNotes {
+  failed?: ReadonlyMap<string, FailedComponent>;
+  /** Components `up --only` started because chosen ones need them: `storage: bearer tokens (§4.10)`, one per need. */
+  neededFor?: ReadonlyMap<string, readonly string[]>;
+  /** Under `offcloud up`, which keeps its values for `offcloud env`. */
+  envHint?: boolean;
+}
+
+export function formatStartTable(started: ReadonlyMap<string, RunningComponent>, notes: TableNotes = {}): string {
+  const failed = notes.failed ?? new Map<string, FailedComponent>();
+  const neededFor = notes.neededFor ?? new Map<string, readonly string[]>();
   const lines = [`${'component'.padEnd(NAME_WIDTH - 1)} ${'what'.padEnd(LABEL_WIDTH - 1)} url`, '-'.repeat(TABLE_WIDTH)];
   const caFiles = new Set<string>();
   for (const [name, running] of started) {
     lines.push(
-      ...block(
-        name,
-        endpointLines(running),
-        (running.credentials ?? []).map((text) => `· ${text}`),
-      ),
+      ...block(name, endpointLines(running), [
+        ...(neededFor.get(name) ?? []).map((need) => `· not in --only; started for ${need}`),
+        ...(running.credentials ?? []).map((text) => `· ${text}`),
+      ]),
     );
     if (running.caCertPath) caFiles.add(running.caCertPath);
   }
   for (const [name, failure] of failed) lines.push(...block(name, ['NOT STARTED'], [`reason: ${failure.reason}`, `fix: ${failure.fix}`]));
   lines.push('-'.repeat(TABLE_WIDTH));
   for (const path of caFiles) lines.push(...wrap(`CA file (trust it for the https:// and mqtts:// URLs): ${path}`, TABLE_WIDTH));
-  if (started.size > 1 || failed.size) lines.push('Every value above as shell variables: eval "$(npx offcloud env)"');
+  if (notes.envHint) lines.push('Every value above as shell variables: eval "$(npx offcloud env)"');
   return lines.join('\n');
 }
