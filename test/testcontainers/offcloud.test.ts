@@ -2,7 +2,7 @@
  * The Testcontainers module (packages/testcontainers) as a user runs it: the
  * `testcontainers` library on a Docker-compatible socket (podman's API
  * service, started here; Ryuk is off because its image cannot be pulled), one
- * container with a few components, and the official clients on the host using
+ * container running only a few components, and the official clients on the host using
  * only what the started container hands back.
  */
 import { after, before, test } from 'node:test';
@@ -82,9 +82,14 @@ test('withComponents refuses a name that is no component, and devsvc, saying why
   assert.throws(() => new OffcloudContainer().withComponents([]), /name at least one component/);
 });
 
-test('a component the container was not asked for is refused by name', () => {
-  assert.throws(() => started().getUrls('hub'), /hub is not among this container's components \(storage, identity, calculator, sentiment\)/);
-  assert.throws(() => started().getCredentials('gateway'), /gateway is not among/);
+test('only the components asked for run, with what they need (billing for sentiment); another is refused by name', () => {
+  assert.deepEqual(started().getComponents(), ['calculator', 'identity', 'storage', 'billing', 'sentiment']);
+  assert.throws(
+    () => started().getUrls('hub'),
+    /hub does not run in this container \(calculator, identity, storage, billing, sentiment do\); add it with withComponents/,
+  );
+  assert.throws(() => started().getCredentials('gateway'), /gateway does not run/);
+  assert.match(started().getUrl('billing'), /^http:\/\/localhost:\d+$/);
 });
 
 test('the storage SDK with the returned connection string creates a container, uploads and downloads a blob', async () => {

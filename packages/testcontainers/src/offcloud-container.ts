@@ -1,8 +1,9 @@
 /**
- * The offcloud image as a Testcontainers module: `offcloud up` in one
- * container, every component's ports published, start-up awaited on the
- * chosen components' `/ready`, and what a client needs handed back with the host's mapped
- * ports: URLs, keys, the storage connection string and the local CA.
+ * The offcloud image as a Testcontainers module: `offcloud up --only <the
+ * chosen components>` in one container (they and what they need run, nothing
+ * else), start-up awaited on the chosen components' `/ready`, and what a client
+ * needs handed back with the host's mapped ports: URLs, keys, the storage
+ * connection string and the local CA.
  *
  * What the container started is read from `/data/up.json`, the record
  * `offcloud up` keeps for `offcloud env` (every component's URLs, credential
@@ -42,7 +43,7 @@ export type OffcloudComponent = keyof typeof COMPONENT_PORTS;
 const KNOWN = Object.keys(COMPONENT_PORTS) as OffcloudComponent[];
 const DATA_DIR = '/data';
 const STATE_FILE = `${DATA_DIR}/up.json`;
-/** The last line `offcloud up` prints once every component has started or failed (after writing up.json). */
+/** The last line `offcloud up` prints once every component it starts has started or failed (after writing up.json). */
 const STARTED_LINE = /Every value above as shell variables/;
 /** Starting every component (models included) takes a while on a small machine. */
 const DEFAULT_STARTUP_TIMEOUT_MS = 180_000;
@@ -140,22 +141,26 @@ async function readFileIn(container: StartedTestContainer, path: string): Promis
 
 /**
  * `new OffcloudContainer(image).withComponents(['storage', 'identity']).start()`.
- * The container runs `offcloud up` (every component, wired to each other as
- * usual); `withComponents` names the ones the test talks to: `start()` waits
- * for their `/ready` and fails with up's reason if one of them did not start,
- * and the getters hand back their values. Without it, every component.
+ * The container runs `offcloud up` with `OFFCLOUD_ONLY` set to the components
+ * named: those run, with the ones they need (storage's tokens come from
+ * identity, the cognitive containers' keys from billing…), wired to each other
+ * as usual. `start()` waits for the named ones' `/ready` and fails with up's
+ * reason if one of them did not start; the getters answer for every component
+ * that runs. Without `withComponents`, every component.
  */
 export class OffcloudContainer extends GenericContainer {
   private components: OffcloudComponent[] = [...KNOWN];
+  private only = false;
 
   constructor(image = OFFCLOUD_IMAGE) {
     super(image);
     this.withCommand(['up']).withWaitStrategy(Wait.forLogMessage(STARTED_LINE)).withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
   }
 
-  /** The components the test uses (awaited, and the ones the getters answer for). */
+  /** The components the test uses: only they (and what they need) run, and `start()` awaits them. */
   withComponents(components: readonly OffcloudComponent[]): this {
     this.components = checkComponents(components);
+    this.only = true;
     return this;
   }
 
@@ -168,8 +173,11 @@ export class OffcloudContainer extends GenericContainer {
   }
 
   override async start(): Promise<StartedOffcloudContainer> {
-    // Every component's ports, not only the chosen ones': Podman 4 lists each port the image
-    // EXPOSEs among the container's bindings, and Testcontainers waits until all are bound.
+    if (this.only) this.withEnvironment({ OFFCLOUD_ONLY: this.components.join(',') });
+    // Every component's ports are published, also those of components that do not run (nothing
+    // answers behind those): Podman 4 lists each port the image EXPOSEs among the container's
+    // port bindings, and Testcontainers waits until every one of them is bound to a host port.
+    // The start itself is awaited on up's last line and then on /ready, never on the ports.
     this.withExposedPorts(...new Set(Object.values(COMPONENT_PORTS).flat()));
     // The admin API keeps to loopback by default (it has no authentication); a test reaches it through its published port.
     if (this.components.includes('gateway')) this.withEnvironment({ OFFCLOUD_GATEWAY_ADMIN_HOST: '0.0.0.0' });
@@ -186,7 +194,7 @@ export class OffcloudContainer extends GenericContainer {
       }
       const caPath = Object.values(state.components).find((c) => c.caCertPath)?.caCertPath;
       const ca = caPath ? await readFileIn(container, caPath) : undefined;
-      const started = new StartedOffcloudContainer(container, this.components, state, ca);
+      const started = new StartedOffcloudContainer(container, state, ca);
       for (const component of this.components) await waitReady(component, started.getUrls(component), ca, deadline);
       return started;
     } catch (err) {
@@ -199,18 +207,23 @@ export class OffcloudContainer extends GenericContainer {
 export class StartedOffcloudContainer extends AbstractStartedContainer {
   constructor(
     startedTestContainer: StartedTestContainer,
-    private readonly components: readonly OffcloudComponent[],
     private readonly state: UpState,
     private readonly ca: string | undefined,
   ) {
     super(startedTestContainer);
   }
 
+  /** The components running in the container: the ones named and those they need. */
+  getComponents(): string[] {
+    return Object.keys(this.state.components);
+  }
+
   private record(component: OffcloudComponent): ComponentRecord {
-    if (!this.components.includes(component)) {
-      throw new Error(`OffcloudContainer: ${component} is not among this container's components (${this.components.join(', ')}); add it with withComponents`);
+    const record = this.state.components[component];
+    if (!record) {
+      throw new Error(`OffcloudContainer: ${component} does not run in this container (${this.getComponents().join(', ')} do); add it with withComponents`);
     }
-    return this.state.components[component]!;
+    return record;
   }
 
   /** A URL from inside the container, on the host's mapped port (templates such as `{device}` kept). */
