@@ -74,6 +74,7 @@ export const errors = {
   containerExists: () => new StorageError(409, 'ContainerAlreadyExists', 'The specified container already exists.'),
   containerBeingDeleted: () => new StorageError(409, 'ContainerBeingDeleted', 'The specified container is being deleted.'),
   blobNotFound: () => new StorageError(404, 'BlobNotFound', 'The specified blob does not exist.'),
+  blobAlreadyExists: () => new StorageError(409, 'BlobAlreadyExists', 'The specified blob already exists.'),
   invalidBlobType: () => new StorageError(400, 'InvalidBlobType', 'The blob type is invalid for this operation.'),
   conditionNotMet: () => new StorageError(412, 'ConditionNotMet', 'The condition specified using HTTP conditional header(s) is not met.'),
   invalidRange: () => new StorageError(416, 'InvalidRange', 'The range specified is invalid for the current size of the resource.'),

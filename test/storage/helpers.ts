@@ -8,7 +8,10 @@ import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { startStorage, type StorageOptions } from '../../src/storage/server.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
+import { BlobServiceClient } from '@azure/storage-blob';
 import { startForTest, type Cleanup, type StartedIdentity } from '../identity/helpers.ts';
+import { tempDataDir } from '../helpers/index.ts';
+import { DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
 
 export interface StorageStack {
   identity: StartedIdentity;
@@ -89,4 +92,18 @@ export async function runSdkScenario(
     timeout: 120_000,
   });
   return JSON.parse(stdout.trim().split('\n').pop()!) as { ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> };
+}
+
+/** Storage alone on port 0, and a client signing with the development account's key over plain HTTP (Shared Key). */
+export async function startSharedKeyStorage(t: Cleanup): Promise<{ service: BlobServiceClient; dataDir: string }> {
+  const dataDir = await tempDataDir(t);
+  const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent' });
+  t.after(() => storage.close());
+  const endpoint = storage.exports!.httpBlobEndpoint!;
+  return {
+    service: BlobServiceClient.fromConnectionString(
+      `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${DEVELOPMENT_KEY};BlobEndpoint=${endpoint};`,
+    ),
+    dataDir,
+  };
 }

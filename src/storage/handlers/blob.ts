@@ -54,31 +54,40 @@ function writeResult(op: Operation, blob: BlobRecord): void {
     .header('x-ms-request-server-encrypted', 'true');
 }
 
-/** If-Match / If-None-Match against the blob's ETag (`*` matches any existing blob). */
-function checkConditions(op: Operation, blob: BlobRecord): 'ok' | 'not-modified' {
-  const ifMatch = header(op, 'if-match');
-  if (
-    ifMatch &&
-    ifMatch !== '*' &&
-    !ifMatch
+/** Whether an If-Match / If-None-Match value names the blob's ETag (`*` names any blob). */
+function namesEtag(value: string, blob: BlobRecord): boolean {
+  return (
+    value === '*' ||
+    value
       .split(',')
       .map((v) => v.trim())
       .includes(blob.etag)
-  )
-    throw errors.conditionNotMet();
+  );
+}
+
+/** If-Match / If-None-Match of a read against the blob's ETag. */
+function readConditions(op: Operation, blob: BlobRecord): 'ok' | 'not-modified' {
+  const ifMatch = header(op, 'if-match');
+  if (ifMatch && !namesEtag(ifMatch, blob)) throw errors.conditionNotMet();
   const ifNoneMatch = header(op, 'if-none-match');
-  if (
-    ifNoneMatch &&
-    (ifNoneMatch === '*' ||
-      ifNoneMatch
-        .split(',')
-        .map((v) => v.trim())
-        .includes(blob.etag))
-  ) {
-    if (op.request.method === 'GET' || op.request.method === 'HEAD') return 'not-modified';
-    throw errors.conditionNotMet();
-  }
-  return 'ok';
+  return ifNoneMatch && namesEtag(ifNoneMatch, blob) ? 'not-modified' : 'ok';
+}
+
+/**
+ * If-Match / If-None-Match of a write, checked against the blob it would replace; the
+ * store checks it again as the write commits, so of racing conditional writes only
+ * those whose condition still holds land. `If-None-Match: *` on an existing blob is a
+ * 409 BlobAlreadyExists, as the service answers.
+ */
+function writeConditions(op: Operation): (existing: BlobRecord | undefined) => void {
+  const ifMatch = header(op, 'if-match');
+  const ifNoneMatch = header(op, 'if-none-match');
+  return (existing) => {
+    if (!existing) return;
+    if (ifMatch && !namesEtag(ifMatch, existing)) throw errors.conditionNotMet();
+    if (ifNoneMatch === '*') throw errors.blobAlreadyExists();
+    if (ifNoneMatch && namesEtag(ifNoneMatch, existing)) throw errors.conditionNotMet();
+  };
 }
 
 /** `x-ms-range` (preferred) or `Range`: `bytes=start-[end]`; null when absent. */
@@ -100,13 +109,14 @@ export async function putBlob(op: Operation, container: string, name: string): P
   if (type !== 'BlockBlob') throw errors.invalidBlobType();
   const expectedLength = Number(header(op, 'content-length') ?? NaN);
   if (expectedLength > op.limits.maxBlobBytes) throw errors.requestBodyTooLarge();
-  const existing = op.store.findBlob(container, name);
-  if (existing) checkConditions(op, existing);
+  const precondition = writeConditions(op);
+  precondition(op.store.findBlob(container, name));
   const blob = await op.store.putBlob(container, name, body(op), {
     properties: blobProperties(op, true),
     metadata: metadataFromHeaders(op),
     limit: op.limits.maxBlobBytes,
     expectedMd5: header(op, 'content-md5'),
+    precondition,
   });
   op.blobWritten();
   writeResult(op, blob);
@@ -132,6 +142,8 @@ export async function putBlock(op: Operation, container: string, name: string): 
 export async function putBlockList(op: Operation, container: string, name: string): Promise<void> {
   await op.authorize('write');
   op.store.getContainer(container);
+  const precondition = writeConditions(op);
+  precondition(op.store.findBlob(container, name));
   const list = parseBlockList(await smallBody(op, MAX_BLOCK_LIST_BYTES));
   if (!list) throw errors.invalidXml();
   if (list.some((entry) => !entry.id)) throw errors.invalidBlockList();
@@ -139,6 +151,7 @@ export async function putBlockList(op: Operation, container: string, name: strin
     properties: blobProperties(op, false),
     metadata: metadataFromHeaders(op),
     limit: op.limits.maxBlobBytes,
+    precondition,
   });
   op.blobWritten();
   writeResult(op, blob);
@@ -150,7 +163,7 @@ export async function readBlob(op: Operation, container: string, name: string): 
   await op.authorize('read');
   const blob = op.store.getBlob(container, name);
   blobHeaders(op, blob);
-  if (checkConditions(op, blob) === 'not-modified') {
+  if (readConditions(op, blob) === 'not-modified') {
     await op.reply.code(304).send();
     return;
   }

@@ -44,6 +44,16 @@ export interface BlobProperties {
   cacheControl?: string;
 }
 
+/** What a write sets besides the bytes, and the condition it lands on. */
+export interface WriteOptions {
+  properties: BlobProperties;
+  metadata: Record<string, string>;
+  /** Largest body, bytes. */
+  limit: number;
+  /** Throws when the write must not replace this blob (If-Match, If-None-Match); checked as the write commits. */
+  precondition?: (existing: BlobRecord | undefined) => void;
+}
+
 export interface BlobRecord extends BlobProperties {
   name: string;
   file: string;
@@ -270,47 +280,48 @@ export class AccountStore {
     return { id, ...measure.result() };
   }
 
-  async putBlob(
-    container: string,
-    name: string,
-    body: Readable,
-    options: { properties: BlobProperties; metadata: Record<string, string>; limit: number; expectedMd5?: string },
-  ): Promise<BlobRecord> {
+  async putBlob(container: string, name: string, body: Readable, options: WriteOptions & { expectedMd5?: string }): Promise<BlobRecord> {
     const state = this.state(container);
     const data = await this.writeData(state, body, options.limit);
     if (options.expectedMd5 && options.expectedMd5 !== data.md5) {
       await rm(join(state.dir, 'data', data.id), { force: true });
       throw errors.md5Mismatch();
     }
-    return this.commitData(state, name, data, options.properties, options.metadata);
+    return this.commitData(state, name, data, options);
   }
 
-  private commitData(
+  private async commitData(
     state: ContainerState,
     name: string,
     data: { id: string; size: number; md5: string },
-    properties: BlobProperties,
-    metadata: Record<string, string>,
+    options: WriteOptions,
     blocks?: BlockRef[],
   ): Promise<BlobRecord> {
-    return this.changeIndex(state, async () => {
-      const previous = state.index.blobs.get(name);
-      const now = Date.now();
-      const record: BlobRecord = {
-        name,
-        file: data.id,
-        size: data.size,
-        md5: data.md5,
-        created: previous?.created ?? now,
-        modified: now,
-        etag: this.newEtag(),
-        metadata,
-        ...properties,
-        ...(blocks ? { blocks } : {}),
-      };
-      await state.index.put(record);
-      return { value: record, obsolete: previous };
-    });
+    try {
+      return await this.changeIndex(state, async () => {
+        const previous = state.index.blobs.get(name);
+        options.precondition?.(previous);
+        const now = Date.now();
+        const record: BlobRecord = {
+          name,
+          file: data.id,
+          size: data.size,
+          md5: data.md5,
+          created: previous?.created ?? now,
+          modified: now,
+          etag: this.newEtag(),
+          metadata: options.metadata,
+          ...options.properties,
+          ...(blocks ? { blocks } : {}),
+        };
+        await state.index.put(record);
+        return { value: record, obsolete: previous };
+      });
+    } catch (err) {
+      // Bytes no blob points at are removed now rather than at the next start.
+      if (state.index.blobs.get(name)?.file !== data.id) await rm(join(state.dir, 'data', data.id), { force: true });
+      throw err;
+    }
   }
 
   private blockDir(state: ContainerState, blob: string): string {
@@ -332,7 +343,7 @@ export class AccountStore {
     container: string,
     name: string,
     list: { id: string; from: 'Latest' | 'Committed' | 'Uncommitted' }[],
-    options: { properties: BlobProperties; metadata: Record<string, string>; limit: number },
+    options: WriteOptions,
   ): Promise<BlobRecord> {
     const state = this.state(container);
     const dir = this.blockDir(state, name);
@@ -369,7 +380,7 @@ export class AccountStore {
       refs.push({ id: item.id, size: committed.size });
     }
     const data = await this.writeData(state, parts, options.limit);
-    const record = await this.commitData(state, name, data, options.properties, options.metadata, refs);
+    const record = await this.commitData(state, name, data, options, refs);
     await rm(dir, { recursive: true, force: true });
     return record;
   }
