@@ -129,6 +129,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         query,
         endpoint: target.endpoint,
         limits: ctx.limits,
+        responseHeaderOverrides: principal.scheme === 'SAS' ? principal.responseHeaders : {},
         blobWritten: () => ctx.blobsWritten.inc(),
         authorize: (action) => ctx.authenticator.authorize(principal, action, scope),
       };

@@ -20,7 +20,7 @@ import {
   type TokenVerifier,
 } from '../../identity/public.ts';
 import { errors } from '../errors.ts';
-import { isSasRequest, verifySas } from './sas.ts';
+import { isSasRequest, verifySas, type SasGrant } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 
 /** Oldest and newest x-ms-version accepted with bearer tokens (OAuth needs 2017-11-09 or later). */
@@ -29,7 +29,7 @@ export const NEWEST_VERSION = '2026-04-06';
 
 export type Action = 'read' | 'list' | 'create' | 'write' | 'delete';
 
-export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string } | { scheme: 'SAS'; permissions: string };
+export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string } | ({ scheme: 'SAS' } & SasGrant);
 
 /** The SAS permission letters (`sp`) that allow each action; creating a container is allowed by `w` too. */
 const SAS_PERMISSIONS: Record<Action, string> = { read: 'r', list: 'l', create: 'cw', write: 'w', delete: 'd' };
@@ -192,7 +192,7 @@ export class StorageAuthenticator {
 
   async authenticate(request: AuthRequest): Promise<Principal> {
     const credential = header(request.headers, 'authorization');
-    if (!credential && isSasRequest(request.query)) return { scheme: 'SAS', permissions: verifySas(request) };
+    if (!credential && isSasRequest(request.query)) return { scheme: 'SAS', ...verifySas(request) };
     if (!credential) throw errors.noAuthentication(await this.challenge());
     if (/^SharedKey /.test(credential)) {
       verifySharedKey(request, credential);

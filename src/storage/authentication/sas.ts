@@ -3,7 +3,8 @@
  * one blob) and account SAS (the blob service), signed versions 2020-12-06 and later,
  * as the storage SDK's generateSasUrl and generateAccountSasUrl make them. offcloud
  * keeps no stored access policies and issues no user delegation keys, so SAS that
- * name either are refused. Response-header overrides (rscc…) are signed but not applied.
+ * name either are refused. A service SAS's response-header overrides (rscc, rscd, rsce,
+ * rscl, rsct) are part of what it signs, and replace those headers of the blob it reads.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isIPv4 } from 'node:net';
@@ -22,6 +23,22 @@ export interface SasRequest {
   container: string | undefined;
   blob: string | undefined;
 }
+
+/** What a verified SAS grants: its permission letters and the response headers it sets. */
+export interface SasGrant {
+  permissions: string;
+  /** Header name → value, from a service SAS's rscc…rsct. */
+  responseHeaders: Record<string, string>;
+}
+
+/** The query parameters of a service SAS that override a read blob's response headers. */
+const RESPONSE_HEADER_OVERRIDES = [
+  ['rscc', 'cache-control'],
+  ['rscd', 'content-disposition'],
+  ['rsce', 'content-encoding'],
+  ['rscl', 'content-language'],
+  ['rsct', 'content-type'],
+] as const;
 
 export function isSasRequest(query: URLSearchParams): boolean {
   return query.has('sig');
@@ -54,8 +71,8 @@ function resourceType(request: SasRequest): 's' | 'c' | 'o' {
   return request.container !== undefined ? 'c' : 's';
 }
 
-/** Checks a SAS request and returns the permissions (`sp`) it grants. */
-export function verifySas(request: SasRequest, now = Date.now()): string {
+/** Checks a SAS request and returns what it grants. */
+export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   const q = (name: string) => request.query.get(name) ?? '';
   const version = q('sv');
   if (!/^\d{4}-\d{2}-\d{2}$/.test(version) || version < OLDEST_SAS_VERSION) {
@@ -84,11 +101,7 @@ export function verifySas(request: SasRequest, now = Date.now()): string {
       resource,
       '',
       q('ses'),
-      q('rscc'),
-      q('rscd'),
-      q('rsce'),
-      q('rscl'),
-      q('rsct'),
+      ...RESPONSE_HEADER_OVERRIDES.map(([parameter]) => q(parameter)),
     ].join('\n');
   }
   if (!signatureMatches(request.account, stringToSign, q('sig'))) {
@@ -107,5 +120,7 @@ export function verifySas(request: SasRequest, now = Date.now()): string {
     if (!q('ss').includes('b')) throw errors.serviceMismatch();
     if (!q('srt').includes(resourceType(request))) throw errors.resourceTypeMismatch();
   }
-  return q('sp');
+  // An account SAS does not sign overrides, so it sets none.
+  const overrides = isAccountSas ? [] : RESPONSE_HEADER_OVERRIDES.filter(([parameter]) => q(parameter));
+  return { permissions: q('sp'), responseHeaders: Object.fromEntries(overrides.map(([parameter, name]) => [name, q(parameter)])) };
 }

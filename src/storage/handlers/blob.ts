@@ -44,6 +44,7 @@ function blobHeaders(op: Operation, blob: BlobRecord): void {
   if (blob.contentDisposition) op.reply.header('content-disposition', blob.contentDisposition);
   if (blob.cacheControl) op.reply.header('cache-control', blob.cacheControl);
   for (const [key, value] of Object.entries(blob.metadata)) op.reply.header(`x-ms-meta-${key}`, value);
+  for (const [name, value] of Object.entries(op.responseHeaderOverrides)) op.reply.header(name, value);
 }
 
 function writeResult(op: Operation, blob: BlobRecord): void {

@@ -19,6 +19,8 @@ export interface Operation {
   limits: StorageLimits;
   /** Checks the caller's data role (Reader to read and list, Contributor for the rest) or SAS permissions. */
   authorize(action: Action): Promise<void>;
+  /** Response headers a service SAS sets on the blob it reads (header name → value). */
+  responseHeaderOverrides: Record<string, string>;
   /** Counts a blob written (Put Blob or Put Block List), for the component's metrics. */
   blobWritten(): void;
 }
