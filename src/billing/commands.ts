@@ -76,7 +76,7 @@ export function billingSubcommands(out: NodeJS.WritableStream = process.stdout, 
     resource: { summary: 'create or list billing resources (kind, key, quota)', usage: RESOURCE_USAGE, run: (args) => resourceCommand(args, out, env) },
     usage: {
       summary: 'usage totals per resource and period (counts only)',
-      usage: 'offcloud billing usage [--period hour|day|month|all] [--resource NAME|ID] [--format table|json] [--data-dir DIR]',
+      usage: 'offcloud billing usage [--period minute|hour|day|month|all] [--resource NAME|ID] [--format table|json] [--data-dir DIR]',
       run: (args) => usageCommand(args, out, env),
     },
   };

@@ -41,6 +41,13 @@ export class InvalidReportError extends WireError {
   }
 }
 
+/** A usage query (GET /billing/v1/usage) with a parameter billing does not take. */
+export class InvalidQueryError extends WireError {
+  constructor(message: string) {
+    super(400, 'InvalidRequest', message);
+  }
+}
+
 /** Maps any error to the billing endpoint's answer. */
 export function toWireError(error: unknown): WireAnswer {
   if (error instanceof BillingRefusalError) return { status: error.status, body: { apiStatus: error.apiStatus, apiStatusMessage: error.message } };

@@ -12,8 +12,8 @@ import {
   type ContainerKind,
   type UsageReport,
 } from '../cognitive/protocol.ts';
-import { InvalidReportError, KindMismatchError, UnknownResourceError } from './errors.ts';
-import type { BillingStore, Resource } from './store.ts';
+import { InvalidQueryError, InvalidReportError, KindMismatchError, UnknownResourceError } from './errors.ts';
+import { PERIODS, type BillingStore, type Period, type Resource, type UsageTotal } from './store.ts';
 
 const IDENTITY_FIELDS = ['containerType', 'containerId', 'containerVersion'];
 const REPORT_FIELDS = [...IDENTITY_FIELDS, 'reportId', 'periodStart', 'periodEnd', 'meters'];
@@ -96,4 +96,31 @@ export async function acceptUsageReport(store: BillingStore, apiKey: string | un
   await store.recordUsage(resource, report);
   store.checkQuota(resource);
   return resource;
+}
+
+export interface UsageQuery {
+  period: Period;
+  /** A resource's name or id; absent: every resource. */
+  resource?: string;
+}
+
+/** `?period=minute|hour|day|month|all&resource=NAME|ID`, nothing else. */
+export function parseUsageQuery(query: unknown): UsageQuery {
+  const fields = (isObject(query) ? query : {}) as Record<string, unknown>;
+  const extra = Object.keys(fields).find((key) => key !== 'period' && key !== 'resource');
+  if (extra !== undefined) throw new InvalidQueryError(`unknown query parameter ${JSON.stringify(extra.slice(0, 64))}; use period and resource`);
+  const period = fields.period ?? 'hour';
+  if (!PERIODS.includes(period as Period)) throw new InvalidQueryError(`period must be one of ${PERIODS.join(', ')}`);
+  if (fields.resource === undefined) return { period: period as Period };
+  if (typeof fields.resource !== 'string' || !fields.resource || fields.resource.length > 128) {
+    throw new InvalidQueryError('resource must be one resource name or id of 1 to 128 characters');
+  }
+  return { period: period as Period, resource: fields.resource };
+}
+
+/** Usage per resource and meter in time buckets of the period, oldest first: counts only, as recorded. */
+export async function usageOverTime(store: BillingStore, query: unknown): Promise<{ period: Period; usage: UsageTotal[] }> {
+  const { period, resource } = parseUsageQuery(query);
+  await store.refreshResources();
+  return { period, usage: store.totals(period, resource) };
 }

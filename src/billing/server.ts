@@ -1,7 +1,8 @@
 /**
  * The billing endpoint (the "cloud resource" side of the containers'
  * contract): POST /billing/v1/validate and POST /billing/v1/usage, keyed by
- * the container's ApiKey in Ocp-Apim-Subscription-Key.
+ * the container's ApiKey in Ocp-Apim-Subscription-Key; and GET
+ * /billing/v1/usage, the recorded counts per resource over time.
  */
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '.
 import { createLogger } from '../common/log.ts';
 import { API_KEY_HEADER, API_STATUS_MESSAGES, BILLING_PATHS, CONTAINER_KIND_NAMES, type ContainerKind } from '../cognitive/protocol.ts';
 import { toWireError } from './errors.ts';
-import { acceptUsageReport, authorizeContainer, parseIdentity } from './metering.ts';
+import { acceptUsageReport, authorizeContainer, parseIdentity, usageOverTime } from './metering.ts';
 import { billingOptions } from './options.ts';
 import { BillingStore } from './store.ts';
 
@@ -62,6 +63,8 @@ export async function startBilling(given: Partial<BillingOptions> & RuntimeExtra
     await acceptUsageReport(store, keyOf(request.headers), request.body);
     return { apiStatus: 'Valid', apiStatusMessage: API_STATUS_MESSAGES.Valid };
   });
+  // Ours (the real service has no such call): what `offcloud billing usage --format json` prints, over HTTP, for the console.
+  app.get(BILLING_PATHS.usage, async (request) => usageOverTime(store, request.query));
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ error: { code: 'NotFound', message: `no billing operation at ${request.method} ${request.url.split('?')[0]}` } }),
   );

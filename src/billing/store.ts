@@ -30,8 +30,10 @@ export interface UsageRecord extends UsageReport {
   receivedAt: string;
 }
 
-export type Period = 'hour' | 'day' | 'month' | 'all';
-export const PERIODS: readonly Period[] = ['hour', 'day', 'month', 'all'];
+export type Period = 'minute' | 'hour' | 'day' | 'month' | 'all';
+export const PERIODS: readonly Period[] = ['minute', 'hour', 'day', 'month', 'all'];
+/** Characters of an ISO 8601 UTC time that name each period's bucket: 2026-11-26T05:12 is a minute. */
+const PERIOD_LENGTH: Record<Exclude<Period, 'all'>, number> = { minute: 16, hour: 13, day: 10, month: 7 };
 
 export interface UsageTotal {
   resourceId: string;
@@ -51,8 +53,7 @@ function hashKey(key: string): Buffer {
 }
 
 export function periodOf(isoTime: string, period: Period): string {
-  if (period === 'all') return 'all';
-  return isoTime.slice(0, period === 'month' ? 7 : period === 'day' ? 10 : 13);
+  return period === 'all' ? 'all' : isoTime.slice(0, PERIOD_LENGTH[period]);
 }
 
 function reportKey(resourceId: string, reportId: string): string {

@@ -174,3 +174,34 @@ test('R-SENT-9 report ids are de-duplicated per resource: another resource reusi
     ['sentiment-2', 7],
   ]);
 });
+
+test('GET /billing/v1/usage (ours) answers the recorded counts per resource in time buckets, what the usage command prints; a bad query in the error shape', async (t) => {
+  const { base, key, dataDir } = await startWithResource(t);
+  const faceKey = await createResource(dataDir, 'face');
+  const faceReport = report(4, { containerType: 'face', meters: [{ name: CONTAINER_KINDS.face.billedMeter, quantity: 4 }] });
+  assert.equal((await call(base, '/billing/v1/usage', key, report(2))).status, 200);
+  assert.equal((await call(base, '/billing/v1/usage', key, report(3))).status, 200);
+  assert.equal((await call(base, '/billing/v1/usage', faceKey, faceReport)).status, 200);
+  const get = async (search: string) => {
+    const answer = await request(`${base}/billing/v1/usage${search}`);
+    return { status: answer.statusCode, body: (await answer.body.json()) as { period: string; usage: Record<string, unknown>[] } & Record<string, unknown> };
+  };
+  for (const period of ['minute', 'hour', 'day', 'month', 'all']) {
+    const answer = await get(`?period=${period}`);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.period, period);
+    assert.deepEqual(answer.body.usage, JSON.parse(await command(dataDir, ['usage', '--period', period, '--format', 'json'])));
+  }
+  const minutes = (await get('?period=minute&resource=sentiment-1')).body.usage;
+  assert.deepEqual(
+    minutes.map((u) => [u.resourceName, u.meter, u.quantity]),
+    [['sentiment-1', METER, 5]],
+  );
+  assert.match(String(minutes[0]!.period), /^\d{4}-\d\d-\d\dT\d\d:\d\d$/);
+  assert.equal((await get('')).body.period, 'hour');
+  for (const search of ['?period=week', '?period=hour&period=day', '?resource=', '?secret=1']) {
+    const answer = await get(search);
+    assert.equal(answer.status, 400, search);
+    assert.equal((answer.body.error as { code: string }).code, 'InvalidRequest', search);
+  }
+});
