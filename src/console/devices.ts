@@ -1,8 +1,9 @@
 /**
  * The devices page: the devices and their active flag from the file that
  * DevSvc serves and `offcloud devices` edits (same data dir), a toggle of the
- * flag, and each device as DevSvc answers it over gRPC (its generated stub of
- * devices.proto); `/data/<device>` goes to the data service as forwarded.
+ * flag, every DevSvc replica in the registry with its health and answers
+ * (replicas.ts), and a device as DevSvc answers it over gRPC (its generated
+ * stub of devices.proto); `/data/<device>` goes to the data service as forwarded.
  */
 import { Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
@@ -11,6 +12,7 @@ import { devSvcClient, type DevSvcClient } from '../devices/proto.ts';
 import { deviceFilePath, readDevices, setDeviceActive } from '../devices/store.ts';
 import { ConsoleError, InvalidInputError, NotConfiguredError } from './errors.ts';
 import type { consoleOptions } from './options.ts';
+import { ReplicaDirectory } from './replicas.ts';
 
 type ConsoleValues = OptionValues<typeof consoleOptions>;
 
@@ -31,15 +33,19 @@ export function registerDeviceRoutes(app: FastifyInstance, options: ConsoleValue
     return (client ??= devSvcClient(options.devsvcAddress));
   };
   const file = deviceFilePath(options.dataDir);
-
-  app.get('/api/devices', async () => {
+  const devices = async () => {
     try {
-      return { file, devices: await readDevices(file, false) };
+      return await readDevices(file, false);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { file, devices: [] };
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw new ConsoleError(500, 'DeviceFileInvalid', (err as Error).message);
     }
-  });
+  };
+  const replicas = new ReplicaDirectory(options, options.serviceName);
+  app.addHook('onClose', () => replicas.close());
+
+  app.get('/api/devices', async () => ({ file, devices: await devices() }));
+  app.get('/api/devsvc/replicas', async () => replicas.replicas((await devices()).map((d) => d.name)));
 
   app.put<{ Params: { name: string }; Body: { active?: unknown } }>('/api/devices/:name/active', async (request) => {
     const active = request.body?.active;

@@ -5,6 +5,8 @@
  * come from the components started before it (see wire-up.ts).
  */
 import { commonOptions, portOption, type ListOption, type StringOption } from '../common/config.ts';
+import { registryOptions } from '../devices/discovery/index.ts';
+import { serviceNameOption } from '../devices/options.ts';
 
 function text(description: string): StringOption {
   return { type: 'string', default: '', description };
@@ -34,7 +36,10 @@ export const consoleOptions = {
   imagenetLabels: text('ImageNet class index JSON that names the scoring classes (default: imagenet-labels from the models folders)'),
   billingUrl: text("billing's origin"),
   devdataUrl: text("the device data service's origin (http://…:8081)"),
-  devsvcAddress: text('host:port of a DevSvc replica (gRPC)'),
+  devsvcAddress: text('host:port of a DevSvc replica (gRPC) the device lookup asks'),
+  // The registry DevSvc replicas register in, as the data service takes it: the devices page lists every replica there.
+  ...serviceNameOption,
+  ...registryOptions,
   endpoints: { type: 'list', default: [], description: 'more endpoints for the overview, each "component|label|url"' } as ListOption,
   credentials: { type: 'list', default: [], description: 'more credential lines for the overview, each "component|line"' } as ListOption,
 } as const;

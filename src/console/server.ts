@@ -59,6 +59,7 @@ function forwardedUpstreams(options: ConsoleOptions): Record<string, () => Upstr
       methods: ['GET', 'POST'],
     }),
     face: () => ({ what: 'the face container', base: required(options.faceUrl, "the face container's URL", 'face-url'), methods: ['GET', 'POST'] }),
+    billing: () => ({ what: 'billing', base: required(options.billingUrl, "billing's URL", 'billing-url'), methods: ['GET'] }),
     devdata: () => ({ what: 'the device data service', base: required(options.devdataUrl, "the device data service's URL", 'devdata-url'), methods: ['GET'] }),
     scoring: () => ({
       what: 'the scoring front end',

@@ -6,6 +6,7 @@
  */
 import type { RunningComponent } from '../common/component.ts';
 import type { OptionValues } from '../common/config.ts';
+import { registryOfDevSvc } from '../devices/discovery/index.ts';
 import type { consoleOptions } from './options.ts';
 
 type ConsoleValues = OptionValues<typeof consoleOptions>;
@@ -53,6 +54,7 @@ export function consoleWireUp(started: ReadonlyMap<string, RunningComponent>): P
     billingUrl: billing?.billingUrl,
     devdataUrl: origin(get('devdata')?.urls[0]?.url),
     devsvcAddress: get('devsvc')?.exports?.address,
+    ...registryOfDevSvc(get('devsvc')?.exports),
     endpoints: [...started].flatMap(([name, c]) => c.urls.map((e) => `${name}|${e.label}|${e.url}`)),
     credentials: [...started].flatMap(([name, c]) => (c.credentials ?? []).map((line) => `${name}|${line}`)),
   };

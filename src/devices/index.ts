@@ -4,6 +4,7 @@
  * GET /data/<device>, port 8081) and `offcloud devices …`.
  */
 import { defineComponent } from '../common/component.ts';
+import { registryOfDevSvc } from './discovery/index.ts';
 import { devdataOptions, devsvcOptions } from './options.ts';
 
 export { devicesCommands } from './commands.ts';
@@ -24,13 +25,5 @@ export const devdata = defineComponent({
   options: devdataOptions,
   start: async (options) => (await import('./devdata-server.ts')).startDevData(options),
   // Under `offcloud up`, find DevSvc the way it registered (mdns, or its address if it fell back to static).
-  wireUp(started) {
-    const exports = started.get('devsvc')?.exports;
-    if (!exports?.registry) return {};
-    return {
-      registry: exports.registry,
-      serviceName: exports.serviceName,
-      registryAddress: exports.registry === 'static' && exports.address ? [exports.address] : [],
-    };
-  },
+  wireUp: (started) => registryOfDevSvc(started.get('devsvc')?.exports),
 });

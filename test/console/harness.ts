@@ -1,13 +1,17 @@
 /**
  * Real components on port 0 (started through their component definitions,
  * as `offcloud up` starts them), the console wired to them by its wireUp,
- * and one headless Debian chromium for the whole file.
+ * and one headless browser for the whole file: Debian's chromium through
+ * playwright-core, or Debian's firefox-esr through puppeteer-core.
  */
 import { portOptionKeys } from '../helpers/up.ts';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent as HttpsAgent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { BlobServiceClient, type StoragePipelineOptions } from '@azure/storage-blob';
+import { chromium, type BrowserContext } from 'playwright-core';
+import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { ensureLocalCa } from '../../src/common/ca.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { resolveConfig } from '../../src/common/config.ts';
@@ -45,6 +49,8 @@ export class Cleanup {
 export interface Stack {
   dataDir: string;
   caPath: string;
+  /** The CA file's PEM, for the SDK clients. */
+  ca: string;
   started: Map<string, RunningComponent>;
   console: RunningComponent;
   base: string;
@@ -69,7 +75,10 @@ export async function startNamed(
   return running;
 }
 
-export async function startStack(cleanup: Cleanup, scripts: Record<string, string>, consoleOptions: Record<string, unknown> = {}): Promise<Stack> {
+/** The served script the scripts checks run: three lines, a pause before each of the last two. */
+export const HELLO_SCRIPT = '#!/bin/sh\necho "hello $PARAM_NAME"\nsleep 0.3\necho "second line"\nsleep 0.3\necho "third line"\n';
+
+export async function startStack(cleanup: Cleanup, scripts: Record<string, string> = { 'hello.sh': HELLO_SCRIPT }): Promise<Stack> {
   const dataDir = await tempDataDir({ after: () => {} });
   const { caCertPath } = await ensureLocalCa(dataDir);
   const scriptsDir = join(dataDir, 'scripts');
@@ -90,12 +99,29 @@ export async function startStack(cleanup: Cleanup, scripts: Record<string, strin
   await startNamed(cleanup, 'scripts', started, { ...common, scriptsDir });
   await startNamed(cleanup, 'hub', started, { ...common, restPort: 0 });
   await startNamed(cleanup, 'billing', started, common);
-  await startNamed(cleanup, 'sentiment', started, common);
-  await startNamed(cleanup, 'face', started, { ...common, workers: 1 });
+  // Usage goes to billing within a fifth of a second, so the models page can chart it.
+  await startNamed(cleanup, 'sentiment', started, { ...common, meteringIntervalMs: 200 });
+  await startNamed(cleanup, 'face', started, { ...common, workers: 1, meteringIntervalMs: 200 });
   await startNamed(cleanup, 'scoring', started, common);
   await startNamed(cleanup, 'scoring-frontend', started, common);
-  const running = await startNamed(cleanup, 'console', started, { ...common, ...consoleOptions });
-  return { dataDir, caPath: caCertPath, started, console: running, base: running.urls[0]!.url.replace(/\/$/, '') };
+  const running = await startNamed(cleanup, 'console', started, common);
+  const ca = await readFile(caCertPath, 'utf8');
+  return { dataDir, caPath: caCertPath, ca, started, console: running, base: running.urls[0]!.url.replace(/\/$/, '') };
+}
+
+/** A credential line a component printed, by pattern (the first group). */
+export function printed(stack: Stack, component: string, pattern: RegExp): string {
+  for (const line of stack.started.get(component)?.credentials ?? []) {
+    const match = pattern.exec(line);
+    if (match) return match[1]!;
+  }
+  throw new Error(`${component} printed no line matching ${pattern}`);
+}
+
+/** The storage SDK with the connection string storage printed, trusting the stack's CA. */
+export function blobService(stack: Stack): BlobServiceClient {
+  const agent = new HttpsAgent({ ca: stack.ca });
+  return BlobServiceClient.fromConnectionString(printed(stack, 'storage', /^connection string: (.*)$/), { agent } as StoragePipelineOptions);
 }
 
 /** One headless chromium with a fresh profile (playwright passes it as --user-data-dir). */
@@ -127,7 +153,19 @@ export async function launchBrowser(cleanup: Cleanup): Promise<BrowserContext> {
   return browser;
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** One headless Debian firefox-esr through puppeteer-core (WebDriver BiDi; puppeteer makes and removes its profile). */
+export async function launchFirefox(cleanup: Cleanup): Promise<PuppeteerBrowser> {
+  const browser = await puppeteer.launch({
+    browser: 'firefox',
+    executablePath: debianProgram('firefox-esr', '/usr/bin/firefox-esr'),
+    headless: true,
+    defaultViewport: { width: 1280, height: 800 },
+  });
+  cleanup.add(() => browser.close());
+  return browser;
+}
+
+export async function screenshot(page: { screenshot(options: { path: string; fullPage: boolean }): Promise<unknown> }, name: string): Promise<void> {
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }

@@ -44,6 +44,19 @@ export interface RegistryChoice {
   mdnsInterface: string;
 }
 
+/**
+ * Under `offcloud up`: the options that find DevSvc the way it registered, from
+ * what it published (static wiring to its address if it fell back to that).
+ */
+export function registryOfDevSvc(exports: Record<string, string> | undefined): { registry?: string; serviceName?: string; registryAddress?: string[] } {
+  if (!exports?.registry) return {};
+  return {
+    registry: exports.registry,
+    serviceName: exports.serviceName,
+    registryAddress: exports.registry === 'static' && exports.address ? [exports.address] : [],
+  };
+}
+
 export async function openRegistry(choice: RegistryChoice): Promise<Registry> {
   const kind = choice.registry as RegistryKind;
   switch (kind) {

@@ -1,5 +1,6 @@
-// Devices: the devices and their active flag (toggle), each as DevSvc answers
-// over gRPC and as the data service answers GET /data/<device>.
+// Devices: the devices and their active flag (toggle), every DevSvc replica in
+// the registry with its health and answers, and a device as DevSvc answers over
+// gRPC and as the data service answers GET /data/<device>.
 import { api } from '../api.js';
 import { html, ErrorLine, Loading, Section, formValues, useAction, useLoad } from '../ui.js';
 
@@ -36,6 +37,28 @@ function Lookup() {
   <//>`;
 }
 
+function Replicas() {
+  const found = useLoad(() => api('/api/devsvc/replicas'));
+  const health = (r) => html`<span class=${`probe ${r.health === 'SERVING' ? 'probe-up' : 'probe-down'}`}>${r.health}</span>`;
+  const devices = (r) => {
+    if (r.error) return html`<${ErrorLine} error=${{ message: r.error }} />`;
+    const active = r.devices.filter((d) => d.active).length;
+    return html`<details><summary>${active} active of ${r.devices.length}</summary>
+      <ul class="entities">${r.devices.map((d) => html`<li>${d.name || '(unknown to it)'} ${d.active ? 'active' : 'inactive'}</li>`)}</ul>
+    </details>`;
+  };
+  return html`<${Section} title="DevSvc replicas" actions=${html`<button type="button" class="small" onClick=${found.reload}>refresh replicas</button>`}>
+    <${Loading} state=${found}>${found.data && html`
+      <p class="muted">Nodes of <code>${found.data.serviceName}</code> in the ${found.data.registry}; devices as each answers DevSvc.Get for the names in the file.</p>
+      <table aria-label="replicas">
+        <thead><tr><th>node</th><th>address</th><th>health</th><th>devices</th></tr></thead>
+        <tbody>${found.data.replicas.map((r) => html`<tr key=${r.id}><td>${r.id}</td><td><code>${r.address}</code></td><td>${health(r)}</td><td>${devices(r)}</td></tr>`)}</tbody>
+      </table>
+      ${found.data.replicas.length === 0 && html`<p class="muted">No replica registered.</p>`}`}
+    <//>
+  <//>`;
+}
+
 export function DevicesPage() {
   const list = useLoad(() => api('/api/devices'));
   const toggle = useAction();
@@ -56,5 +79,6 @@ export function DevicesPage() {
       <//>
       <${ErrorLine} error=${toggle.error} />
     <//>
+    <${Replicas} />
     <${Lookup} />`;
 }

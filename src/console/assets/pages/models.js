@@ -1,7 +1,9 @@
-// Models: sentiment of a text, and faces found in a photo drawn over it.
+// Models: scoring of a photo, sentiment of a text, faces found in a photo drawn
+// over it, and the containers' billed usage over time.
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html, ErrorLine, Section, formValues, useAction } from '../ui.js';
+import { Usage } from './usage.js';
 
 /** The scoring model's input side, pixels per edge. */
 const SCORING_SIDE = 224;
@@ -111,5 +113,5 @@ function Face() {
 }
 
 export function ModelsPage() {
-  return html`<div class="columns"><${Scoring} /><${Sentiment} /></div><${Face} />`;
+  return html`<div class="columns"><${Scoring} /><${Sentiment} /></div><${Face} /><${Usage} />`;
 }
