@@ -29,9 +29,16 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
  * Removes the temporary files writeFileAtomic leaves beside `path` when the process
  * dies mid-write; the file's owner calls it at start, before anyone writes it.
  */
-export async function removeStaleTemporaries(path: string): Promise<void> {
-  const dir = dirname(path);
-  const prefix = `${basename(path)}.`;
+export function removeStaleTemporaries(path: string): Promise<void> {
+  return removeTemporaries(dirname(path), `${basename(path)}.`);
+}
+
+/** Removes every temporary file writeFileAtomic left in `dir` (a folder of many files one owner writes), likewise. */
+export function removeStaleTemporariesIn(dir: string): Promise<void> {
+  return removeTemporaries(dir, '');
+}
+
+async function removeTemporaries(dir: string, prefix: string): Promise<void> {
   const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return [];
     throw err;

@@ -11,6 +11,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { removeStaleTemporariesIn } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
 import { KeyedQueue } from './keyed-queue.ts';
@@ -207,6 +208,15 @@ export class FileStore implements HubStore {
 
   async isOnline(key: string): Promise<boolean> {
     return this.online.has(key);
+  }
+
+  /**
+   * Removes what writes cut off by a crash left beside the files (issue 19: no stray
+   * temporary files). The hub server calls it at start; a command must not, since a
+   * running hub may be in the middle of a write.
+   */
+  async removeStaleTemporaries(): Promise<void> {
+    for (const folder of ['', 'identities', 'c2d']) await removeStaleTemporariesIn(join(this.dir, folder));
   }
 
   close(): Promise<void> {

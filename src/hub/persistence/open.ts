@@ -32,7 +32,10 @@ async function openRedis(url: string, hostName: string): Promise<{ store: RedisS
   return { store: new RedisStore(data, prefix), bus: new RedisBus(publisher, subscriber, `${prefix}events`) };
 }
 
-export async function openState(options: StateOptions): Promise<{ store: HubStore; bus: HubBus }> {
+/** `atStart`: the hub server opening the files, which first removes what a crash left (never a command). */
+export async function openState(options: StateOptions, atStart = false): Promise<{ store: HubStore; bus: HubBus }> {
   if (options.redisUrl) return openRedis(options.redisUrl, options.hostName);
-  return { store: new FileStore(options.dataDir), bus: new LocalBus() };
+  const store = new FileStore(options.dataDir);
+  if (atStart) await store.removeStaleTemporaries();
+  return { store, bus: new LocalBus() };
 }
