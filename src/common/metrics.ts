@@ -27,24 +27,13 @@ export class ComponentMetrics {
     });
   }
 
-  counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
-    return new Counter({ name: `offcloud_${name}`, help, labelNames, registers: [this.registry] });
+  /** `collect`, when given, sets the counter when scraped (from counts kept elsewhere: reset, then inc by each count). */
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (counter: Counter<L>) => void | Promise<void>): Counter<L> {
+    return new Counter({ name: `offcloud_${name}`, help, labelNames, registers: [this.registry], ...collectOption(collect) });
   }
 
   gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (gauge: Gauge<L>) => void | Promise<void>): Gauge<L> {
-    return new Gauge({
-      name: `offcloud_${name}`,
-      help,
-      labelNames,
-      registers: [this.registry],
-      ...(collect
-        ? {
-            async collect(this: Gauge<L>) {
-              await collect(this);
-            },
-          }
-        : {}),
-    });
+    return new Gauge({ name: `offcloud_${name}`, help, labelNames, registers: [this.registry], ...collectOption(collect) });
   }
 
   histogram<L extends string>(name: string, help: string, labelNames: readonly L[] = [], buckets = LATENCY_BUCKETS): Histogram<L> {
@@ -76,6 +65,16 @@ export class ComponentMetrics {
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/** prom-client's `collect` option, calling `collect` with the metric. */
+function collectOption<M>(collect: ((metric: M) => void | Promise<void>) | undefined) {
+  if (!collect) return {};
+  return {
+    async collect(this: M) {
+      await collect(this);
+    },
+  };
 }
 
 /** Request counts and latency by route (the route's pattern, not the URL, so ids do not explode the label set). */

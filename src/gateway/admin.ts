@@ -8,6 +8,10 @@
  * requests meant for it: a Host that names this API (not a DNS-rebound
  * name) and no foreign Origin, and POST /config only as JSON or YAML, which
  * a web page cannot send across origins without the browser asking first.
+ *
+ * Beside Kong's paths it answers offcloud's own under /_offcloud/ (no Kong
+ * admin path begins with `_`): the last proxied requests and a consumer's
+ * rate-limit state, which Kong has no call for.
  */
 import { ComponentMetrics } from '../common/metrics.ts';
 import { randomUUID } from 'node:crypto';
@@ -17,12 +21,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { documentHash, parseDeclarativeText, toDeclarativeYaml } from './config/declarative.ts';
-import type { Entities } from './config/model.ts';
+import type { Consumer, Entities } from './config/model.ts';
 import { GatewayError, toWireError } from './errors.ts';
 import type { ConnectionCounters } from './http/server.ts';
 import { PLUGINS } from './plugins/index.ts';
+import { consumerRateLimits } from './plugins/rate-limiting/state.ts';
 import type { PluginEnvironment } from './plugins/types.ts';
 import type { LoadedConfig } from './proxy/compile.ts';
+import type { TrafficReport } from './proxy/traffic.ts';
 
 export interface GatewayRuntime {
   config: LoadedConfig;
@@ -30,6 +36,8 @@ export interface GatewayRuntime {
   reload(doc: unknown): LoadedConfig;
   /** The proxy's connection figures (with worker processes, as last reported: at most a second old). */
   stats(): ConnectionCounters;
+  /** What the proxy answered (counts and last requests), read from every proxy process now. */
+  traffic(): Promise<TrafficReport>;
   env: PluginEnvironment;
   listeners(): { proxy: string[] };
   /** The processes that serve the proxy (this one, or the workers). */
@@ -40,13 +48,20 @@ const VERSION = '0.1.0';
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 type Kind = keyof Entities;
 
+/** The `size` of a list (default 100), or null when it is not one. */
+function sizeOf(request: FastifyRequest): number | null {
+  const given = (request.query as Record<string, string | undefined>).size;
+  const size = given === undefined ? 100 : Number(given);
+  return Number.isInteger(size) && size >= 1 && size <= 1000 ? size : null;
+}
+
+const BAD_SIZE = { message: 'size must be an integer between 1 and 1000' };
+
 /** Kong's paged list: `{ data, next }`, `size` (default 100) and an opaque `offset`. */
 function page<T>(items: T[], request: FastifyRequest, reply: FastifyReply) {
   const query = request.query as Record<string, string | undefined>;
-  const size = query.size === undefined ? 100 : Number(query.size);
-  if (!Number.isInteger(size) || size < 1 || size > 1000) {
-    return reply.code(400).send({ message: 'size must be an integer between 1 and 1000' });
-  }
+  const size = sizeOf(request);
+  if (size === null) return reply.code(400).send(BAD_SIZE);
   const decoded = query.offset === undefined ? '0' : Buffer.from(query.offset, 'base64url').toString('utf8');
   if (!/^\d{1,9}$/.test(decoded)) return reply.code(400).send({ message: 'invalid offset' });
   const offset = Number(decoded);
@@ -108,10 +123,17 @@ function ownOrigin(origin: string | undefined, listenHost: string, port: number)
 
 /**
  * The admin API's registry: its own requests, plus the proxy's figures read
- * at scrape from the same counters /status shows (with worker processes, as
- * they last reported). Nothing is added to the proxy's per-request path.
+ * at scrape: the counters /status shows (with worker processes, as they last
+ * reported) and the answers every proxy process counted (asked of each
+ * worker then; proxy/traffic.ts).
  */
 function proxyMetrics(runtime: GatewayRuntime): ComponentMetrics {
+  // One read of the workers per scrape: prom-client collects every metric at once.
+  let reading: Promise<TrafficReport> | null = null;
+  const tally = async () => {
+    reading ??= runtime.traffic().finally(() => (reading = null));
+    return (await reading).tally;
+  };
   const metrics = new ComponentMetrics('gateway');
   const figures: [string, string, (stats: ConnectionCounters) => number][] = [
     ['gateway_proxy_requests', 'requests the proxy has answered or is answering (Kong total_requests)', (s) => s.total],
@@ -120,6 +142,26 @@ function proxyMetrics(runtime: GatewayRuntime): ComponentMetrics {
     ['gateway_proxy_requests_in_flight', 'requests being answered now', (s) => s.inFlight],
   ];
   for (const [name, help, read] of figures) metrics.gauge(name, help, [], (gauge) => gauge.set(read(runtime.stats())));
+  metrics.counter(
+    'gateway_proxy_responses_total',
+    'answers of the proxy by service, route and status (route "" when none matched)',
+    ['service', 'route', 'status'],
+    async (counter) => {
+      const { answers } = await tally();
+      counter.reset();
+      for (const { service, route, status, count } of answers) counter.inc({ service, route, status: String(status) }, count);
+    },
+  );
+  metrics.counter(
+    'gateway_plugin_rejections_total',
+    'requests a plugin answered itself instead of proxying them (key-auth 401, rate-limiting 429), by plugin, service, route and status',
+    ['plugin', 'service', 'route', 'status'],
+    async (counter) => {
+      const { rejections } = await tally();
+      counter.reset();
+      for (const { plugin, service, route, status, count } of rejections) counter.inc({ plugin, service, route, status: String(status) }, count);
+    },
+  );
   return metrics;
 }
 
@@ -226,6 +268,21 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     const { target } = request.params;
     const found = upstream && targetsOf(upstream.id).find((t) => t.id === target || t.target === target || t.target === `${target}:8000`);
     return found ?? reply.code(404).send({ message: 'Not found' });
+  });
+
+  app.get('/_offcloud/requests', async (request, reply) => {
+    const size = sizeOf(request);
+    if (size === null) return reply.code(400).send(BAD_SIZE);
+    const { recent } = await runtime.traffic();
+    return { data: recent.slice(0, size).map((r) => ({ ...r, time: new Date(r.time).toISOString() })) };
+  });
+  app.get('/_offcloud/consumers/:key/rate-limits', async (request: FastifyRequest<{ Params: { key: string } }>, reply) => {
+    const consumer = find('consumers', request.params.key) as Consumer | undefined;
+    if (!consumer) return reply.code(404).send({ message: `Not found: no consumer has the id or username ${JSON.stringify(request.params.key)}` });
+    return {
+      consumer: { id: consumer.id, username: consumer.username },
+      data: await consumerRateLimits(runtime.config, consumer, runtime.env.counters),
+    };
   });
 
   app.get('/config', async () => ({ config: toDeclarativeYaml(entities()) }));

@@ -131,6 +131,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
       return this.config;
     },
     stats: () => (service ? service.counters() : workers!.stats()),
+    traffic: async () => (service ? service.traffic.report() : workers!.traffic()),
     workerPids: () => (service ? [process.pid] : workers!.pids()),
     env,
     listeners: () => ({ proxy: [`${formatHost(options.host)}:${httpPort}`, `${formatHost(options.host)}:${httpsPort} ssl`] }),

@@ -99,3 +99,12 @@ export interface PluginSlot {
   priority: number;
   candidates: PluginInstance[];
 }
+
+/** The instance of a plugin that applies: the consumer-scoped one for this consumer, else the first without a consumer. */
+export function pluginFor(slot: PluginSlot, consumer: Consumer | null): PluginInstance | undefined {
+  for (const candidate of slot.candidates) {
+    const scoped = candidate.entity.consumer;
+    if (!scoped || scoped.id === consumer?.id) return candidate;
+  }
+  return undefined;
+}

@@ -5,7 +5,9 @@
  * shared memory zone), and hands each client connection to the next worker
  * in turn. Workers ask for counter decisions in batches, one message per
  * event-loop turn, so the check-and-increment stays atomic and exact across
- * processes. A worker that dies is replaced.
+ * processes. A worker that dies is replaced. The workers' counts of what
+ * they answered come with their figures each second and are asked for
+ * fresh when the admin API reads them.
  */
 import type { ChildProcess } from 'node:child_process';
 import { forkTypeScript } from '../../common/worker.ts';
@@ -13,6 +15,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ConnectionCounters } from '../http/server.ts';
 import type { Counter, CounterResult, CounterStore } from '../plugins/rate-limiting/policies.ts';
+import { mergeTraffic, type Tally, type TrafficReport } from '../proxy/traffic.ts';
 import type { ProxySettings, Scheme } from './service.ts';
 
 /** What a worker needs to serve: the proxy's settings, the HTTPS port, and the document. */
@@ -29,18 +32,28 @@ export type ToWorker =
   | { type: 'config'; doc: unknown }
   | { type: 'connection'; scheme: Scheme }
   | { type: 'counted'; results: [number, CounterResult][] }
+  | { type: 'traffic'; id: number }
   | { type: 'close' };
 
 /** Messages from a worker. */
 export type FromWorker =
-  { type: 'ready' } | { type: 'count'; batch: [number, Counter[]][] } | { type: 'stats'; counters: ConnectionCounters } | { type: 'failed'; message: string };
+  | { type: 'ready' }
+  | { type: 'count'; batch: [number, Counter[]][] }
+  | { type: 'stats'; counters: ConnectionCounters; tally: Tally }
+  | { type: 'traffic'; id: number; report: TrafficReport }
+  | { type: 'failed'; message: string };
 
 const WORKER_ENTRY = new URL('./worker.ts', import.meta.url);
 const STOP_GRACE_MS = 10_000;
+/** How long a worker may take to send its traffic report before its last one is used. */
+const TRAFFIC_WAIT_MS = 1000;
+const NO_TALLY: Tally = { answers: [], rejections: [] };
 
 interface Worker {
   child: ChildProcess;
   counters: ConnectionCounters;
+  /** Its counts as last reported. */
+  tally: Tally;
   ready: Promise<void>;
 }
 
@@ -51,6 +64,10 @@ export class WorkerPool {
   private settings: WorkerSettings;
   /** Totals of workers that have exited, so /status keeps counting them. */
   private readonly retired: ConnectionCounters = { accepted: 0, active: 0, inFlight: 0, total: 0 };
+  private retiredTally: Tally = NO_TALLY;
+  /** Traffic reports asked of the workers and not answered yet, by id. */
+  private readonly asked = new Map<number, (report: TrafficReport) => void>();
+  private lastAsk = 0;
 
   constructor(
     private readonly size: number,
@@ -69,7 +86,7 @@ export class WorkerPool {
 
   private spawn(): Worker {
     const child = forkTypeScript(WORKER_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const worker: Worker = { child, counters: { accepted: 0, active: 0, inFlight: 0, total: 0 }, ready: Promise.resolve() };
+    const worker: Worker = { child, counters: { accepted: 0, active: 0, inFlight: 0, total: 0 }, tally: NO_TALLY, ready: Promise.resolve() };
     worker.ready = new Promise<void>((resolve, reject) => {
       child.on('message', (message: FromWorker) => {
         switch (message.type) {
@@ -79,7 +96,11 @@ export class WorkerPool {
             return reject(new Error(`gateway worker failed to start: ${message.message}`));
           case 'stats':
             worker.counters = message.counters;
+            worker.tally = message.tally;
             return;
+          case 'traffic':
+            worker.tally = message.report.tally;
+            return this.asked.get(message.id)?.(message.report);
           case 'count':
             return this.decide(child, message.batch);
         }
@@ -105,6 +126,8 @@ export class WorkerPool {
     if (at < 0) return;
     this.retired.accepted += worker.counters.accepted;
     this.retired.total += worker.counters.total;
+    this.retiredTally = mergeTraffic([tallyOnly(this.retiredTally), tallyOnly(worker.tally)]).tally;
+    worker.tally = NO_TALLY;
     if (this.closing) {
       this.workers.splice(at, 1);
       return;
@@ -146,6 +169,27 @@ export class WorkerPool {
     return sum;
   }
 
+  /** Every worker's counts and last requests, asked now (a worker that does not answer in time counts as last reported), and those of workers that exited. */
+  async traffic(): Promise<TrafficReport> {
+    const reports = await Promise.all(this.workers.map((worker) => this.askTraffic(worker)));
+    return mergeTraffic([tallyOnly(this.retiredTally), ...reports]);
+  }
+
+  private askTraffic(worker: Worker): Promise<TrafficReport> {
+    if (!worker.child.connected) return Promise.resolve(tallyOnly(worker.tally));
+    const id = ++this.lastAsk;
+    return new Promise((resolve) => {
+      const answered = (report: TrafficReport) => {
+        clearTimeout(timer);
+        this.asked.delete(id);
+        resolve(report);
+      };
+      const timer = setTimeout(() => answered(tallyOnly(worker.tally)), TRAFFIC_WAIT_MS);
+      this.asked.set(id, answered);
+      send(worker.child, { type: 'traffic', id });
+    });
+  }
+
   pids(): number[] {
     return this.workers.map((w) => w.child.pid!).filter(Boolean);
   }
@@ -163,6 +207,10 @@ export class WorkerPool {
       }),
     );
   }
+}
+
+function tallyOnly(tally: Tally): TrafficReport {
+  return { tally, recent: [] };
 }
 
 function send(child: ChildProcess, message: ToWorker): void {

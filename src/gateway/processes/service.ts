@@ -12,6 +12,7 @@ import { Http1Server, type ConnectionCounters } from '../http/server.ts';
 import { UpstreamPools } from '../http/upstream.ts';
 import type { LoadedConfig } from '../proxy/compile.ts';
 import { Proxy } from '../proxy/proxy.ts';
+import { ProxyTraffic } from '../proxy/traffic.ts';
 
 /** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
 const MAX_HEADER_SIZE = 16 * 1024;
@@ -40,6 +41,8 @@ export interface ProxyServiceOptions extends ProxySettings {
 export type Scheme = 'http' | 'https';
 
 export class ProxyService {
+  /** What this process's proxy has answered (the admin API's counts and last requests). */
+  readonly traffic = new ProxyTraffic();
   private readonly pools: UpstreamPools;
   private readonly plain: Http1Server;
   private readonly secure: Http1Server;
@@ -56,6 +59,7 @@ export class ProxyService {
       maxBodySize: options.maxBodySize,
       httpsPort: options.httpsPort,
       logger: options.logger,
+      traffic: this.traffic,
     });
     // Bodies may stream for long; slow heads are what a slowloris client abuses, so only heads are timed.
     const connections = {

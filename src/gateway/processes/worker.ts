@@ -54,7 +54,7 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
   const env = { counters, logger };
   let config: LoadedConfig = compileConfig(settings.doc, env);
   const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger });
-  const report = setInterval(() => tell({ type: 'stats', counters: service.counters() }), STATS_INTERVAL_MS);
+  const report = setInterval(() => tell({ type: 'stats', counters: service.counters(), tally: service.traffic.tally() }), STATS_INTERVAL_MS);
   report.unref();
   return {
     service,
@@ -91,6 +91,9 @@ process.on('message', (message: ToWorker, handle?: Socket) => {
       return;
     case 'config':
       running?.reload(message.doc);
+      return;
+    case 'traffic':
+      if (running) tell({ type: 'traffic', id: message.id, report: running.service.traffic.report() });
       return;
     case 'close':
       process.disconnect();

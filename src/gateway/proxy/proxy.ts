@@ -15,9 +15,10 @@ import { clientBodyError, GatewayError, MESSAGES, renderError } from '../errors.
 import type { ClientRequest, ClientResponse } from '../http/server.ts';
 import type { UpstreamPools } from '../http/upstream.ts';
 import type { Consumer, KeyauthCredential, Route, Service } from '../config/model.ts';
-import { setOrClearHeader, type ConsumerDirectory, type PluginInstance, type PluginSlot, type RequestContext } from '../plugins/types.ts';
+import { pluginFor, setOrClearHeader, type ConsumerDirectory, type PluginSlot, type RequestContext } from '../plugins/types.ts';
 import type { LoadedConfig } from './compile.ts';
 import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
+import type { ProxyTraffic } from './traffic.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
@@ -35,6 +36,8 @@ export interface ProxyOptions {
   /** The HTTPS listener's port, for https_redirect_status_code redirects. */
   httpsPort(): number | null;
   logger: Logger;
+  /** Where answers are counted and the last requests kept, for the admin API. */
+  traffic: ProxyTraffic;
 }
 
 /**
@@ -153,27 +156,20 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, upstr
   return out;
 }
 
-/** The instance of a plugin that applies: the consumer-scoped one for this consumer, else the first without a consumer. */
-function pluginFor(slot: PluginSlot, consumer: Consumer | null): PluginInstance | undefined {
-  for (const candidate of slot.candidates) {
-    const scoped = candidate.entity.consumer;
-    if (!scoped || scoped.id === consumer?.id) return candidate;
-  }
-  return undefined;
-}
-
 /**
  * The route's plugins from `from` on, in order; a promise only when one of
  * them waits (the rest then run after it), so the common chain runs
  * without one.
  */
-function runPlugins(ctx: RequestContext, slots: readonly PluginSlot[], scheme: 'http' | 'https', from: number): Promise<void> | undefined {
+function runPlugins(ctx: ProxyContext, slots: readonly PluginSlot[], scheme: 'http' | 'https', from: number): Promise<void> | undefined {
   for (let i = from; i < slots.length; i++) {
     const instance = pluginFor(slots[i]!, ctx.consumer);
     if (!instance || !instance.entity.protocols.includes(scheme)) continue;
+    ctx.plugin = slots[i]!.name;
     const pending = instance.handler.access(ctx);
     if (pending) return pending.then(() => runPlugins(ctx, slots, scheme, i + 1));
   }
+  ctx.plugin = null;
   return undefined;
 }
 
@@ -211,6 +207,8 @@ class ProxyContext implements RequestContext {
   credential: KeyauthCredential | null = null;
   readonly directory: ConsumerDirectory;
   body: Buffer | null = null;
+  /** The plugin running now: one that throws has refused the request. */
+  plugin: string | null = null;
   private buffered: Promise<Buffer> | null = null;
 
   constructor(
@@ -290,14 +288,16 @@ export class Proxy {
     const started = performance.now();
     const requestId = this.nextRequestId();
     const responseHeaders: Record<string, string> = {};
+    // The request's context once it is routed, for the answer to a failure.
+    const routed: { ctx: ProxyContext | null } = { ctx: null };
     let done: Promise<void>;
     try {
-      done = this.pass(req, res, scheme, started, requestId, responseHeaders);
+      done = this.pass(req, res, scheme, started, requestId, responseHeaders, routed);
     } catch (err) {
-      this.failed(err, req, res, requestId, responseHeaders, started);
+      this.failed(err, routed.ctx, req, res, requestId, responseHeaders, started);
       return;
     }
-    done.then(undefined, (err: unknown) => this.failed(err, req, res, requestId, responseHeaders, started));
+    done.then(undefined, (err: unknown) => this.failed(err, routed.ctx, req, res, requestId, responseHeaders, started));
   }
 
   /** Routes, checks and runs the plugins, then forwards; throws (or rejects) what the client is answered with instead. */
@@ -308,6 +308,7 @@ export class Proxy {
     started: number,
     requestId: string,
     responseHeaders: Record<string, string>,
+    routed: { ctx: ProxyContext | null },
   ): Promise<void> {
     const config = this.options.config();
     const rawUrl = req.url;
@@ -321,12 +322,13 @@ export class Proxy {
     const address = clientAddress(req);
     const trusted = isTrusted(this.options.trustedIps, address);
     const forwardedProto = (trusted && first(req.headers['x-forwarded-proto'])?.toLowerCase()) || scheme;
+    const given = { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, address, responseHeaders };
+    const ctx = new ProxyContext(req, match, config, given, this.options.maxBodySize);
+    routed.ctx = ctx;
     this.enforceProtocols(match, forwardedProto, req, rawUrl);
     const protocol = match.candidate.route.protocols[0];
     if (protocol === 'grpc' || protocol === 'grpcs') refuseGrpcRoute(req);
 
-    const given = { requestId, scheme, path, query: q < 0 ? '' : rawUrl.slice(q + 1), trusted, address, responseHeaders };
-    const ctx = new ProxyContext(req, match, config, given, this.options.maxBodySize);
     const info = { started, forwardedProto, trusted, address, rawPath };
     const waiting = runPlugins(ctx, match.candidate.plugins, scheme, 0);
     if (waiting) return waiting.then(() => this.forward(req, res, ctx, match, info));
@@ -334,7 +336,15 @@ export class Proxy {
   }
 
   /** A request that could not be passed on: its error answer, or a cut connection. */
-  private failed(err: unknown, req: ClientRequest, res: ClientResponse, requestId: string, responseHeaders: Record<string, string>, started: number): void {
+  private failed(
+    err: unknown,
+    ctx: ProxyContext | null,
+    req: ClientRequest,
+    res: ClientResponse,
+    requestId: string,
+    responseHeaders: Record<string, string>,
+    started: number,
+  ): void {
     try {
       // A client that went away gets nothing; one whose answer had begun gets a cut connection.
       if (res.destroyed) return;
@@ -344,7 +354,12 @@ export class Proxy {
       }
       const error = err instanceof GatewayError ? err : new GatewayError(500, MESSAGES.unexpected);
       if (!(err instanceof GatewayError)) this.options.logger.error({ err }, 'unexpected proxy error');
-      this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(performance.now() - started)) });
+      const latency = performance.now() - started;
+      const { traffic } = this.options;
+      const unrouted = { requestId, method: req.method, path: req.url.split('?')[0]!, route: null, service: null, consumer: null };
+      traffic.answered(ctx ?? unrouted, error.status, started, latency);
+      if (ctx?.plugin) traffic.rejected(ctx.plugin, ctx.route, ctx.service, error.status);
+      this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(latency)) });
     } catch (failure) {
       this.options.logger.error({ err: failure }, 'proxy failure');
       if (!res.headersSent) res.writeHead(500, {}).end();
@@ -415,6 +430,7 @@ export class Proxy {
     const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
 
     const sentAt = performance.now();
+    const { traffic } = this.options;
     return this.options.pools.forward({
       service,
       peer: balancer ? this.peers(balancer, headers, preserveHost) : undefined,
@@ -426,7 +442,9 @@ export class Proxy {
       client: res,
       // A method, not an arrow: tsx names every arrow it sees assigned, at a cost per request.
       onResponse(status, upstream) {
-        res.writeHead(status, responseHeaders(upstream, ctx, Math.round(performance.now() - sentAt), Math.round(sentAt - info.started)));
+        const answeredAt = performance.now();
+        traffic.answered(ctx, status, info.started, answeredAt - info.started);
+        res.writeHead(status, responseHeaders(upstream, ctx, Math.round(answeredAt - sentAt), Math.round(sentAt - info.started)));
       },
     });
   }
@@ -447,6 +465,7 @@ export class Proxy {
           ? [408, MESSAGES.requestTimeout]
           : [400, MESSAGES.badRequest];
     const requestId = this.nextRequestId();
+    this.options.traffic.answered({ requestId, method: '', path: '', route: null, service: null, consumer: null }, status, performance.now(), 0);
     const { contentType, body } = renderError(message, requestId, undefined);
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

@@ -28,6 +28,28 @@ function windowOf(period: Period, now: number): { start: number; end: number } {
   return { start: Date.UTC(year, 0, 1), end: Date.UTC(year + 1, 0, 1) };
 }
 
+/** One counter per configured window, for the requests of `identifier` on a route and service. */
+export function windowCounters(
+  conf: RateLimitingConfig,
+  periods: readonly Period[],
+  routeId: string,
+  serviceId: string,
+  identifier: string,
+  now: number,
+): Counter[] {
+  const counters: Counter[] = [];
+  for (const period of periods) {
+    const window = windowOf(period, now);
+    counters.push({ key: `ratelimit:${routeId}:${serviceId}:${identifier}:${window.start}:${period}`, limit: conf[period]!, expiresAt: window.end });
+  }
+  return counters;
+}
+
+/** The configured windows, shortest first. */
+export function configuredPeriods(conf: RateLimitingConfig): Period[] {
+  return PERIODS.filter((p) => typeof conf[p] === 'number');
+}
+
 /** Kong's get_identifier: what the counters are kept per; every fallback ends at the client IP. */
 function identifierOf(ctx: RequestContext, conf: RateLimitingConfig): string {
   let id: string | undefined;
@@ -110,7 +132,7 @@ export const rateLimiting: PluginDefinition = {
   create(config, env) {
     // The schema checked every field and filled Kong's defaults.
     const conf = config as unknown as RateLimitingConfig;
-    const periods = PERIODS.filter((p) => typeof conf[p] === 'number');
+    const periods = configuredPeriods(conf);
     const names = periods.map(windowHeaders);
     const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
     const storeFailed = (err: unknown) => {
@@ -120,16 +142,7 @@ export const rateLimiting: PluginDefinition = {
     return {
       access(ctx) {
         const now = Date.now();
-        const identifier = identifierOf(ctx, conf);
-        const counters: Counter[] = [];
-        for (const period of periods) {
-          const window = windowOf(period, now);
-          counters.push({
-            key: `ratelimit:${ctx.route.id}:${ctx.service.id}:${identifier}:${window.start}:${period}`,
-            limit: conf[period]!,
-            expiresAt: window.end,
-          });
-        }
+        const counters = windowCounters(conf, periods, ctx.route.id, ctx.service.id, identifierOf(ctx, conf), now);
         let pending: CounterResult | Promise<CounterResult>;
         try {
           pending = store.checkAndIncrement(counters);

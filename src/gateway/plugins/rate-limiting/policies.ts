@@ -28,7 +28,13 @@ export interface CounterStore {
   checkAndIncrement(counters: Counter[]): CounterResult | Promise<CounterResult>;
 }
 
-class LocalCounters implements CounterStore {
+/** Reads counters without counting (the admin API's rate-limit state). */
+export interface CounterReader {
+  /** Each counter's value now (0 for a window nothing was counted in). */
+  usage(counters: Counter[]): number[] | Promise<number[]>;
+}
+
+class LocalCounters implements CounterStore, CounterReader {
   private readonly counts = new Map<string, { value: number; expiresAt: number }>();
   private nextSweep = 0;
 
@@ -52,6 +58,14 @@ class LocalCounters implements CounterStore {
       }
     }
     return { allowed, usage };
+  }
+
+  usage(counters: Counter[]): number[] {
+    const now = Date.now();
+    return counters.map(({ key }) => {
+      const entry = this.counts.get(key);
+      return entry && entry.expiresAt > now ? entry.value : 0;
+    });
   }
 
   /** Drops ended windows, at most once a second, so memory follows the active clients. */
@@ -86,7 +100,7 @@ const SCRIPT_SHA = createHash('sha1').update(CHECK_AND_INCREMENT).digest('hex');
 /** How often a failing Redis is logged at most: once per interval, not once per request. */
 const FAILURE_LOG_INTERVAL_MS = 10_000;
 
-export class RedisCounters implements CounterStore {
+export class RedisCounters implements CounterStore, CounterReader {
   private readonly client: Redis;
   private lastFailureLog = 0;
 
@@ -125,6 +139,12 @@ export class RedisCounters implements CounterStore {
     return { allowed: allowed === 1, usage };
   }
 
+  async usage(counters: Counter[]): Promise<number[]> {
+    if (counters.length === 0) return [];
+    const values = await this.client.mget(counters.map((c) => c.key));
+    return values.map((value) => Number(value ?? 0));
+  }
+
   /** Logs a counter failure, at most once per interval. */
   noteFailure(err: unknown): void {
     const now = Date.now();
@@ -144,12 +164,25 @@ export class RedisCounters implements CounterStore {
 /** The stores of one gateway: one local table, one Redis connection per Redis server. */
 export class CounterStores {
   private readonly redisStores = new Map<string, RedisCounters>();
+  readonly local: CounterStore;
+  /** The `policy: local` table when this process keeps it (not in a worker process, which asks the listening one). */
+  private readonly table: LocalCounters | null;
 
-  /** `local`: this process's table, or (in a worker process) the listening process's. */
+  /** `listener`: in a worker process, the listening process's table. */
   constructor(
     private readonly logger: Logger,
-    readonly local: CounterStore = new LocalCounters(),
-  ) {}
+    listener?: CounterStore,
+  ) {
+    this.table = listener ? null : new LocalCounters();
+    this.local = listener ?? this.table!;
+  }
+
+  /** Where the counters of `policy` are read: this process's table, or Redis. */
+  reader(policy: 'local' | 'redis', redis: RedisConfig): CounterReader {
+    if (policy === 'redis') return this.redis(redis);
+    if (!this.table) throw new Error('the local rate-limit counters are kept by the listening process');
+    return this.table;
+  }
 
   redis(conf: RedisConfig): RedisCounters {
     const id = JSON.stringify([conf.host, conf.port, conf.database, conf.username, conf.password, conf.ssl, conf.ssl_verify, conf.server_name, conf.timeout]);
