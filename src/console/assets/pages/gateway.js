@@ -1,8 +1,74 @@
-// Gateway: services, routes, consumers and plugins as the admin API lists them.
+// Gateway: services, routes, consumers and plugins as the admin API lists them;
+// the last proxied requests and a consumer's rate-limit state from the admin
+// API's offcloud calls (/_offcloud/…, docs/gateway.md), both kept live.
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { html, Json, Loading, Section, useLoad } from '../ui.js';
+import { ErrorLine, formValues, html, Json, Loading, Section, useLoad } from '../ui.js';
 
 const KINDS = ['services', 'routes', 'consumers', 'plugins', 'upstreams'];
+/** How often the live sections ask again, ms. */
+const REFRESH_MS = 1500;
+const RECENT_SHOWN = 50;
+
+/** Calls `reload` every REFRESH_MS while `on`. */
+function useLive(reload, on = true) {
+  useEffect(() => {
+    if (!on) return undefined;
+    const timer = setInterval(reload, REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [reload, on]);
+}
+
+function RecentRequests() {
+  const state = useLoad(() => api(`/api/gateway/_offcloud/requests?size=${RECENT_SHOWN}`));
+  useLive(state.reload);
+  return html`<${Section} title="Recent requests">
+    <${Loading} state=${state}>${state.data && html`
+      <table aria-label="recent requests">
+        <thead><tr><th>time</th><th>method</th><th>path</th><th>route</th><th>service</th><th>consumer</th><th>status</th><th>latency</th></tr></thead>
+        <tbody>${state.data.data.map((r) => html`<tr key=${r.request_id} data-request-id=${r.request_id} title=${`request id ${r.request_id}`}>
+          <td>${new Date(r.time).toLocaleTimeString()}</td><td>${r.method}</td><td><code>${r.path}</code></td><td>${r.route ?? '-'}</td><td>${r.service ?? '-'}</td>
+          <td>${r.consumer ?? '-'}</td><td class=${r.status >= 400 ? 'error' : 'ok'}>${r.status}</td><td>${r.latency_ms} ms</td></tr>`)}</tbody>
+      </table>
+      ${state.data.data.length === 0 && html`<p class="muted">No request has reached the proxy yet.</p>`}`}
+    <//>
+  <//>`;
+}
+
+/** Seconds for a short window; the end's date and time for a long one. */
+function resetsIn(w) {
+  return w.reset < 120 ? `${w.reset} s` : `at ${new Date(w.window_end).toLocaleString()}`;
+}
+
+function RateLimitState({ consumers }) {
+  const [consumer, setConsumer] = useState(null);
+  const state = useLoad(
+    async () => (consumer === null ? null : api(`/api/gateway/_offcloud/consumers/${encodeURIComponent(consumer)}/rate-limits`)),
+    [consumer],
+  );
+  useLive(state.reload, consumer !== null && !state.error);
+  const submit = (event) => {
+    const { name } = formValues(event);
+    if (name === consumer) state.reload();
+    else setConsumer(name);
+  };
+  return html`<${Section} title="Rate-limit state of a consumer">
+    <form class="inline" onSubmit=${submit} aria-label="rate-limit state">
+      <label>Consumer (username or id) <input name="name" required list="gateway-consumers" /></label>
+      <datalist id="gateway-consumers">${consumers.map((c) => html`<option value=${c.username ?? c.id} />`)}</datalist>
+      <button type="submit">Show limits</button>
+    </form>
+    <${ErrorLine} error=${state.error} />
+    ${state.data && html`
+      <table aria-label=${`rate limits of ${state.data.consumer.username ?? state.data.consumer.id}`}>
+        <thead><tr><th>route</th><th>service</th><th>policy</th><th>counted by</th><th>window</th><th>limit</th><th>used</th><th>remaining</th><th>resets in</th></tr></thead>
+        <tbody>${state.data.data.map((w) => html`<tr key=${`${w.plugin.id} ${w.route.id} ${w.credential?.id} ${w.period}`} data-period=${w.period}>
+          <td>${w.route.name ?? w.route.id}</td><td>${w.service.name ?? w.service.id}</td><td>${w.policy}</td><td>${w.limit_by}${w.credential ? ` ${w.credential.id}` : ''}</td>
+          <td>${w.period}</td><td data-field="limit">${w.limit}</td><td data-field="used">${w.used}</td><td data-field="remaining">${w.remaining}</td><td title=${w.window_end}>${resetsIn(w)}</td></tr>`)}</tbody>
+      </table>
+      ${state.data.data.length === 0 && html`<p class="muted">No rate limit counts this consumer's requests.</p>`}`}
+  <//>`;
+}
 
 /** Every page of a Kong listing (`{data, next}`). */
 async function listAll(kind) {
@@ -49,6 +115,8 @@ export function GatewayPage() {
           })}</ul>
         <//>`)}
       </div>
+      <${RecentRequests} />
+      <${RateLimitState} consumers=${state.data.lists.consumers} />
       <${Section} title="Status"><${Json} value=${state.data.status} /><//>`;
   })()}<//>`;
 }
