@@ -70,6 +70,11 @@ test('R-TOKEN-4 a first start seeds a tenant, a demo API with one role, a grante
   const seeds = await Promise.all([openDirectory(dataDir).ensure(), openDirectory(dataDir).ensure()]);
   const seed = seeds.find((s) => s !== null)!;
   assert.equal(seeds.filter((s) => s !== null).length, 1, 'processes starting together agree on one seed');
+  assert.deepEqual(
+    await openDirectory(dataDir).demoClient(),
+    { appId: seed.directory.clients[0]!.appId, secret: seed.demoClientSecret },
+    'the demo secret kept is that of the seed that made the directory',
+  );
   const [a, b] = await Promise.all([loadDirectory(dataDir), loadDirectory(dataDir)]);
   assert.equal(a.defaultTenantId, b.defaultTenantId);
   assert.equal(a.defaultTenantId, seed.directory.defaultTenantId);

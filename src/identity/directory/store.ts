@@ -44,10 +44,15 @@ export class DirectoryStore {
 
   async ensure(): Promise<SeedResult | null> {
     if (await this.file.exists()) return null;
-    const seed = seedDirectory();
-    // The secret first: whoever makes the directory (identity, or storage reading it) must not lose it.
-    await writeFileAtomic(this.demoSecretPath, `${seed.directory.clients[0]!.appId} ${seed.demoClientSecret}\n`, 0o600);
-    return (await createFileExclusive(this.path, serialize(this.path, seed.directory), 0o600)) ? seed : null;
+    // Under the file's lock: of processes starting together, only the one that makes the
+    // directory writes the demo secret, so the secret kept is that of the directory kept.
+    return withFileLock(this.path, async () => {
+      if (await this.file.exists()) return null;
+      const seed = seedDirectory();
+      // The secret first: whoever makes the directory (identity, or storage reading it) must not lose it.
+      await writeFileAtomic(this.demoSecretPath, `${seed.directory.clients[0]!.appId} ${seed.demoClientSecret}\n`, 0o600);
+      return (await createFileExclusive(this.path, serialize(this.path, seed.directory), 0o600)) ? seed : null;
+    });
   }
 
   /** The demo client's id and secret when the seed made them and the client still has that secret. */
