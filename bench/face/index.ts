@@ -28,9 +28,9 @@ const ISSUE_21: FaceAttribute[] = ['age', 'gender', 'emotion', 'glasses', 'blur'
  * first (20 faces ≤ 1.5 s, 1 face ≤ 300 ms with its attributes), so that a
  * run stopped at the timeout still has them.
  */
-const RUNS: [photo: number, mode: string, attributes: FaceAttribute[]][] = [
-  [0, ISSUE_21.join(','), ISSUE_21],
-  [2, ISSUE_21.join(','), ISSUE_21],
+const RUNS: [photo: number, mode: string, attributes: FaceAttribute[], target?: string][] = [
+  [0, ISSUE_21.join(','), ISSUE_21, "issue 21's target ≤ 300 ms"],
+  [2, ISSUE_21.join(','), ISSUE_21, "issue 21's target ≤ 1500 ms"],
   [0, 'detection only', []],
   [2, 'detection only', []],
   [3, ISSUE_21.join(','), ISSUE_21],
@@ -95,7 +95,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   const results: BenchResult[] = [];
   try {
     const all = await benchPhotos();
-    for (const [index, mode, attributes] of RUNS) {
+    for (const [index, mode, attributes, target] of RUNS) {
       signal.throwIfAborted();
       const photo = all[index]!;
       const query = attributes.length ? `?returnFaceAttributes=${attributes.join(',')}` : '';
@@ -114,13 +114,15 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
       const [faces] = await Promise.all([viaHttp(), viaHttp()]);
       await viaModels();
       // Heavy runs get fewer calls so the whole benchmark stays within minutes on 2 cores.
-      const count = attributes.length === 0 ? 20 : Math.max(3, Math.round(24 / Math.max(1, faces)));
+      const count = attributes.length === 0 ? 20 : Math.max(6, Math.round(48 / Math.max(1, faces)));
       const ours = await timed(count, 1, viaHttp);
       const models = await timed(count, 1, viaModels);
       const both = await timed(count, 2, viaHttp);
       const figures = [
         result({
-          name: `face detect latency (p50), ${photo.name} (${faces} found), ${mode}, one request at a time; load average ${ours.loadAverage.toFixed(1)}, ours ${ours.cpuMsPerImage.toFixed(0)} ms CPU per image`,
+          name:
+            `face detect latency (p50), ${photo.name} (${faces} found), ${mode}, one request at a time${target ? ` (${target})` : ''}; ` +
+            `load average ${ours.loadAverage.toFixed(1)}; CPU per image: ours ${ours.cpuMsPerImage.toFixed(0)} ms, direct ${models.cpuMsPerImage.toFixed(0)} ms`,
           unit: 'ms',
           ours: ours.p50ms,
           baseline: 'the same models called directly in one thread, one image at a time',

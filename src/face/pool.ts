@@ -4,6 +4,7 @@
  * once, by the worker that finds its faces, into memory every worker can
  * read; its faces are then split over all the workers, each measuring its
  * share in one batch per model, so that one request also uses every core.
+ * A photo with fewer faces than workers has its models split instead.
  */
 import type { Logger } from 'pino';
 import { WorkerPool } from '../common/worker-pool.ts';
@@ -52,20 +53,40 @@ export class ModelPool {
     const found = answerOf(await this.pool.run({ kind: 'detect', bytes, maxFaces }, [bytes]), 'detected');
     const { image, boxes } = found;
     const perFace = Object.values(wanted).some(Boolean);
-    if (!perFace || boxes.length === 0) return { width: image.width, height: image.height, faces: boxes.map((rectangle) => ({ rectangle })) };
+    const size = { width: image.width, height: image.height };
+    if (!perFace || boxes.length === 0) return { ...size, faces: boxes.map((rectangle) => ({ rectangle })) };
+    const workers = Math.max(1, this.pool.workers);
+    const groups = modelGroups(wanted);
+    if (boxes.length < workers && groups.length > 1) {
+      // Fewer faces than workers: each worker runs some of the models over every face.
+      const parts = await Promise.all(groups.map((group) => this.pool.run({ kind: 'measure', image, boxes, wanted: group })));
+      const measured = parts.map((part) => answerOf(part, 'measured').faces);
+      return { ...size, faces: boxes.map((rectangle, i) => Object.assign({ rectangle }, ...measured.map((faces) => faces[i]))) };
+    }
     // Contiguous shares keep the faces in their size order when the parts are joined.
-    const share = Math.ceil(boxes.length / Math.max(1, this.pool.workers));
+    const share = Math.ceil(boxes.length / workers);
     const parts = await Promise.all(
       Array.from({ length: Math.ceil(boxes.length / share) }, (_, i) =>
         this.pool.run({ kind: 'measure', image, boxes: boxes.slice(i * share, (i + 1) * share), wanted }),
       ),
     );
-    return { width: image.width, height: image.height, faces: parts.flatMap((part) => answerOf(part, 'measured').faces) };
+    return { ...size, faces: parts.flatMap((part) => answerOf(part, 'measured').faces) };
   }
 
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/**
+ * The wanted models in two groups of similar cost: FaceRes (age, gender) and
+ * the mesh, the two large ones, and the small ones (emotion, glasses, mask,
+ * blur/exposure/noise); an empty group is left out.
+ */
+function modelGroups(wanted: Measurements): Measurements[] {
+  const large = { ...wanted, emotion: false, glasses: false, mask: false, quality: false };
+  const small = { ...wanted, ageAndGender: false, mesh: false };
+  return [large, small].filter((group) => Object.values(group).some(Boolean));
 }
 
 function answerOf<K extends FaceAnswer['kind']>(answer: FaceAnswer, kind: K): Extract<FaceAnswer, { kind: K }> {
