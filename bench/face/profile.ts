@@ -48,6 +48,7 @@ for (const photo of (await benchPhotos()).filter((p) => p.name.startsWith('1 fac
     const ms = await cpuPerCall(() => models.measure(image, boxes, wanted));
     cells.push(`${ms.toFixed(1)} (${(ms / boxes.length).toFixed(1)})`);
   }
-  console.log(`| ${photo.name}, ${boxes.length} found | ${cells.join(' | ')} |`);
+  const widths = boxes.map((b) => Math.round(b.width));
+  console.log(`| ${photo.name}, ${boxes.length} found, ${Math.min(...widths)}–${Math.max(...widths)} px wide | ${cells.join(' | ')} |`);
 }
 console.log(`load average ${loadavg()[0]!.toFixed(1)}`);

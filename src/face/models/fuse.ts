@@ -56,11 +56,12 @@ export async function fuseConvolutions(artifacts: tf.io.ModelArtifacts): Promise
     const of = consumers.get(node.name) ?? [];
     return of.length === 1 ? of[0] : undefined;
   };
-  /** The constant operand of a binary op whose other operand is `from`, if it has `size` elements. */
+  /** The constant operand of a binary op whose other operand is `from`, if it is a vector of `size` (or, for 1, a scalar). */
   const constantOperand = (node: GraphNode, from: GraphNode, size: number): string | undefined => {
     const inputs = node.input ?? [];
     const other = inputs.length === 2 && inputs.includes(from.name) ? inputs.find((i) => i !== from.name) : undefined;
-    return other && byName.get(other)?.op === 'Const' && weights[other]?.size === size ? other : undefined;
+    const value = other && byName.get(other)?.op === 'Const' ? weights[other] : undefined;
+    return value && value.rank <= 1 && value.size === size ? other : undefined;
   };
   const scalarIs = (name: string | undefined, value: number) => name !== undefined && weights[name]!.dataSync()[0] === value;
 
@@ -96,7 +97,12 @@ export async function fuseConvolutions(artifacts: tf.io.ModelArtifacts): Promise
   const replaced = new Map<GraphNode, GraphNode>();
   const added: GraphNode[] = [];
   const encode = (s: string) => Buffer.from(s).toString('base64');
-  for (const conv of topology.node.filter((node) => node.op in FUSED && node.input?.length === 2)) {
+  // Channels last only: a per-channel vector then broadcasts over the last axis, as a bias does.
+  const channelsLast = (node: GraphNode) => {
+    const format = (node.attr?.data_format as { s?: string } | undefined)?.s;
+    return format === undefined || Buffer.from(format, 'base64').toString() === 'NHWC';
+  };
+  for (const conv of topology.node.filter((node) => node.op in FUSED && node.input?.length === 2 && channelsLast(node))) {
     const kernelName = conv.input![1]!;
     const kernel = weights[kernelName];
     if (byName.get(kernelName)?.op !== 'Const' || !kernel || kernel.rank !== 4) continue;
