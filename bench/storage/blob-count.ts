@@ -4,7 +4,9 @@
  * server's own work dominates), against the same in an empty container; then restart
  * time with 10,000 blobs against a start on an empty data dir.
  */
-import { loadavg } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
 import { startChildServers, type ChildServers } from '../common/child.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
@@ -14,7 +16,6 @@ import { AccountStore } from '../../src/storage/persistence/store.ts';
 interface ServerInfo {
   httpBlobEndpoint: string;
   accountKey: string;
-  dataDir: string;
   pid: number;
 }
 
@@ -26,9 +27,9 @@ const ACCOUNT = 'devstoreaccount1';
 
 const blobName = (i: number) => `blob-${String(i).padStart(6, '0')}`;
 
-async function startTimed(dataDir?: string): Promise<{ servers: ChildServers<ServerInfo>; ms: number }> {
+async function startTimed(dataDir: string): Promise<{ servers: ChildServers<ServerInfo>; ms: number }> {
   const start = performance.now();
-  const servers = await startChildServers<ServerInfo>(new URL('./servers.ts', import.meta.url), dataDir ? [dataDir] : []);
+  const servers = await startChildServers<ServerInfo>(new URL('./servers.ts', import.meta.url), [dataDir]);
   return { servers, ms: performance.now() - start };
 }
 
@@ -60,9 +61,11 @@ async function measureOverwrites(container: ContainerClient, pid: number, count:
 export async function measureBlobCounts(context?: Pick<BenchContext, 'report'>): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   const report = (r: BenchResult) => (results.push(r), context?.report(r));
-  const first = await startTimed();
-  let servers = first.servers;
+  const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-bench-blob-count-'));
+  let servers: ChildServers<ServerInfo> | undefined;
   try {
+    const first = await startTimed(dataDir);
+    servers = first.servers;
     const container = containerOf(servers.info);
     await container.create();
     await upload(
@@ -90,7 +93,6 @@ export async function measureBlobCounts(context?: Pick<BenchContext, 'report'>):
         }),
       );
     }
-    const dataDir = servers.info.dataDir;
     await servers.stop();
     const openStart = performance.now();
     await AccountStore.open(`${dataDir}/storage/accounts/${ACCOUNT}`);
@@ -109,7 +111,8 @@ export async function measureBlobCounts(context?: Pick<BenchContext, 'report'>):
       }),
     );
   } finally {
-    await servers.stop();
+    await servers?.stop();
+    await rm(dataDir, { recursive: true, force: true });
   }
   return results;
 }
