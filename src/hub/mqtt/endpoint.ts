@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:tls';
 import type { AddressInfo, Server, Socket } from 'node:net';
-import { Aedes } from 'aedes';
+import { Aedes, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import { UnusedConnections } from '../../common/connections.ts';
 import { formatHost, translateListenError } from '../../common/http.ts';
@@ -16,7 +16,7 @@ import { onPuback } from './c2d.ts';
 import { connectHandlers, onClientDisconnect, onClientReady } from './connect.ts';
 import { onHubEvent } from './events.ts';
 import { capPacketSize, type ClientLimits } from './limits.ts';
-import { authorizePublish } from './publish.ts';
+import { answerPublishesDirectly, authorizePublish } from './publish.ts';
 import { Sessions, type EndpointContext } from './session.ts';
 import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
 import { createWebSocketListener, WEBSOCKET_PATH } from './websocket.ts';
@@ -63,8 +63,12 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   broker.on('clientDisconnect', (client) => onClientDisconnect(context, client));
   broker.on('clientError', (client, err) => logger.debug({ clientId: client.id?.slice(0, 256), err: err.message }, 'device connection error'));
 
+  const accept = (client: Client) => {
+    capPacketSize(client, limits);
+    answerPublishesDirectly(context, client);
+  };
   const server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs }, (socket) =>
-    capPacketSize(broker.handle(socket), limits),
+    accept(broker.handle(socket)),
   );
   // A failed or timed-out handshake (an untrusting client, a port scan, a client that never
   // speaks) is that connection's problem only. With a listener here Node leaves the socket
@@ -76,7 +80,7 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   // The broker ends the devices it accepted on close; these are the others.
   const unused = new UnusedConnections(server);
   broker.on('client', (client) => unused.used(client.conn as Socket));
-  const webSocket = createWebSocketListener((stream, request) => capPacketSize(broker.handle(stream, request), limits), options);
+  const webSocket = createWebSocketListener((stream, request) => accept(broker.handle(stream, request)), options);
   const servers: Server[] = [server, webSocket.server];
   const closeServers = () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   let port: number;
