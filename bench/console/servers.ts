@@ -1,5 +1,6 @@
 /**
- * Child process: the components the console bench reads (hub, storage), or,
+ * Child process: the components the console bench reads (hub, storage, one
+ * DevSvc replica wired statically), or,
  * with `console <options JSON>`, the console alone — so its memory is its own.
  * Prints one JSON line when ready; SIGTERM closes.
  */
@@ -17,7 +18,8 @@ let dataDir = '';
 
 async function start(name: string, own: Record<string, unknown>): Promise<RunningComponent> {
   const definition = components.find((c) => c.name === name)!;
-  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quiet, ...own };
+  const ownQuiet = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...ownQuiet, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
   return running;
@@ -31,6 +33,7 @@ if (process.argv[2] === 'console') {
   const { caCertPath } = await ensureLocalCa(dataDir);
   await start('storage', { dataDir });
   await start('hub', { dataDir, restPort: 0, telemetryLogSize: 20_000 });
+  await start('devsvc', { dataDir, registry: 'static', metricsPort: 0 });
   // What `up` would hand the console, as options for a console in another process.
   const consoleOptions = components.find((c) => c.name === 'console')!.wireUp!(started);
   console.log(JSON.stringify({ dataDir, caCertPath, consoleOptions, credentials: Object.fromEntries([...started].map(([n, c]) => [n, c.credentials ?? []])) }));
