@@ -247,8 +247,8 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
       for (let i = 0; i < DEVICES - 3; i++) await addDevice(deviceFilePath(dataDir), `bench-${i}`, i % 2 === 0);
       // DevSvc rereads the file after each of those writes: time the page once it answers for them all.
       for (const until = Date.now() + 120_000; ;) {
-        const answer = (await (await fetch(`${base}/api/devsvc/replicas`)).json()) as { replicas: { devices: { name: string }[] }[] };
-        if (answer.replicas[0]?.devices.filter((d) => d.name).length === DEVICES) break;
+        const answer = (await (await fetch(`${base}/api/devsvc/replicas`)).json()) as { replicas: { devices: { answer: string }[] }[] };
+        if (answer.replicas[0]?.devices.filter((d) => d.answer === 'active' || d.answer === 'inactive').length === DEVICES) break;
         if (Date.now() > until) throw new Error(`DevSvc never answered for all ${DEVICES} devices`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }

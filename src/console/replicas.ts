@@ -30,9 +30,8 @@ export interface ReplicaView {
   address: string;
   /** The gRPC health of devices.DevSvc (SERVING, NOT_SERVING, …) or why it did not answer. */
   health: string;
-  /** What the replica answers for each device name of the file; `error` when it did not answer. */
-  devices: Device[];
-  error?: string;
+  /** What the replica answers for each device name of the file: active, inactive, unknown to it, or why it did not answer. */
+  devices: { name: string; answer: string }[];
 }
 
 function unary<T>(call: (deadline: number, callback: (error: ServiceError | null, answer?: T) => void) => void): Promise<T> {
@@ -48,12 +47,16 @@ async function lookAt(node: ServiceNode, names: string[]): Promise<ReplicaView> 
       (answer) => answer.status,
       (err: ServiceError) => `no answer: ${err.details || err.message}`,
     );
-    try {
-      const devices = await Promise.all(names.map((name) => unary<Device>((deadline, done) => devsvc.Get({ name }, new Metadata(), { deadline }, done))));
-      return { id: node.id, address: node.address, health: status, devices };
-    } catch (err) {
-      return { id: node.id, address: node.address, health: status, devices: [], error: (err as ServiceError).details || (err as Error).message };
-    }
+    // Each name on its own: one call running out of time marks that device, not the replica.
+    const devices = await Promise.all(
+      names.map((name) =>
+        unary<Device>((deadline, done) => devsvc.Get({ name }, new Metadata(), { deadline }, done)).then(
+          (device) => ({ name, answer: !device.name ? 'unknown to it' : device.active ? 'active' : 'inactive' }),
+          (err: ServiceError) => ({ name, answer: `no answer: ${err.details || err.message}` }),
+        ),
+      ),
+    );
+    return { id: node.id, address: node.address, health: status, devices };
   } finally {
     health.close();
     devsvc.close();

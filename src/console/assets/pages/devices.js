@@ -41,10 +41,10 @@ function Replicas() {
   const found = useLoad(() => api('/api/devsvc/replicas'));
   const health = (r) => html`<span class=${`probe ${r.health === 'SERVING' ? 'probe-up' : 'probe-down'}`}>${r.health}</span>`;
   const devices = (r) => {
-    if (r.error) return html`<${ErrorLine} error=${{ message: r.error }} />`;
-    const active = r.devices.filter((d) => d.active).length;
-    return html`<details><summary>${active} active of ${r.devices.length}</summary>
-      <ul class="entities">${r.devices.map((d) => html`<li>${d.name || '(unknown to it)'} ${d.active ? 'active' : 'inactive'}</li>`)}</ul>
+    const active = r.devices.filter((d) => d.answer === 'active').length;
+    const unanswered = r.devices.filter((d) => d.answer.startsWith('no answer')).length;
+    return html`<details><summary>${active} active of ${r.devices.length}${unanswered ? html`, <span class="error">${unanswered} not answered</span>` : ''}</summary>
+      <ul class="entities">${r.devices.map((d) => html`<li>${d.name} ${d.answer}</li>`)}</ul>
     </details>`;
   };
   return html`<${Section} title="DevSvc replicas" actions=${html`<button type="button" class="small" onClick=${found.reload}>refresh replicas</button>`}>
