@@ -225,10 +225,18 @@ export class DeviceHub {
     if (payload.length + topicBytes > MAX_TELEMETRY_BYTES) {
       throw new HubError('MessageTooLarge', `the message is larger than ${MAX_TELEMETRY_BYTES} bytes`);
     }
-    await this.bus.publish({
-      type: 'telemetry',
-      message: { ...identity, enqueuedTimeUtc: new Date().toISOString(), ...bag, ...describeBody(payload) },
-    });
+    const { body, bodyEncoding } = describeBody(payload);
+    // Built field by field (no spreads): this runs for every message.
+    const message = {
+      deviceId: identity.deviceId,
+      moduleId: identity.moduleId,
+      enqueuedTimeUtc: new Date().toISOString(),
+      system: bag.system,
+      properties: bag.properties,
+      body,
+      bodyEncoding,
+    };
+    await this.bus.publish({ type: 'telemetry', message });
     this.settings.count?.('telemetry');
   }
 

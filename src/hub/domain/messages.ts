@@ -97,7 +97,17 @@ export class TelemetryLog {
   }
 
   append(message: Omit<TelemetryMessage, 'seq'>): TelemetryMessage {
-    const entry = { seq: this.nextSeq++, ...message };
+    // Field by field, in the order the readers' JSON shows them (a module's id only when there is one).
+    const entry: TelemetryMessage = {
+      seq: this.nextSeq++,
+      deviceId: message.deviceId,
+      moduleId: message.moduleId,
+      enqueuedTimeUtc: message.enqueuedTimeUtc,
+      system: message.system,
+      properties: message.properties,
+      body: message.body,
+      bodyEncoding: message.bodyEncoding,
+    };
     this.ring[(entry.seq - 1) % this.capacity] = entry;
     for (const listener of this.listeners) listener(entry);
     return entry;
