@@ -11,7 +11,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../common/errors.ts';
 import { ScoringError } from './errors.ts';
-import { writeFileAtomic } from '../common/files.ts';
+import { withFileLock, writeFileAtomic } from '../common/files.ts';
 
 export interface ServiceKeys {
   primaryKey: string;
@@ -103,14 +103,20 @@ export class KeyStore {
     return parsed;
   }
 
-  /** Changes the file under a lock (one writer at a time in this process), atomically. */
+  /**
+   * Changes the file atomically, one writer at a time: queued in this process,
+   * and holding the file's lock against other processes (the CLI regenerating
+   * a key while the running front-end does), so each reads the others' changes.
+   */
   private update<T>(change: (file: KeyFile) => T): Promise<T> {
-    const next = this.writes.then(async () => {
-      const file: KeyFile = structuredClone((await this.read()) ?? { adminKey: newKey(), services: {} });
-      const result = change(file);
-      await writeFileAtomic(this.path, JSON.stringify(file, null, 2) + '\n', 0o600);
-      return result;
-    });
+    const next = this.writes.then(() =>
+      withFileLock(this.path, async () => {
+        const file: KeyFile = structuredClone((await this.read()) ?? { adminKey: newKey(), services: {} });
+        const result = change(file);
+        await writeFileAtomic(this.path, JSON.stringify(file, null, 2) + '\n', 0o600);
+        return result;
+      }),
+    );
     this.writes = next.catch(() => undefined);
     return next;
   }
