@@ -1,4 +1,4 @@
-import { link, mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { lock } from 'proper-lockfile';
@@ -10,14 +10,8 @@ import { lock } from 'proper-lockfile';
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  const handle = await open(temp, 'w', mode);
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
+    await writeFlushed(temp, data, mode);
     await rename(temp, path);
   } catch (err) {
     await rm(temp, { force: true });
@@ -25,9 +19,21 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   }
 }
 
+/** Writes a new file and flushes it to disk. */
+async function writeFlushed(path: string, data: string | Uint8Array, mode: number): Promise<void> {
+  const handle = await open(path, 'w', mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
- * Removes the temporary files writeFileAtomic leaves beside `path` when the process
- * dies mid-write; the file's owner calls it at start, before anyone writes it.
+ * Removes the temporary files writeFileAtomic (`*.tmp`) and createFileExclusive
+ * (`*.new`) leave beside `path` when the process dies mid-write; the file's
+ * owner calls it at start, before anyone writes it.
  */
 export function removeStaleTemporaries(path: string): Promise<void> {
   return removeTemporaries(dirname(path), `${basename(path)}.`);
@@ -43,7 +49,8 @@ async function removeTemporaries(dir: string, prefix: string): Promise<void> {
     if (err.code === 'ENOENT') return [];
     throw err;
   });
-  await Promise.all(names.filter((name) => name.startsWith(prefix) && name.endsWith('.tmp')).map((name) => rm(join(dir, name), { force: true })));
+  const temporary = (name: string) => name.startsWith(prefix) && (name.endsWith('.tmp') || name.endsWith('.new'));
+  await Promise.all(names.filter(temporary).map((name) => rm(join(dir, name), { force: true })));
 }
 
 /**
@@ -60,15 +67,15 @@ export async function syncDirectory(path: string): Promise<void> {
 }
 
 /**
- * Writes `content` to `path` unless the file exists: written beside it, then
- * hard-linked into place, which fails when another process got there first.
- * Returns false when the file already existed.
+ * Writes `content` to `path` unless the file exists: written beside it and
+ * flushed, then hard-linked into place, which fails when another process got
+ * there first. Returns false when the file already existed.
  */
 export async function createFileExclusive(path: string, content: string, mode: number): Promise<boolean> {
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${randomBytes(6).toString('hex')}.new`;
-  await writeFile(temp, content, { mode });
   try {
+    await writeFlushed(temp, content, mode);
     await link(temp, path);
     return true;
   } catch (err) {

@@ -12,6 +12,7 @@ test('crash: the device store keeps every acknowledged device edit over kill -9 
     rounds: 2,
     maxKillDelayMs: 4000,
     start: (dataDir) => startChild(['devsvc', '--data-dir', dataDir, '--registry', 'static'], /grpc:\/\/127\.0\.0\.1:\d+/),
+    planted: (dataDir) => [deviceFilePath(dataDir)],
     async load(_server, writers, dataDir) {
       // `offcloud devices add` edits the file one command at a time, as a person at a terminal does.
       await writers.run(1, async () => {

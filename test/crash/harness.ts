@@ -16,8 +16,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { LineWatcher, tempDataDir } from '../helpers/index.ts';
@@ -99,13 +100,24 @@ export class Writers {
   }
 }
 
-/** Files an interrupted atomic write or upload may leave: none may survive a restart. */
+/**
+ * Files an interrupted atomic write or upload (`*.tmp`) or exclusive creation
+ * (createFileExclusive's `*.new`) may leave: none may survive a restart.
+ */
 async function temporaryFiles(dir: string): Promise<string[]> {
   const found: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && entry.name.endsWith('.tmp')) found.push(join(entry.parentPath, entry.name));
+    if (entry.isFile() && /\.(tmp|new)$/.test(entry.name)) found.push(join(entry.parentPath, entry.name));
   }
   return found;
+}
+
+/** Leaves beside each file what a process killed inside writeFileAtomic or createFileExclusive would. */
+async function plantTemporaries(paths: string[]): Promise<void> {
+  for (const path of paths) {
+    await mkdir(dirname(path), { recursive: true });
+    for (const suffix of ['tmp', 'new']) await writeFile(`${path}.${randomBytes(6).toString('hex')}.${suffix}`, '{"half-writ');
+  }
 }
 
 export interface CrashCase<Server extends Child> {
@@ -115,6 +127,12 @@ export interface CrashCase<Server extends Child> {
   start(dataDir: string): Promise<Server>;
   load(server: Server, writers: Writers, dataDir: string): Promise<void>;
   check(server: Server, round: number, dataDir: string): Promise<void>;
+  /**
+   * Files whose temporaries the component removes at start: the harness plants one
+   * of each kind beside them before every restart, so the clean-up is checked even
+   * when no kill landed inside a write.
+   */
+  planted?(dataDir: string): string[];
 }
 
 export async function crashRounds<Server extends Child>(t: { after(fn: () => unknown): void }, spec: CrashCase<Server>): Promise<void> {
@@ -132,6 +150,7 @@ export async function crashRounds<Server extends Child>(t: { after(fn: () => unk
     await once(server.process, 'exit');
     await loading;
     assert.ok(writers.count > 0, `round ${round}: some writes were acknowledged before the kill`);
+    await plantTemporaries(spec.planted?.(dataDir) ?? []);
     server = await spec.start(dataDir);
     assert.deepEqual(await temporaryFiles(dataDir), [], `round ${round}: no temporary files after a restart`);
     await spec.check(server, round, dataDir);

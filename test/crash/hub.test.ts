@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { connectDevice, eventually, spawnHub, type TestHub } from '../hub/helpers.ts';
 import { crashRounds, type Child } from './harness.ts';
 
@@ -31,6 +32,8 @@ test('crash: the hub keeps every acknowledged device, twin patch (and its versio
       previous = hub;
       return { process: child, readyLine: hub.restUrl, hub };
     },
+    // The hub clears its folders of temporaries, whatever file they were beside.
+    planted: (dataDir) => ['policies.json', 'identities/planted.json', 'c2d/planted.json'].map((name) => join(dataDir, 'hub', name)),
     async load({ hub }, writers) {
       // The devices whose twin and C2D queue the writers use, made once.
       for (let w = 0; w < WRITERS; w++) {

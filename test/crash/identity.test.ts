@@ -13,6 +13,7 @@ test('crash: identity keeps every acknowledged directory edit and key rotation o
     rounds: 2,
     maxKillDelayMs: 4000,
     start: (dataDir) => startChild(['identity', '--data-dir', dataDir, '--port', '0', '--imds-port', '0'], /https:\/\/127\.0\.0\.1:\d+/),
+    planted: (dataDir) => [openDirectory(dataDir).path, openDirectory(dataDir).demoSecretPath, openSigningKeys(dataDir).path],
     async load(_server, writers, dataDir) {
       // Management commands edit the files one at a time, as a person at a terminal does.
       await writers.run(1, async (_writer, iteration) => {

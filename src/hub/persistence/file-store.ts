@@ -1,8 +1,8 @@
 /**
  * The embedded store: registry and twins as one JSON file per identity, and
  * each device's C2D queue in a file beside it, all written atomically in the
- * data dir before the answer goes out (by DurableWriter's worker thread);
- * presence in memory.
+ * data dir before the answer goes out (by DurableWriter's worker thread; a
+ * new identity's file by an exclusive link); presence in memory.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
-import { removeStaleTemporariesIn } from '../../common/files.ts';
+import { createFileExclusive, removeStaleTemporariesIn } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
 import { KeyedQueue } from './keyed-queue.ts';
@@ -92,11 +92,17 @@ export class FileStore implements HubStore {
       .sort((a, b) => identityKey(a).localeCompare(identityKey(b)));
   }
 
+  /**
+   * Exclusive across processes: the file is linked into place only where none
+   * is, so of two creations at once (the hub and `offcloud hub device create`,
+   * or two commands) one gets DeviceAlreadyExists. Not remembered in `known`:
+   * the first update reads the file's version, after any other process's write.
+   */
   createIdentity(record: IdentityRecord): Promise<IdentityRecord> {
     const key = identityKey(record);
     return this.writes.run(key, async () => {
-      if (await this.getIdentity(key)) throw alreadyExists(record);
-      await this.write(record);
+      this.known.delete(key);
+      if (!(await createFileExclusive(this.pathOf(key), JSON.stringify(record), 0o600))) throw alreadyExists(record);
       return record;
     });
   }
