@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { test } from 'node:test';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { gatewayWith, listenOn } from './helpers.ts';
+import { closedByServer, PARTIAL_CLIENT_HELLO, rawConnection } from '../resilience/harness.ts';
 
 type After = Parameters<typeof gatewayWith>[0];
 
@@ -57,25 +58,13 @@ function portOf(url: string): number {
   return Number(new URL(url).port);
 }
 
-async function tcp(url: string): Promise<Socket> {
-  const socket = connect(portOf(url), '127.0.0.1');
-  socket.on('error', () => {});
-  await once(socket, 'connect');
-  return socket;
-}
-
-/** Resolves when the gateway has closed the connection (this side does not close it). */
-function closedByGateway(socket: Socket): Promise<void> {
-  return new Promise((resolve) => (socket.closed ? resolve() : socket.once('close', () => resolve())));
-}
-
 /** Sends raw bytes and collects the answer until the gateway closes the connection. */
 async function rawAnswer(url: string, bytes: string): Promise<string> {
-  const socket = await tcp(url);
+  const socket = await rawConnection(new URL(url));
   let got = '';
   socket.on('data', (chunk: Buffer) => (got += chunk.toString('latin1')));
   socket.write(bytes, 'latin1');
-  await closedByGateway(socket);
+  await closedByServer(socket);
   return got;
 }
 
@@ -83,9 +72,6 @@ const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.
 
 /** A regression here shows as a connection that never closes: fail in bounded time, not at the runner's limit. */
 const BOUNDED = { timeout: 60_000 };
-
-/** The first bytes of a TLS ClientHello (record header and handshake type), and no more. */
-const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00, 0x00]);
 
 /** Reads one answer with a Content-Length from a TLS socket. */
 async function readAnswer(socket: TLSSocket): Promise<string> {
@@ -104,7 +90,7 @@ async function finBeforeHandshake(t: After, count: number, options: Parameters<t
   const { gw, served } = await limited(t, options);
   const sockets: Socket[] = [];
   for (let i = 0; i < count; i++) {
-    const socket = await tcp(gw.https);
+    const socket = await rawConnection(new URL(gw.https));
     // Half of them send the start of a ClientHello first, then their FIN.
     if (i % 2) socket.write(PARTIAL_CLIENT_HELLO);
     socket.end();
@@ -112,7 +98,7 @@ async function finBeforeHandshake(t: After, count: number, options: Parameters<t
   }
   await served();
   // The client side closes only once the gateway has closed its side too (no CLOSE-WAIT left).
-  await Promise.all(sockets.map(closedByGateway));
+  await Promise.all(sockets.map(closedByServer));
   await served();
 }
 
@@ -126,15 +112,15 @@ test('HTTPS with --workers 2: connections that close before the TLS handshake ar
 
 test('HTTPS: connections that never finish the handshake are closed after the handshake timeout; finished ones are not', BOUNDED, async (t) => {
   const { gw, ca, served } = await limited(t, { tlsHandshakeTimeout: 300 });
-  const silent = await tcp(gw.https);
-  const stalled = await tcp(gw.https);
+  const silent = await rawConnection(new URL(gw.https));
+  const stalled = await rawConnection(new URL(gw.https));
   stalled.write(PARTIAL_CLIENT_HELLO);
   // A completed connection idle for longer than the handshake timeout keeps serving.
   const kept = tlsConnect({ port: portOf(gw.https), host: '127.0.0.1', ca, servername: 'localhost' });
   await once(kept, 'secureConnect');
   t.after(() => kept.destroy());
   await served();
-  await Promise.all([closedByGateway(silent), closedByGateway(stalled)]);
+  await Promise.all([closedByServer(silent), closedByServer(stalled)]);
   for (let i = 0; i < 2; i++) {
     kept.write('GET /api/kept HTTP/1.1\r\nHost: localhost\r\n\r\n');
     assert.equal(statusOf(await readAnswer(kept)), 200);
@@ -184,8 +170,8 @@ test('request body: exactly --max-body-size is proxied, one byte over is 413 (de
 
 test('idle connections: one that sends nothing is closed after the keep-alive timeout while others are served', BOUNDED, async (t) => {
   const { gw, served } = await limited(t, { keepAliveTimeout: 300 });
-  const idle = await tcp(gw.proxy);
+  const idle = await rawConnection(new URL(gw.proxy));
   await served();
-  await closedByGateway(idle);
+  await closedByServer(idle);
   await served();
 });
