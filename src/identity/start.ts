@@ -23,10 +23,15 @@ import type { IssuerContext } from './tokens.ts';
 
 export type IdentityOptions = OptionValues<typeof identityOptions>;
 
+/** Where the App Service header secret made for a data dir is kept. */
+export function identityHeaderPath(dataDir: string): string {
+  return resolve(dataDir, 'identity', 'identity-header');
+}
+
 /** The App Service header secret: the option, or one made once per data dir. */
 async function resolveIdentityHeader(dataDir: string, given: string): Promise<string> {
   if (given) return given;
-  const path = resolve(dataDir, 'identity', 'identity-header');
+  const path = identityHeaderPath(dataDir);
   await createFileExclusive(path, randomBytes(24).toString('base64url'), 0o600);
   return (await readFile(path, 'utf8')).trim();
 }
@@ -62,8 +67,8 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const logger = given.logger ?? createLogger(options.logLevel, 'identity');
   const directory = openDirectory(options.dataDir, options.directory || undefined);
   const keys = openSigningKeys(options.dataDir);
-  // What a management command killed mid-write left beside the files it edits.
-  await Promise.all([directory.path, directory.demoSecretPath, keys.path].map(removeStaleTemporaries));
+  // What a management command (or an earlier start) killed mid-write left beside the files it writes.
+  await Promise.all([directory.path, directory.demoSecretPath, keys.path, identityHeaderPath(options.dataDir)].map(removeStaleTemporaries));
   const seed = await directory.ensure();
   await keys.ensure();
   const tls = await resolveTls(options);

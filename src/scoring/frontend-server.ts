@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { ConfigError } from '../common/errors.ts';
+import { removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
@@ -74,6 +75,8 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
   const tls = useTls ? await resolveTls(options) : null;
 
   const keys = new KeyStore(keysFilePath(options.dataDir));
+  // What a front-end or `offcloud scoring keys regenerate` killed mid-write left beside the keys file.
+  await removeStaleTemporaries(keys.path);
   await keys.ensureServices(specs.map((s) => s.name));
   const services = new Map(
     specs.map((s) => [s.name, new ReplicaSet(s.name, s.origins, { healthIntervalMs: options.healthIntervalMs, timeoutMs: options.timeoutMs, logger })]),

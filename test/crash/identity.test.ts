@@ -1,19 +1,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { openDirectory } from '../../src/identity/directory/index.ts';
 import { openSigningKeys } from '../../src/identity/keys.ts';
+import { identityHeaderPath } from '../../src/identity/start.ts';
 import { crashRounds, runOffcloud, startChild } from './harness.ts';
 
 test('crash: identity keeps every acknowledged directory edit and key rotation over kill -9 of the server and the command', async (t) => {
   const identities = { acknowledged: new Set<string>(), started: new Set<string>() };
   const kids = { acknowledged: [] as string[] };
   let next = 0;
+  let header: string | undefined;
 
   await crashRounds(t, {
     rounds: 2,
     maxKillDelayMs: 4000,
     start: (dataDir) => startChild(['identity', '--data-dir', dataDir, '--port', '0', '--imds-port', '0'], /https:\/\/127\.0\.0\.1:\d+/),
-    planted: (dataDir) => [openDirectory(dataDir).path, openDirectory(dataDir).demoSecretPath, openSigningKeys(dataDir).path],
+    planted: (dataDir) => [openDirectory(dataDir).path, openDirectory(dataDir).demoSecretPath, openSigningKeys(dataDir).path, identityHeaderPath(dataDir)],
     async load(_server, writers, dataDir) {
       // Management commands edit the files one at a time, as a person at a terminal does.
       await writers.run(1, async (_writer, iteration) => {
@@ -36,6 +39,10 @@ test('crash: identity keeps every acknowledged directory edit and key rotation o
       for (const name of names) assert.ok(identities.started.has(name), `round ${round}: only identities that were made`);
       const published = (await openSigningKeys(dataDir).current()).jwks.keys.map((k) => k.kid);
       for (const kid of kids.acknowledged) assert.ok(published.includes(kid), `round ${round}: rotated key ${kid} is published`);
+      // The App Service header secret is made once per data dir: every restart keeps it.
+      const current = await readFile(identityHeaderPath(dataDir), 'utf8');
+      header ??= current;
+      assert.equal(current, header, `round ${round}: the identity header is the one made first`);
     },
   });
 });
