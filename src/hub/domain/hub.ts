@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
 import { C2dDelivery } from './c2d.ts';
-import { createC2dMessage, describeBody, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
+import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
 import { hasRight, type Right } from './policies.ts';
 import {
   createIdentityRecord,
@@ -230,7 +230,7 @@ export class DeviceHub {
     const message = {
       deviceId: identity.deviceId,
       moduleId: identity.moduleId,
-      enqueuedTimeUtc: new Date().toISOString(),
+      enqueuedTimeUtc: isoNow(),
       system: bag.system,
       properties: bag.properties,
       body,

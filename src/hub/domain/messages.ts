@@ -75,6 +75,18 @@ export function describeBody(payload: Buffer): MessageBody {
   return isUtf8(payload) ? { body: payload.toString('utf8'), bodyEncoding: 'utf8' } : { body: payload.toString('base64'), bodyEncoding: 'base64' };
 }
 
+let formattedAt = -1;
+let formatted = '';
+/** The time now in ISO 8601, formatted once per millisecond: toISOString costs 1–2 µs, and telemetry asks once per message. */
+export function isoNow(): string {
+  const now = Date.now();
+  if (now !== formattedAt) {
+    formattedAt = now;
+    formatted = new Date(now).toISOString();
+  }
+  return formatted;
+}
+
 export interface TelemetryMessage extends PropertyBag, MessageBody {
   /** Position in this replica's log; `GET /messages/events?since=` resumes after it. */
   seq: number;
