@@ -1,11 +1,11 @@
 /**
  * The worker thread of DurableWriter: writes files atomically (temporary file,
- * fsync, rename) on an event loop of its own, which no device traffic keeps
+ * fsync, rename; a conditional write under the file's lock) on an event loop of its own, which no device traffic keeps
  * busy, and answers once the new content is on disk.
  */
 import { stat } from 'node:fs/promises';
 import { parentPort } from 'node:worker_threads';
-import { writeFileAtomic } from '../../common/files.ts';
+import { withFileLock, writeFileAtomic } from '../../common/files.ts';
 
 export interface DurableWrite {
   id: number;
@@ -29,10 +29,21 @@ export async function fileVersion(path: string): Promise<string | null> {
   }
 }
 
+/**
+ * A conditional write compares and renames holding the file's lock, which every
+ * process writing hub files takes for it (`offcloud hub device …` runs this
+ * worker too, and deletes under the lock): no other write lands between the
+ * check and the rename, so none is overwritten unseen. The lock is one mkdir
+ * and one rmdir on this thread; unconditional writes (C2D queues, policies,
+ * which only the hub writes) take none.
+ */
 async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
-  if (request.expected !== undefined && (await fileVersion(request.path)) !== request.expected) return { id: request.id, stale: true };
-  await writeFileAtomic(request.path, request.data, request.mode);
-  return { id: request.id, version: (await fileVersion(request.path))! };
+  const write = async (): Promise<DurableWriteAnswer> => {
+    if (request.expected !== undefined && (await fileVersion(request.path)) !== request.expected) return { id: request.id, stale: true };
+    await writeFileAtomic(request.path, request.data, request.mode);
+    return { id: request.id, version: (await fileVersion(request.path))! };
+  };
+  return request.expected === undefined ? write() : withFileLock(request.path, write);
 }
 
 parentPort?.on('message', (request: DurableWrite) => {

@@ -11,7 +11,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
-import { createFileExclusive, removeStaleTemporariesIn } from '../../common/files.ts';
+import { createFileExclusive, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
 import { KeyedQueue } from './keyed-queue.ts';
@@ -30,8 +30,6 @@ interface KnownRecord {
 
 /** Records remembered for read-modify-write; the least recently written go first. */
 const MAX_KNOWN_RECORDS = 10_000;
-/** An update that keeps finding its file changed by another process gives up (500) after this many tries. */
-const MAX_STALE_RETRIES = 5;
 
 export class FileStore implements HubStore {
   private readonly dir: string;
@@ -110,23 +108,34 @@ export class FileStore implements HubStore {
   /**
    * Starts from the record this process last wrote, without reading it back, and
    * writes only if no one else (`offcloud hub device …` in another process) has
-   * changed the file since; if someone has, it reads the file and tries again.
+   * changed the file since: the worker compares and renames holding the file's
+   * lock. If someone has, it reads, changes and writes the file holding the lock
+   * itself, so a file another process keeps writing cannot starve the update.
    */
   updateIdentity(key: string, change: IdentityChange): Promise<IdentityRecord> {
     return this.writes.run(key, async () => {
-      for (let attempt = 1; ; attempt++) {
-        const base = this.known.get(key) ?? (await this.readKnown(key));
-        if (!base) throw notFound(parseIdentityKey(key) ?? { deviceId: key });
-        const next = change(base.record);
-        try {
-          await this.write(next, base.version);
-          return next;
-        } catch (err) {
-          this.known.delete(key);
-          if (!(err instanceof StaleFile) || attempt === MAX_STALE_RETRIES) throw err;
-        }
+      const base = this.known.get(key) ?? (await this.readKnown(key));
+      if (!base) throw this.missing(key);
+      const next = change(base.record);
+      try {
+        await this.write(next, base.version);
+        return next;
+      } catch (err) {
+        this.known.delete(key);
+        if (!(err instanceof StaleFile)) throw err;
       }
+      return withFileLock(this.pathOf(key), async () => {
+        const current = await this.getIdentity(key);
+        if (!current) throw this.missing(key);
+        const changed = change(current);
+        await this.write(changed);
+        return changed;
+      });
     });
+  }
+
+  private missing(key: string): Error {
+    return notFound(parseIdentityKey(key) ?? { deviceId: key });
   }
 
   async deleteIdentity(key: string): Promise<boolean> {
@@ -134,8 +143,13 @@ export class FileStore implements HubStore {
     for (const module of modules) await this.deleteIdentity(identityKey(module));
     return this.writes.run(key, async () => {
       this.known.delete(key);
-      if (!(await this.getIdentity(key))) return false;
-      await rm(this.pathOf(key), { force: true });
+      // Under the file's lock, as conditional writes compare and rename: none can put the file back after it is gone.
+      const removed = await withFileLock(this.pathOf(key), async () => {
+        if (!(await this.getIdentity(key))) return false;
+        await rm(this.pathOf(key), { force: true });
+        return true;
+      });
+      if (!removed) return false;
       if (!key.includes('/')) await this.writes.run(`c2d:${key}`, () => rm(this.pathOf(key, 'c2d'), { force: true }));
       return true;
     });
@@ -218,11 +232,19 @@ export class FileStore implements HubStore {
 
   /**
    * Removes what writes cut off by a crash left beside the files (issue 19: no stray
-   * temporary files). The hub server calls it at start; a command must not, since a
-   * running hub may be in the middle of a write.
+   * temporary files), and the locks of identity files a killed hub held mid-write,
+   * which would otherwise hold that device's writes back until they are stale (10 s).
+   * The hub server calls it at start; a command must not, since a running hub may be
+   * in the middle of a write.
    */
   async removeStaleTemporaries(): Promise<void> {
     for (const folder of ['', 'identities', 'c2d']) await removeStaleTemporariesIn(join(this.dir, folder));
+    const identities = join(this.dir, 'identities');
+    const names = await readdir(identities).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+    await Promise.all(names.filter((n) => n.endsWith('.json.lock')).map((n) => rm(join(identities, n), { recursive: true, force: true })));
   }
 
   close(): Promise<void> {
