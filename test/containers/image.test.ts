@@ -21,7 +21,7 @@ import { freePort } from '../helpers/index.ts';
 import { eventually } from '../hub/helpers.ts';
 import { portrait } from '../face/images.ts';
 import { argmax, honeycombSvg, pictureBody } from '../scoring/fixtures.ts';
-import { BUILD_TIMEOUT, ensureImage, podman, podmanStatus, printedKey, removeContainer, ROOT, waitReady } from './podman.ts';
+import { BUILD_TIMEOUT, ensureImage, podman, podmanStatus, printedKeyInLogs, removeContainer, ROOT, waitReady } from './podman.ts';
 
 const HONEYCOMB = 599;
 const NETWORK = `offcloud-test-${process.pid}`;
@@ -225,8 +225,7 @@ test('R-SCORE-1 R-SCORE-11 scoring on 5001, and the front-end in a second contai
   assert.equal(argmax(((await direct.json()) as { result: number[] }).result), HONEYCOMB);
 
   const frontend = await run('frontend', { publish: [5080], args: ['scoring-frontend', '--services', `imagenet=${scoring.name}:5001`], readyPath: '/ready' });
-  const { stdout } = await podman(['logs', frontend.name]);
-  const key = printedKey(stdout, 'imagenet primary key')!;
+  const { key } = await printedKeyInLogs(frontend.name, 'imagenet primary key');
   const forwarded = await fetch(`http://127.0.0.1:${frontend.ports[5080]}/api/v1/service/imagenet/score`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -240,15 +239,7 @@ test('R-SCORE-1 R-SCORE-11 scoring on 5001, and the front-end in a second contai
 
 test('R-TWIN-1 R-TWIN-6 R-TWIN-9 the device SDK on the host patches reported properties of the hub in a container, trusting its CA', async () => {
   const hub = await run('hub', { publish: [8883], args: ['hub'] });
-  const { stdout } = await eventually(
-    throttled(async () => {
-      const logs = await podman(['logs', hub.name]);
-      return printedKey(logs.stdout, 'DeviceId=demo-device;SharedAccessKey=') ? logs : undefined;
-    }),
-    120_000,
-    'the hub table',
-  );
-  const key = printedKey(stdout, 'DeviceId=demo-device;SharedAccessKey=')!;
+  const { key } = await printedKeyInLogs(hub.name, 'DeviceId=demo-device;SharedAccessKey=');
   // The CA as a user takes it: `podman cp` out of the /data volume.
   const dir = await mkdtemp(join(tmpdir(), 'offcloud-ca-'));
   await podman(['cp', `${hub.name}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);

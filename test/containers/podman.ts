@@ -258,7 +258,24 @@ export function printedKey(output: string, label: string): string | undefined {
   // may hold a `/`: join those breaks back first, then read the key up to its `=` padding.
   const unwrapped = output.replace(/([;,/=])\r?\n[ \t]+/g, '$1');
   const at = unwrapped.indexOf(label);
-  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/_-]+={0,2})/.exec(unwrapped.slice(at + label.length))?.[1];
+  // Only a whole key, one with something after it (a log read while the table is still being written
+  // may end inside the key).
+  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/_-]+={0,2})(?=[^A-Za-z0-9+/_=-])/.exec(unwrapped.slice(at + label.length))?.[1];
+}
+
+/**
+ * The key printed after `label` in a container's start-up table, read from `podman logs` until the
+ * table has been written that far (a component answers /ready before its table is printed).
+ */
+export async function printedKeyInLogs(container: string, label: string, timeoutMs = 120_000): Promise<{ key: string; stdout: string }> {
+  const start = performance.now();
+  for (;;) {
+    const { stdout } = await podman(['logs', container]);
+    const key = printedKey(stdout, label);
+    if (key) return { key, stdout };
+    if (performance.now() - start > timeoutMs) throw new Error(`${container} printed no "${label}" within ${timeoutMs} ms:\n${stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 /** Removes a container (if it is there) when the test ends. */
