@@ -10,6 +10,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { BlobSASPermissions, BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
+import { DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
 import { startUp, terminate, type Up } from '../../test/resilience/harness.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
@@ -19,7 +21,7 @@ const MINUTE_MS = 60_000;
 interface Operation {
   component: string;
   /** The request, from up's listeners. */
-  call(up: Up): { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string };
+  call(up: Up, prepared: Prepared): { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string };
   status: number;
 }
 
@@ -28,13 +30,38 @@ const origin = (up: Up, component: string, label?: RegExp) => {
   return `${url.protocol}//${url.host}`;
 };
 
-/** One cheap real operation per component; /health where the real ones need credentials the table does not print whole. */
+/** What the operations need that is made once before the load: a blob to read, its SAS URL. */
+interface Prepared {
+  blobUrl: string;
+}
+
+/** A container and a blob in the development account over storage's HTTP port, read back with a SAS. */
+async function prepareStorage(up: Up): Promise<Prepared> {
+  const endpoint = up.listener('storage', /HTTP:/).url;
+  const credential = new StorageSharedKeyCredential(DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY);
+  const service = new BlobServiceClient(`${endpoint.protocol}//${endpoint.host}/${DEVELOPMENT_ACCOUNT}`, credential);
+  const container = service.getContainerClient('soak');
+  await container.createIfNotExists();
+  const blob = container.getBlockBlobClient('soak.txt');
+  await blob.upload('soak', 4);
+  const blobUrl = await blob.generateSasUrl({ permissions: BlobSASPermissions.parse('r'), expiresOn: new Date(Date.now() + 3_600_000) });
+  return { blobUrl };
+}
+
+/** One cheap real operation per component; /health where the real ones need credentials the table does not print whole (hub, billing, face, scoring). */
 const OPERATIONS: Operation[] = [
   { component: 'calculator', call: (up) => ({ url: `${origin(up, 'calculator')}/add/2/3` }), status: 200 },
   { component: 'users', call: (up) => ({ url: `${origin(up, 'users')}/api/getusers` }), status: 200 },
   { component: 'gateway', call: (up) => ({ url: `${origin(up, 'gateway', /^proxy$/)}/calc/v1/add/2/3` }), status: 200 },
-  { component: 'identity', call: (up) => ({ url: `${origin(up, 'identity', /IMDS/)}/health` }), status: 200 },
-  { component: 'storage', call: (up) => ({ url: `${origin(up, 'storage', /HTTPS/)}/health` }), status: 200 },
+  {
+    component: 'identity',
+    call: (up) => ({
+      url: `${origin(up, 'identity', /IMDS/)}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent('https://storage.azure.com')}`,
+      headers: { Metadata: 'true' },
+    }),
+    status: 200,
+  },
+  { component: 'storage', call: (_up, prepared) => ({ url: prepared.blobUrl }), status: 200 },
   { component: 'devdata', call: (up) => ({ url: `${origin(up, 'devdata')}/data/soak-device` }), status: 200 },
   { component: 'scripts', call: (up) => ({ url: `${origin(up, 'scripts')}/hello?name=soak` }), status: 200 },
   { component: 'hub', call: (up) => ({ url: `${origin(up, 'hub', /REST/)}/health` }), status: 200 },
@@ -79,6 +106,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   const pid = up.process.pid!;
   const agent = new Agent({ connect: { ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8') } });
   try {
+    const prepared = await prepareStorage(up);
     const rssStart = await rssMb(pid);
     const cpuStart = cpuWithEndedChildren(pid);
     const started = Date.now();
@@ -92,7 +120,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     };
     const stopAt = started + durationMs;
     const client = async (operation: Operation) => {
-      const call = operation.call(up);
+      const call = operation.call(up, prepared);
       while (Date.now() < stopAt && !signal.aborted) {
         const sentAt = Date.now();
         const sent = performance.now();
