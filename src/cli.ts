@@ -116,8 +116,9 @@ const UP_OPTIONS = {
   only: {
     type: 'list',
     default: [],
-    description:
-      'start only these components (comma-separated), with the ones they need (storage: identity; gateway: users, calculator; devdata: devsvc; sentiment, face: billing; scoring-frontend: scoring)',
+    description: `start only these components (comma-separated), with the ones they need (${Object.entries(upNeeds)
+      .map(([name, needs]) => `${name}: ${Object.keys(needs).join(', ')}`)
+      .join('; ')})`,
   },
   strict: {
     type: 'boolean',

@@ -185,11 +185,12 @@ export class BillingStore {
   /** Totals per resource, period and meter, oldest period first. */
   totals(period: Period, resourceFilter?: string): UsageTotal[] {
     const byKey = new Map<string, UsageTotal>();
+    const resources = new Map(this.#resources.map((r) => [r.id, r]));
     for (const record of this.#usage) {
-      const resource = this.#resources.find((r) => r.id === record.resourceId);
+      const resource = resources.get(record.resourceId);
       if (!resource || (resourceFilter && resource.id !== resourceFilter && resource.name !== resourceFilter)) continue;
+      const when = periodOf(record.receivedAt, period);
       for (const meter of record.meters) {
-        const when = periodOf(record.receivedAt, period);
         const key = `${resource.id}\u0000${when}\u0000${meter.name}`;
         const total = byKey.get(key) ?? {
           resourceId: resource.id,

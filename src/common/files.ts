@@ -39,18 +39,22 @@ export function removeStaleTemporaries(path: string): Promise<void> {
   return removeTemporaries(dirname(path), `${basename(path)}.`);
 }
 
-/** Removes every temporary file writeFileAtomic left in `dir` (a folder of many files one owner writes), likewise. */
-export function removeStaleTemporariesIn(dir: string): Promise<void> {
-  return removeTemporaries(dir, '');
+/**
+ * Removes every temporary file writeFileAtomic and createFileExclusive left in `dir` (a
+ * folder of many files one owner writes), likewise; with `locks`, also the lock folders
+ * withFileLock left there — only for an owner that no command writes beside at its start.
+ */
+export function removeStaleTemporariesIn(dir: string, { locks = false } = {}): Promise<void> {
+  return removeTemporaries(dir, '', locks ? ['.tmp', '.new', '.lock'] : ['.tmp', '.new']);
 }
 
-async function removeTemporaries(dir: string, prefix: string): Promise<void> {
+async function removeTemporaries(dir: string, prefix: string, suffixes: readonly string[] = ['.tmp', '.new']): Promise<void> {
   const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return [];
     throw err;
   });
-  const temporary = (name: string) => name.startsWith(prefix) && (name.endsWith('.tmp') || name.endsWith('.new'));
-  await Promise.all(names.filter(temporary).map((name) => rm(join(dir, name), { force: true })));
+  const temporary = (name: string) => name.startsWith(prefix) && suffixes.some((suffix) => name.endsWith(suffix));
+  await Promise.all(names.filter(temporary).map((name) => rm(join(dir, name), { recursive: true, force: true })));
 }
 
 /**

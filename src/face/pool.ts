@@ -78,14 +78,21 @@ export class ModelPool {
   }
 }
 
+/** The models of the large group; every other model is in the small one, so none runs in both. */
+const LARGE_MODELS: ReadonlySet<keyof Measurements> = new Set(['ageAndGender', 'mesh']);
+
 /**
  * The wanted models in two groups of similar cost: FaceRes (age, gender) and
  * the mesh, the two large ones, and the small ones (emotion, glasses, mask,
  * blur/exposure/noise); an empty group is left out.
  */
 function modelGroups(wanted: Measurements): Measurements[] {
-  const large = { ...wanted, emotion: false, glasses: false, mask: false, quality: false };
-  const small = { ...wanted, ageAndGender: false, mesh: false };
+  const large = { ...wanted };
+  const small = { ...wanted };
+  for (const model of Object.keys(wanted) as (keyof Measurements)[]) {
+    if (LARGE_MODELS.has(model)) small[model] = false;
+    else large[model] = false;
+  }
   return [large, small].filter((group) => Object.values(group).some(Boolean));
 }
 

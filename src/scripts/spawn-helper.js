@@ -18,9 +18,6 @@
  */
 import { spawn } from 'node:child_process';
 
-/** Messages go out one at a time: a handle waits for the server's acknowledgement. */
-const send = (message, handle) => process.send(message, handle);
-
 /**
  * Node starts reading a pipe as soon as spawn() makes it; this process must
  * not read a byte of what the server is to read, so reading stops before the
@@ -41,23 +38,23 @@ process.on('message', (request) => {
       stdio: [request.stdin === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
   } catch (err) {
-    send({ type: 'failed', id, code: err.code ?? err.message });
+    process.send({ type: 'failed', id, code: err.code ?? err.message });
     return;
   }
   if (child.pid === undefined) {
-    child.once('error', (err) => send({ type: 'failed', id, code: err.code ?? err.message }));
+    child.once('error', (err) => process.send({ type: 'failed', id, code: err.code ?? err.message }));
     return;
   }
   stopReading(child.stdout);
   stopReading(child.stderr);
-  child.once('exit', (code, signal) => send({ type: 'exit', id, code, signal }));
+  child.once('exit', (code, signal) => process.send({ type: 'exit', id, code, signal }));
   if (child.stdin) {
     // A script that never reads stdin closes it early: EPIPE is expected then.
     child.stdin.on('error', () => undefined);
     child.stdin.end(Buffer.from(request.stdin, 'base64'));
   }
-  send({ type: 'stdout', id, pid: child.pid }, child.stdout);
-  send({ type: 'stderr', id }, child.stderr);
+  process.send({ type: 'stdout', id, pid: child.pid }, child.stdout);
+  process.send({ type: 'stderr', id }, child.stderr);
 });
 
 // The server ends this process by closing the channel (or by ending itself). Signals sent
@@ -66,4 +63,4 @@ process.on('message', (request) => {
 process.on('disconnect', () => process.exit(0));
 process.on('SIGINT', () => undefined);
 process.on('SIGTERM', () => undefined);
-send({ type: 'ready' });
+process.send({ type: 'ready' });

@@ -34,8 +34,10 @@ export async function fileVersion(path: string): Promise<string | null> {
  * process writing hub files takes for it (`offcloud hub device …` runs this
  * worker too, and deletes under the lock): no other write lands between the
  * check and the rename, so none is overwritten unseen. The lock is one mkdir
- * and one rmdir on this thread; unconditional writes (C2D queues, policies,
- * which only the hub writes) take none.
+ * and one rmdir on this thread; unconditional writes take none: C2D queues and
+ * policies, which only the hub writes, and a device file whose caller already
+ * holds its lock (FileStore.updateIdentity's fallback — taking it here again
+ * would wait on this very process until the lock went stale).
  */
 async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
   const write = async (): Promise<DurableWriteAnswer> => {

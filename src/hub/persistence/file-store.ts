@@ -128,6 +128,7 @@ export class FileStore implements HubStore {
         const current = await this.getIdentity(key);
         if (!current) throw this.missing(key);
         const changed = change(current);
+        // Unconditional on purpose: this process holds the file's lock, which a checked write would take again.
         await this.write(changed);
         return changed;
       });
@@ -238,13 +239,11 @@ export class FileStore implements HubStore {
    * in the middle of a write.
    */
   async removeStaleTemporaries(): Promise<void> {
-    for (const folder of ['', 'identities', 'c2d']) await removeStaleTemporariesIn(join(this.dir, folder));
-    const identities = join(this.dir, 'identities');
-    const names = await readdir(identities).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [];
-      throw err;
-    });
-    await Promise.all(names.filter((n) => n.endsWith('.json.lock')).map((n) => rm(join(identities, n), { recursive: true, force: true })));
+    await Promise.all([
+      removeStaleTemporariesIn(this.dir),
+      removeStaleTemporariesIn(join(this.dir, 'identities'), { locks: true }),
+      removeStaleTemporariesIn(join(this.dir, 'c2d')),
+    ]);
   }
 
   close(): Promise<void> {
