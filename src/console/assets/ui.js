@@ -22,6 +22,15 @@ export function useLoad(load, deps = []) {
   return { ...state, reload };
 }
 
+/** Calls `reload` every `ms` while `on` (a live section). */
+export function useLive(reload, ms, on = true) {
+  useEffect(() => {
+    if (!on) return undefined;
+    const timer = setInterval(reload, ms);
+    return () => clearInterval(timer);
+  }, [reload, ms, on]);
+}
+
 /** Runs an action, remembering its error or result for the form that started it. */
 export function useAction() {
   const [state, setState] = useState({ busy: false, error: null, result: undefined });

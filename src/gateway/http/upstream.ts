@@ -421,16 +421,17 @@ export class UpstreamPools {
     const pool = this.poolFor(request.peer ? request.peer() : request.service);
     // The common case, a kept-alive connection ready, goes without an async function's frame.
     const connection = request.client.destroyed ? null : pool.take();
-    if (!connection) return this.tryFrom(request, pool, 0, undefined);
+    if (!connection) return this.tryFrom(request, pool, undefined);
     return connection.send(request).then((failure) => {
       if (!failure) return;
       // A kept-alive connection the upstream had closed meanwhile is no fault of the upstream's: not a try.
-      return this.tryFrom(request, pool, 0, retryable(failure, request));
+      return this.tryFrom(request, pool, retryable(failure, request));
     });
   }
 
-  /** The tries from `attempt` on (`lastError`: how the one before failed). */
-  private async tryFrom(request: ForwardRequest, pool: OriginPool, attempt: number, lastError: unknown): Promise<void> {
+  /** The tries, up to the service's retries (`lastError`: how a kept-alive connection failed first, if it did). */
+  private async tryFrom(request: ForwardRequest, pool: OriginPool, lastError: unknown): Promise<void> {
+    let attempt = 0;
     while (attempt <= request.service.retries) {
       if (request.client.destroyed) throw new UpstreamError('CLIENT_GONE', 'the client went away');
       let connection = pool.take();

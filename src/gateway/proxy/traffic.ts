@@ -16,7 +16,7 @@ export const RECENT_REQUESTS = 200;
 export interface AnsweredRequest {
   requestId: string;
   method: string;
-  /** The normalized path, without the query string (where API keys may be). */
+  /** The path without the query string (where API keys may be): normalized once routed, as sent for a request no route matched. */
   path: string;
   route: Route | null;
   service: Service | null;

@@ -1,27 +1,18 @@
 // Gateway: services, routes, consumers and plugins as the admin API lists them;
 // the last proxied requests and a consumer's rate-limit state from the admin
 // API's offcloud calls (/_offcloud/…, docs/gateway.md), both kept live.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { ErrorLine, formValues, html, Json, Loading, Section, useLoad } from '../ui.js';
+import { ErrorLine, formValues, html, Json, Loading, Section, useLive, useLoad } from '../ui.js';
 
 const KINDS = ['services', 'routes', 'consumers', 'plugins', 'upstreams'];
 /** How often the live sections ask again, ms. */
 const REFRESH_MS = 1500;
 const RECENT_SHOWN = 50;
 
-/** Calls `reload` every REFRESH_MS while `on`. */
-function useLive(reload, on = true) {
-  useEffect(() => {
-    if (!on) return undefined;
-    const timer = setInterval(reload, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [reload, on]);
-}
-
 function RecentRequests() {
   const state = useLoad(() => api(`/api/gateway/_offcloud/requests?size=${RECENT_SHOWN}`));
-  useLive(state.reload);
+  useLive(state.reload, REFRESH_MS);
   return html`<${Section} title="Recent requests">
     <${Loading} state=${state}>${state.data && html`
       <table aria-label="recent requests">
@@ -46,7 +37,7 @@ function RateLimitState({ consumers }) {
     async () => (consumer === null ? null : api(`/api/gateway/_offcloud/consumers/${encodeURIComponent(consumer)}/rate-limits`)),
     [consumer],
   );
-  useLive(state.reload, consumer !== null && !state.error);
+  useLive(state.reload, REFRESH_MS, consumer !== null && !state.error);
   const submit = (event) => {
     const { name } = formValues(event);
     if (name === consumer) state.reload();

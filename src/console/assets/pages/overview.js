@@ -1,8 +1,7 @@
 // Every component with live health and readiness, its URLs and keys, the CA
 // file, and client snippets filled with the real values.
-import { useEffect } from 'preact/hooks';
 import { api } from '../api.js';
-import { html, CopyButton, Loading, Section, useLoad } from '../ui.js';
+import { html, CopyButton, Loading, Section, useLive, useLoad } from '../ui.js';
 
 const REFRESH_MS = 5000;
 
@@ -45,10 +44,7 @@ const token = await credential.getToken('https://storage.azure.com/.default');`]
 
 export function OverviewPage() {
   const state = useLoad(() => api('/api/overview'));
-  useEffect(() => {
-    const timer = setInterval(state.reload, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [state.reload]);
+  useLive(state.reload, REFRESH_MS);
   return html`<${Loading} state=${state}>${state.data && html`
     <p class="toolbar">
       ${state.data.caFile ? html`<a class="button" href="/api/ca.crt" download="offcloud-ca.crt">Download the CA file</a> <code>${state.data.caFile}</code>` : html`<span class="muted">No CA file given.</span>`}

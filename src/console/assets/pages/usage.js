@@ -1,9 +1,9 @@
 // Billing usage per resource over time: billing's GET /billing/v1/usage (our
 // addition; counts only), drawn as one small SVG bar chart per resource and
 // meter on a shared time axis: the latest buckets of the period, ending now.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { html, Loading, Section, useLoad } from '../ui.js';
+import { html, Loading, Section, useLive, useLoad } from '../ui.js';
 
 /** Each period's bucket: how many characters of an ISO time name it, how to step n buckets on, and how many are drawn. */
 const PERIODS = {
@@ -45,10 +45,7 @@ function BarChart({ series, axis, period }) {
 export function Usage() {
   const [period, setPeriod] = useState('minute');
   const usage = useLoad(() => api(`/api/billing/billing/v1/usage?period=${period}`), [period]);
-  useEffect(() => {
-    const timer = setInterval(usage.reload, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [usage.reload]);
+  useLive(usage.reload, REFRESH_MS);
   const chart = (data) => {
     if (!data.usage.length) return html`<p class="muted">No usage reported yet: the containers report at their metering interval.</p>`;
     const axis = timeAxis(data.period);
