@@ -32,10 +32,12 @@ function identityOf(params: IdParams): Identity {
   return params.mid === undefined ? { deviceId } : { deviceId, moduleId: validateId(params.mid, 'moduleId') };
 }
 
-function ifMatch(request: FastifyRequest): string | undefined {
-  const value = request.headers['if-match'];
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
+
+const ifMatch = (request: FastifyRequest) => header(request, 'if-match');
 
 function integerQuery(value: unknown, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
@@ -82,9 +84,18 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     const record = await hub.identity(key);
     return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
   };
-  app.get('/devices', registryRead, async (request) => {
-    return hub.listDevices(integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000));
+  // The service SDK lists with a trailing slash (`GET /devices/`), curl users without.
+  for (const path of ['/devices', '/devices/']) {
+    app.get(path, registryRead, async (request) => hub.listDevices(integerQuery((request.query as Record<string, unknown>).top, 'top', 1000, 1000)));
+  }
+  app.post('/devices/query', registryRead, async (request, reply) => {
+    const pageSize = integerQuery(header(request, 'x-ms-max-item-count'), 'x-ms-max-item-count', 100, 1000) || 100;
+    const page = await hub.queryDevices((request.body as { query?: unknown } | undefined)?.query, pageSize, header(request, 'x-ms-continuation'));
+    if (page.continuation) reply.header('x-ms-continuation', page.continuation);
+    return reply.send(page.items);
   });
+  app.get('/statistics/devices', registryRead, async () => hub.registryStatistics());
+  app.get('/statistics/service', serviceConnect, async () => hub.serviceStatistics());
   app.get<{ Params: IdParams }>('/devices/:id/modules', registryRead, async (request) => {
     return hub.listModules(identityOf(request.params).deviceId);
   });

@@ -1,5 +1,7 @@
 /** Starting a hub on port 0 and talking to its REST API, for the hub suites. */
 import { readFile } from 'node:fs/promises';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -242,3 +244,23 @@ export function killHard(child: ChildProcess): Promise<void> {
 
 /** A port free on loopback right now, for programs that cannot take port 0 (redis-server, mosquitto). */
 export { freePort };
+
+/**
+ * The service SDK (azure-iothub) dials `https://<HostName>:443` with an agent of its own and takes
+ * neither a port nor a CA. In a test its connections to `localhost:443` go to the hub's REST port,
+ * trusting the hub's CA: what a hub on 443 and a trusted CA (`NODE_EXTRA_CA_CERTS`) give a user.
+ * The SDK itself is untouched; undo with the function returned.
+ */
+export function routeServiceSdkTo(hub: Pick<TestHub, 'restUrl' | 'ca'>): () => void {
+  const port = Number(new URL(hub.restUrl).port);
+  type CreateConnection = (this: https.Agent, options: Record<string, unknown>, callback?: unknown) => Duplex;
+  const prototype = https.Agent.prototype as unknown as { createConnection: CreateConnection };
+  const original = prototype.createConnection;
+  prototype.createConnection = function (options, callback) {
+    const local = options.host === 'localhost' && (options.port === undefined || Number(options.port) === 443);
+    return original.call(this, local ? { ...options, port, ca: hub.ca } : options, callback);
+  };
+  return () => {
+    prototype.createConnection = original;
+  };
+}

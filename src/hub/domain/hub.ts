@@ -11,6 +11,7 @@ import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
 import { C2dDelivery } from './c2d.ts';
 import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
 import { hasRight, type Right } from './policies.ts';
+import { parseQuery, runQuery } from './query.ts';
 import {
   createIdentityRecord,
   deviceView,
@@ -60,6 +61,8 @@ export interface DeviceConnection {
   key: string;
   /** False when the username had no api-version (or one older than twins): a twin operation disconnects (§7). */
   twinAllowed: boolean;
+  /** The Digital Twins model a Plug and Play device announced (`model-id=` in the username). */
+  modelId?: string;
 }
 
 /** Why a CONNECT was refused (CONNACK 5), for the log; the device only sees the code. */
@@ -73,9 +76,11 @@ export class ServiceRefused extends HubError {
 }
 
 const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
+/** A Digital Twins model id (`dtmi:com:example:Thermostat;1`), as the real hub accepts it. */
+const MODEL_ID_PATTERN = /^dtmi:[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?(?::[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?)*;[1-9][0-9]{0,8}$/;
 
-/** `<host>/<clientId>/[?]api-version=…&…`: the host and whether twins are allowed. */
-export function parseUsername(username: string, clientId: string): { host: string; twinAllowed: boolean } | undefined {
+/** `<host>/<clientId>/[?]api-version=…&model-id=…&…`: the host, whether twins are allowed, the Plug and Play model id. */
+export function parseUsername(username: string, clientId: string): { host: string; twinAllowed: boolean; modelId?: string } | undefined {
   const slash = username.indexOf('/');
   if (slash <= 0) return undefined;
   const rest = username.slice(slash + 1);
@@ -83,9 +88,10 @@ export function parseUsername(username: string, clientId: string): { host: strin
   const after = rest.slice(clientId.length);
   if (after !== '' && !after.startsWith('/')) return undefined;
   const query = after.slice(1).replace(/^\?/, '');
-  const apiVersion = new URLSearchParams(query).get('api-version') ?? '';
-  const date = /^\d{4}-\d{2}-\d{2}/.exec(apiVersion)?.[0];
-  return { host: username.slice(0, slash), twinAllowed: date !== undefined && date >= MIN_TWIN_API_VERSION };
+  const parameters = new URLSearchParams(query);
+  const date = /^\d{4}-\d{2}-\d{2}/.exec(parameters.get('api-version') ?? '')?.[0];
+  const modelId = parameters.get('model-id') ?? undefined;
+  return { host: username.slice(0, slash), twinAllowed: date !== undefined && date >= MIN_TWIN_API_VERSION, ...(modelId ? { modelId } : {}) };
 }
 
 /** If-Match: absent or `*` matches anything; otherwise the quoted (or bare) etag. */
@@ -94,6 +100,18 @@ export function checkIfMatch(ifMatch: string | undefined, etag: string): void {
   if (ifMatch.trim().replace(/^W\//, '').replace(/^"|"$/g, '') !== etag) {
     throw new HubError('PreconditionFailed', 'the etag in If-Match does not match the current one');
   }
+}
+
+/** The offset a continuation token of ours names. */
+function continuationOffset(token: string): number {
+  let offset: unknown;
+  try {
+    offset = (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { offset?: unknown }).offset;
+  } catch {
+    offset = undefined;
+  }
+  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) throw invalidArgument('the continuation token is not one this hub gave');
+  return offset;
 }
 
 interface PendingMethod {
@@ -158,7 +176,10 @@ export class DeviceHub {
       keys = [policy.primaryKey, policy.secondaryKey];
     }
     if (!keys.some((k) => signedWith(token, k))) throw new ConnectRefused('the SAS signature does not match');
-    return { identity, key, twinAllowed: parsed.twinAllowed };
+    const connection = { identity, key, twinAllowed: parsed.twinAllowed, ...(parsed.modelId ? { modelId: parsed.modelId } : {}) };
+    // Stored before the connection is accepted, so the twin shows it once the device is open.
+    await this.announceModel(connection);
+    return connection;
   }
 
   async deviceTwin(key: string) {
@@ -190,6 +211,13 @@ export class DeviceHub {
       return false;
     }
     return this.store.hasPersistentC2dSubscription(deviceId);
+  }
+
+  /** A Plug and Play device's model id goes into its registry record and twin, as the real hub shows it. */
+  private async announceModel({ key, modelId }: DeviceConnection): Promise<void> {
+    if (modelId === undefined || !MODEL_ID_PATTERN.test(modelId)) return;
+    const record = await this.store.getIdentity(key);
+    if (record && record.modelId !== modelId) await this.store.updateIdentity(key, (r) => ({ ...r, modelId }));
   }
 
   /** Only the connection that is online may mark the identity offline (a newer one may have taken over). */
@@ -333,8 +361,11 @@ export class DeviceHub {
   }
 
   async serviceTwin(key: string) {
-    const record = await this.identity(key);
-    return serviceTwinView(record, await this.store.isOnline(key), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
+    return this.serviceTwinOf(await this.identity(key));
+  }
+
+  private async serviceTwinOf(record: IdentityRecord) {
+    return serviceTwinView(record, await this.store.isOnline(identityKey(record)), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
   }
 
   /** PATCH (merge) or PUT (replace) /twins/{id}: tags and desired; desired changes reach the device. */
@@ -396,6 +427,36 @@ export class DeviceHub {
     });
     this.settings.count?.('method-invoked');
     return result;
+  }
+
+  /**
+   * POST /devices/query: the query's results from `continuation` on, at most `pageSize`
+   * of them, and the token of the next page when there is one.
+   */
+  async queryDevices(text: unknown, pageSize: number, continuation: string | undefined): Promise<{ items: JsonValue[]; continuation?: string }> {
+    const query = parseQuery(text);
+    const start = continuation === undefined ? 0 : continuationOffset(continuation);
+    const devices = await this.store.listIdentities();
+    const records = query.collection === 'devices' ? devices : (await Promise.all(devices.map((d) => this.store.listIdentities(d.deviceId)))).flat();
+    const documents = await Promise.all(records.map((r) => this.serviceTwinOf(r)));
+    const results = runQuery(query, documents as JsonValue[]);
+    const items = results.slice(start, start + pageSize);
+    const next = start + items.length;
+    return { items, ...(next < results.length ? { continuation: Buffer.from(JSON.stringify({ offset: next })).toString('base64') } : {}) };
+  }
+
+  /** GET /statistics/devices. */
+  async registryStatistics() {
+    const devices = await this.store.listIdentities();
+    const enabledDeviceCount = devices.filter((d) => d.status === 'enabled').length;
+    return { totalDeviceCount: devices.length, enabledDeviceCount, disabledDeviceCount: devices.length - enabledDeviceCount };
+  }
+
+  /** GET /statistics/service. */
+  async serviceStatistics() {
+    const devices = await this.store.listIdentities();
+    const online = await Promise.all(devices.map((d) => this.store.isOnline(d.deviceId)));
+    return { connectedDeviceCount: online.filter(Boolean).length };
   }
 
   /** The demo device of `--demo-device`: made when missing (by whichever replica comes first). */

@@ -29,6 +29,8 @@ export interface IdentityRecord {
   statusUpdatedTime: string;
   keys: SymmetricKeys;
   twin: Twin;
+  /** The Plug and Play model the device announced when it last connected with one. */
+  modelId?: string;
 }
 
 /** Characters the real hub allows in device and module ids, up to 128 of them. */

@@ -281,7 +281,7 @@ function sectionView(section: TwinSection): JsonObject {
 
 /** The service-side twin JSON of `GET /twins/{id}`. */
 export function serviceTwinView(
-  record: { deviceId: string; moduleId?: string; status: string; statusUpdatedTime: string; etag: string; twin: Twin },
+  record: { deviceId: string; moduleId?: string; modelId?: string; status: string; statusUpdatedTime: string; etag: string; twin: Twin },
   connected: boolean,
   pendingC2d: number,
 ) {
@@ -289,6 +289,7 @@ export function serviceTwinView(
   return {
     deviceId: record.deviceId,
     ...(record.moduleId ? { moduleId: record.moduleId } : {}),
+    modelId: record.modelId ?? '',
     etag: twin.etag,
     deviceEtag: record.etag,
     status: record.status,
