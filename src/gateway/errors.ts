@@ -113,10 +113,20 @@ export function renderError(message: string, requestId: string, accept: string |
   return { contentType: CONTENT_TYPES[format], body };
 }
 
-/** A declarative configuration that failed validation: every problem with its path. */
+/** One finding about a declarative file, in the one shape every refusal and warning takes: `<path>: <message>`. */
+export function findingLine(finding: { path: string; message: string }): string {
+  return `${finding.path || '(top level)'}: ${finding.message}`;
+}
+
+/** A declarative configuration that failed validation (or did not parse): every problem with its path. */
 export class DeclarativeConfigError extends WireError {
   constructor(readonly errors: { path: string; message: string }[]) {
-    super(400, 'InvalidDeclarativeConfig', `invalid declarative configuration:\n${errors.map((e) => `  ${e.path || '(top level)'}: ${e.message}`).join('\n')}`);
+    super(400, 'InvalidDeclarativeConfig', `invalid declarative configuration:\n${errors.map((e) => `  ${findingLine(e)}`).join('\n')}`);
+  }
+
+  /** The message naming the file (or other source) it came from. */
+  describe(source: string): string {
+    return `${source}: ${this.message}`;
   }
 }
 

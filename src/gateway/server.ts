@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describeKey, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
@@ -17,7 +18,7 @@ import { resolveTls } from '../common/tls.ts';
 import { startAdmin, type GatewayRuntime } from './admin.ts';
 import { parseDeclarativeText } from './config/declarative.ts';
 import { specDeployment } from './config/default-config.ts';
-import { DeclarativeConfigError } from './errors.ts';
+import { DeclarativeConfigError, findingLine } from './errors.ts';
 import { gatewayOptions } from './options.ts';
 import { CounterStores } from './plugins/rate-limiting/policies.ts';
 import { WorkerPool } from './processes/pool.ts';
@@ -79,6 +80,11 @@ async function initialDocument(options: GatewayOptions): Promise<{ doc: unknown;
   return { doc: parseDeclarativeText(text), source: options.declarativeConfig };
 }
 
+/** What a configuration loaded with a warning about, once each, naming where it came from. */
+function logWarnings(logger: Logger, source: string, config: LoadedConfig): void {
+  for (const warning of config.warnings) logger.warn({ config: source, path: warning.path }, `${source}: ${findingLine(warning)}`);
+}
+
 async function listenRaw(server: Server, host: string, port: number, portKey: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(translateListenError(err, { host, port, component: 'gateway', portKey })));
@@ -93,14 +99,17 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const counters = new CounterStores(logger);
   const env = { counters, logger };
 
-  const { doc, source } = await initialDocument(options);
   let config: LoadedConfig;
+  let loaded: { doc: unknown; source: string };
   try {
-    config = compileConfig(doc, env);
+    loaded = await initialDocument(options);
+    config = compileConfig(loaded.doc, env);
   } catch (err) {
-    if (err instanceof DeclarativeConfigError) throw new ConfigError(`${source}: ${err.message}`);
+    if (err instanceof DeclarativeConfigError) throw new ConfigError(err.describe(options.declarativeConfig || 'built-in spec deployment'));
     throw err;
   }
+  const { doc, source } = loaded;
+  logWarnings(logger, source, config);
   const tls = await resolveTls(options);
 
   let httpsPort: number | null = null;
@@ -126,6 +135,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     config,
     reload(next) {
       this.config = compileConfig(next, env);
+      logWarnings(logger, 'POST /config', this.config);
       workers?.reload(next);
       logger.info({ hash: this.config.hash }, 'declarative configuration reloaded');
       return this.config;

@@ -157,7 +157,7 @@ test('invalid files fail with the path of every bad key', () => {
     'services[0].connect_timeout: expected an integer',
   ]);
   assert.deepEqual(errorsOf({ services: [] }), ['_format_version: required field missing']);
-  assert.deepEqual(errorsOf({ _format_version: '2.1' }), ['_format_version: expected "3.0" (Kong 3.x); got "2.1"']);
+  assert.deepEqual(errorsOf({ _format_version: '2.0' }), ['_format_version: expected one of: 1.1, 2.1, 3.0']);
   assert.deepEqual(errorsOf({ _format_version: '3.0', certificates: [{ cert: 'x' }], servics: [] }), [
     "certificates: not supported by offcloud's gateway (Kong entity 'certificates')",
     'servics: unknown field',

@@ -1,7 +1,8 @@
 /**
- * Kong's declarative configuration (`_format_version: "3.0"`, YAML or
- * JSON): parsing, validation with the path of every bad key, and nesting
- * flattened into entities with resolved references. What the proxy runs on
+ * Kong's declarative configuration (`_format_version` "3.0", or "1.1"/"2.1"
+ * migrated on load, YAML or JSON): parsing, validation with the path of
+ * every bad key, and nesting flattened into entities with resolved
+ * references. What the proxy runs on
  * is compiled from these entities by proxy/compile.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -20,6 +21,7 @@ import {
   targetFields,
   upstreamFields,
 } from './entities.ts';
+import { FORMAT_VERSIONS, isLegacyFormat, migrateRoutePath } from './format-version.ts';
 import type { Consumer, Entities, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
 import { checkRecord, join, type Field, type FieldError } from './schema.ts';
 
@@ -47,6 +49,39 @@ const KONG_ONLY_KINDS = [
   'oauth2_credentials',
 ];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
+
+/** What a load found besides the entities: problems that refuse the file, and warnings it loads with. */
+interface Findings {
+  errors: FieldError[];
+  warnings: FieldError[];
+  /** Route paths of a 1.1/2.1 file rewritten for 3.0: `path 'from' → 'to'`. */
+  migrated: string[];
+}
+
+/**
+ * Kong's `_comment` (a string) and `_ignore` (an array) may sit on any
+ * entity and on the document itself; they are checked and dropped.
+ */
+function withoutMeta(item: Record<string, unknown>, path: string, errors: FieldError[]): Record<string, unknown> {
+  const { _comment, _ignore, ...rest } = item;
+  if (_comment !== undefined && typeof _comment !== 'string') errors.push({ path: join(path, '_comment'), message: 'expected a string' });
+  if (_ignore !== undefined && !Array.isArray(_ignore)) errors.push({ path: join(path, '_ignore'), message: 'expected an array' });
+  return rest;
+}
+
+const notSupported = (kind: string) => `not supported by offcloud's gateway (Kong entity '${kind}')`;
+
+/** A 1.1/2.1 route's paths in their 3.0 form; each one that changes is listed once. */
+function migratePaths(route: Record<string, unknown>, path: string, migrated: string[]): Record<string, unknown> {
+  if (!Array.isArray(route.paths)) return route;
+  const paths = route.paths.map((p: unknown, i) => {
+    if (typeof p !== 'string') return p;
+    const next = migrateRoutePath(p);
+    if (next !== p) migrated.push(`${join(join(path, 'paths'), i)} '${p}' → '${next}'`);
+    return next;
+  });
+  return { ...route, paths };
+}
 
 /** Parses YAML or JSON text (JSON is YAML); syntax errors name the line. */
 export function parseDeclarativeText(text: string): unknown {
@@ -81,7 +116,9 @@ interface Row {
 }
 
 /** Walks the document, checks every entity's fields, and lists entities with nesting flattened. */
-function collectRows(doc: Record<string, unknown>, errors: FieldError[]): Row[] {
+function collectRows(doc: Record<string, unknown>, found: Findings): Row[] {
+  const { errors, warnings } = found;
+  const legacy = isLegacyFormat(doc._format_version);
   const rows: Row[] = [];
   const visit = (kind: Kind, list: unknown, path: string, parent?: Row['parent']) => {
     if (list === undefined || list === null) return;
@@ -95,13 +132,18 @@ function collectRows(doc: Record<string, unknown>, errors: FieldError[]): Row[] 
         errors.push({ path: itemPath, message: 'expected a record' });
         return;
       }
-      const nested: Record<string, Kind> = {};
-      for (const child of Object.keys((NESTED as Record<string, Record<string, string>>)[kind] ?? {})) nested[child] = child as Kind;
-      const own = Object.fromEntries(Object.entries(item).filter(([key]) => !(key in nested)));
-      const checked = checkRecord(FIELDS[kind], own, itemPath, errors);
+      const foreign = (NESTED as Record<string, Record<string, string>>)[kind] ?? {};
+      let own = Object.fromEntries(Object.entries(withoutMeta(item, itemPath, errors)).filter(([key]) => !(key in foreign)));
+      for (const key of Object.keys(own)) {
+        if (KONG_ONLY_KINDS.includes(key) && !Object.hasOwn(FIELDS[kind], key)) {
+          errors.push({ path: join(itemPath, key), message: notSupported(key) });
+          delete own[key];
+        }
+      }
+      if (legacy && kind === 'routes') own = migratePaths(own, itemPath, found.migrated);
+      const checked = checkRecord(FIELDS[kind], own, itemPath, errors, warnings);
       const row: Row = { kind, path: itemPath, value: checked, raw: item, parent };
       rows.push(row);
-      const foreign = (NESTED as Record<string, Record<string, string>>)[kind] ?? {};
       for (const [child, field] of Object.entries(foreign)) visit(child as Kind, item[child], join(itemPath, child), { field, row });
     });
   };
@@ -165,22 +207,38 @@ function checkUnique<T>(items: { item: T; path: string }[], field: string, value
   }
 }
 
-function validateDocument(doc: unknown, now: number): { entities: Entities; errors: FieldError[] } {
-  const errors: FieldError[] = [];
-  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [], upstreams: [], targets: [] };
-  if (!isRecord(doc)) return { entities: empty, errors: [{ path: '', message: 'expected a record (the top level of a declarative configuration)' }] };
+/** The document's own keys: `_format_version` (Kong 3.x reads 1.1, 2.1 and 3.0), `_transform`, `_workspace`, `_comment`, `_ignore`. */
+function checkDocumentKeys(doc: Record<string, unknown>, found: Findings): void {
+  const { errors, warnings } = found;
   if (doc._format_version === undefined) errors.push({ path: '_format_version', message: 'required field missing' });
-  else if (doc._format_version !== '3.0') {
-    errors.push({ path: '_format_version', message: `expected "3.0" (Kong 3.x); got ${JSON.stringify(doc._format_version)}` });
+  else if (!(FORMAT_VERSIONS as readonly unknown[]).includes(doc._format_version)) {
+    errors.push({ path: '_format_version', message: `expected one of: ${FORMAT_VERSIONS.join(', ')}` });
   }
   if (doc._transform !== undefined && typeof doc._transform !== 'boolean') errors.push({ path: '_transform', message: 'expected a boolean' });
+  if (doc._workspace !== undefined) {
+    if (typeof doc._workspace !== 'string') errors.push({ path: '_workspace', message: 'expected a string' });
+    // Kong's open-source gateway has one workspace, `default`, and loads every entity into it.
+    else if (doc._workspace !== 'default') {
+      warnings.push({ path: '_workspace', message: `workspace '${doc._workspace}' is loaded as the one workspace this gateway has ('default')` });
+    }
+  }
+  withoutMeta(doc, '', errors);
   for (const key of Object.keys(doc)) {
     if (META_KEYS.includes(key) || (TOP_LEVEL_KINDS as readonly string[]).includes(key)) continue;
-    if (KONG_ONLY_KINDS.includes(key)) errors.push({ path: key, message: `not supported by offcloud's gateway (Kong entity '${key}')` });
-    else errors.push({ path: key, message: 'unknown field' });
+    errors.push({ path: key, message: KONG_ONLY_KINDS.includes(key) ? notSupported(key) : 'unknown field' });
   }
+}
 
-  const rows = collectRows(doc, errors);
+function validateDocument(doc: unknown, now: number): { entities: Entities; found: Findings } {
+  const found: Findings = { errors: [], warnings: [], migrated: [] };
+  const { errors } = found;
+  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [], upstreams: [], targets: [] };
+  if (!isRecord(doc)) {
+    errors.push({ path: '', message: 'expected a record (the top level of a declarative configuration)' });
+    return { entities: empty, found };
+  }
+  checkDocumentKeys(doc, found);
+  const rows = collectRows(doc, found);
   const created = Math.floor(now / 1000);
   const byKind = (kind: Kind) => rows.filter((r) => r.kind === kind);
   const generatedIds = new Set<string>();
@@ -268,7 +326,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
       if (!isRecord(raw)) errors.push({ path: configPath, message: 'expected a record' });
       else {
         const before = errors.length;
-        plugin.config = checkRecord(definition.configFields, definition.expandShorthands?.(raw) ?? raw, configPath, errors);
+        plugin.config = checkRecord(definition.configFields, definition.expandShorthands?.(raw) ?? raw, configPath, errors, found.warnings);
         if (errors.length === before) definition.checkConfig?.(plugin.config, configPath, errors);
       }
       if (definition.noConsumer && plugin.consumer)
@@ -299,7 +357,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; erro
   checkUnique(listed(targets, targetRows), 'target', (t) => (t.upstream ? `${t.target} in upstream ${t.upstream.id}` : null), errors);
   checkUnique(listed(plugins, pluginRows), 'name', (p) => `${p.name} on ${JSON.stringify([p.route?.id, p.service?.id, p.consumer?.id])}`, errors);
 
-  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins, upstreams, targets }, errors };
+  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins, upstreams, targets }, found };
 }
 
 /** Kong's default target port (`host` alone means `host:8000`). */
@@ -342,11 +400,22 @@ function checkRouteCriteria(row: Row, errors: FieldError[]): void {
   }
 }
 
+/** A document that loads: its entities and what it loads with a warning about (each to be logged once). */
+export interface ValidatedDocument {
+  entities: Entities;
+  warnings: FieldError[];
+}
+
 /** Validates a parsed document into entities; throws DeclarativeConfigError with every problem. */
-export function validateDeclarative(doc: unknown, now = Date.now()): Entities {
-  const { entities, errors } = validateDocument(doc, now);
-  if (errors.length) throw new DeclarativeConfigError(errors);
-  return entities;
+export function validateDeclarative(doc: unknown, now = Date.now()): ValidatedDocument {
+  const { entities, found } = validateDocument(doc, now);
+  if (found.errors.length) throw new DeclarativeConfigError(found.errors);
+  const warnings = [...found.warnings];
+  if (found.migrated.length) {
+    const version = JSON.stringify((doc as Record<string, unknown>)._format_version);
+    warnings.unshift({ path: '_format_version', message: `${version}: route paths migrated to 3.0 as Kong does: ${found.migrated.join(', ')}` });
+  }
+  return { entities, warnings };
 }
 
 /** Kong's configuration_hash: md5 of the document, so POST /config?check_hash=1 can skip an unchanged one. */

@@ -4,7 +4,7 @@
  * `kong config parse`. Exit code 0 when the file would load, 1 otherwise.
  */
 import { readFile } from 'node:fs/promises';
-import { DeclarativeConfigError } from '../errors.ts';
+import { DeclarativeConfigError, findingLine } from '../errors.ts';
 import { parseDeclarativeText, validateDeclarative } from './declarative.ts';
 
 export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean; message: string }> {
@@ -15,15 +15,16 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
     return { ok: false, message: `cannot read ${file}: ${(err as Error).message}` };
   }
   try {
-    const entities = validateDeclarative(parseDeclarativeText(text));
+    const { entities, warnings } = validateDeclarative(parseDeclarativeText(text));
     // Upstreams and targets are counted when the file has some.
     const counts = Object.entries(entities)
       .filter(([kind, list]) => (list as unknown[]).length > 0 || !(kind === 'upstreams' || kind === 'targets'))
       .map(([kind, list]) => `${(list as unknown[]).length} ${kind}`);
-    return { ok: true, message: `parse successful: ${counts.join(', ')}` };
+    const warned = warnings.map((w) => `${file}: warning: ${findingLine(w)}\n`).join('');
+    return { ok: true, message: `${warned}parse successful: ${counts.join(', ')}` };
   } catch (err) {
     if (!(err instanceof DeclarativeConfigError)) throw err;
-    return { ok: false, message: `${file}: ${err.message}` };
+    return { ok: false, message: err.describe(file) };
   }
 }
 

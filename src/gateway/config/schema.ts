@@ -16,6 +16,8 @@ interface Base<T> {
   required?: boolean;
   /** Extra check on a present value; returns a message when it fails. */
   check?: (value: T) => string | undefined;
+  /** Kong has this field but this gateway does nothing with it: given in a file, it is accepted with a load warning saying why. */
+  noEffect?: string;
 }
 export interface StringField extends Base<string> {
   type: 'string';
@@ -61,12 +63,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * and returns the value with defaults filled in (undefined when absent and
  * without a default).
  */
-function checkField(field: Field, value: unknown, path: string, errors: FieldError[]): unknown {
+function checkField(field: Field, value: unknown, path: string, errors: FieldError[], warnings?: FieldError[]): unknown {
+  if (field.noEffect && value !== undefined && value !== null) warnings?.push({ path, message: `accepted without effect: ${field.noEffect}` });
   if (value === undefined || value === null) {
     if (field.required) errors.push({ path, message: 'required field missing' });
     if (field.default === undefined) return value === null ? null : undefined;
     // An absent record still gets the defaults of its own fields.
-    if (field.type === 'record' && field.default !== null) return checkRecord(field.fields, structuredClone(field.default), path, errors);
+    if (field.type === 'record' && field.default !== null) return checkRecord(field.fields, structuredClone(field.default), path, errors, warnings);
     return structuredClone(field.default);
   }
   const fail = (message: string) => {
@@ -94,12 +97,12 @@ function checkField(field: Field, value: unknown, path: string, errors: FieldErr
       break;
     case 'array': {
       if (!Array.isArray(value)) return fail('expected an array');
-      const out = value.map((element, i) => checkField(field.elements, element, join(path, i), errors));
+      const out = value.map((element, i) => checkField(field.elements, element, join(path, i), errors, warnings));
       return runCheck(field, out, path, errors);
     }
     case 'record': {
       if (!isRecord(value)) return fail('expected a record');
-      return runCheck(field, checkRecord(field.fields, value, path, errors), path, errors);
+      return runCheck(field, checkRecord(field.fields, value, path, errors, warnings), path, errors);
     }
     case 'any':
       break;
@@ -113,14 +116,20 @@ function runCheck<T>(field: Base<T>, value: T, path: string, errors: FieldError[
   return value;
 }
 
-/** Checks an object's known fields, refuses unknown ones, fills defaults. */
-export function checkRecord(fields: Record<string, Field>, value: Record<string, unknown>, path: string, errors: FieldError[]): Record<string, unknown> {
+/** Checks an object's known fields, refuses unknown ones, fills defaults; fields given without effect go to `warnings`. */
+export function checkRecord(
+  fields: Record<string, Field>,
+  value: Record<string, unknown>,
+  path: string,
+  errors: FieldError[],
+  warnings?: FieldError[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
     if (!Object.hasOwn(fields, key)) errors.push({ path: join(path, key), message: 'unknown field' });
   }
   for (const [key, field] of Object.entries(fields)) {
-    const checked = checkField(field, value[key], join(path, key), errors);
+    const checked = checkField(field, value[key], join(path, key), errors, warnings);
     if (checked !== undefined) out[key] = checked;
   }
   return out;

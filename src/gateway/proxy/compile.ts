@@ -7,6 +7,7 @@
  */
 import { documentHash, validateDeclarative } from '../config/declarative.ts';
 import type { Consumer, Entities, Plugin, Route, Service } from '../config/model.ts';
+import type { FieldError } from '../config/schema.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment, PluginInstance, PluginSlot } from '../plugins/types.ts';
 import { Balancer } from './balancer.ts';
@@ -15,6 +16,8 @@ import { compileRoutes, type RouteCandidate } from './router.ts';
 /** One configuration, compiled: requests keep the one they started with across a reload. */
 export interface LoadedConfig {
   entities: Entities;
+  /** What the document loaded with a warning about (logged once, by the process that read the file). */
+  warnings: FieldError[];
   /** md5 of the document, Kong's `configuration_hash`. */
   hash: string;
   candidates: RouteCandidate[];
@@ -68,7 +71,7 @@ function pluginSlots(route: Route, instances: PluginInstance[]): PluginSlot[] {
 
 /** Validates a parsed document and builds what the proxy runs on; throws DeclarativeConfigError with every problem. */
 export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.now()): LoadedConfig {
-  const entities = validateDeclarative(doc, now);
+  const { entities, warnings } = validateDeclarative(doc, now);
   const instances: PluginInstance[] = entities.plugins
     .filter((p) => p.enabled)
     .map((entity) => {
@@ -87,6 +90,7 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
   );
   return {
     entities,
+    warnings,
     hash: documentHash(doc),
     candidates,
     directory: buildDirectory(entities, now),
