@@ -113,8 +113,10 @@ function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: stri
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_request, body, done) => done(null, body));
     for (const [name, upstream] of Object.entries(forwardedUpstreams(options))) {
-      const prefix = `/api/${name}/`;
-      scope.all(`${prefix}*`, async (request, reply) => forward(dispatcher, upstream(), request, reply, request.url.slice(prefix.length).split('?')[0]!));
+      // The path after /api/<name>/ as sent (the router matched `/%61pi/hub/…` too), still encoded for resolveUnder's check.
+      scope.all(`/api/${name}/*`, async (request, reply) =>
+        forward(dispatcher, upstream(), request, reply, request.url.split('?')[0]!.split('/').slice(3).join('/')),
+      );
     }
     registerBlobRoutes(scope, options, caFile);
   });
@@ -204,9 +206,7 @@ export async function startConsole(given: Partial<ConsoleOptions> & RuntimeExtra
   const localCa = resolve(options.dataDir, 'ca', 'ca.crt');
   const caFile = options.caFile || (existsSync(localCa) ? localCa : '');
   const app = createHttpServer({ logger, bodyLimit: BODY_LIMIT });
-  app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/api/') && !request.url.startsWith('/api/session') && !request.url.startsWith('/api/login')) access.check(request);
-  });
+  app.addHook('onRequest', async (request) => access.check(request));
   installErrorHandler(app, { logger, toWire: toWireError });
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ error: { code: 'NotFound', message: `no console call at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` } }),
