@@ -13,8 +13,8 @@ export class StorageError extends WireError {
     status: number,
     code: string,
     message: string,
-    /** <AuthenticationErrorDetail>, for authentication failures. */
-    readonly authenticationDetail?: string,
+    /** Elements after <Message>: <AuthenticationErrorDetail>, <HeaderName> and <HeaderValue>, … */
+    readonly details: Record<string, string> = {},
     /** Extra response headers (the 401 challenge). */
     readonly headers: Record<string, string> = {},
   ) {
@@ -28,7 +28,7 @@ export const errors = {
       401,
       'NoAuthenticationInformation',
       'Server failed to authenticate the request. Please refer to the information in the www-authenticate header.',
-      undefined,
+      {},
       {
         'www-authenticate': challenge,
       },
@@ -44,7 +44,7 @@ export const errors = {
       403,
       'AuthenticationFailed',
       'Server failed to authenticate the request. Make sure the value of the Authorization header is formed correctly including the signature.',
-      detail,
+      { AuthenticationErrorDetail: detail },
     ),
   permissionMismatch: () =>
     new StorageError(403, 'AuthorizationPermissionMismatch', 'This request is not authorized to perform this operation using this permission.'),
@@ -56,8 +56,12 @@ export const errors = {
   resourceTypeMismatch: () =>
     new StorageError(403, 'AuthorizationResourceTypeMismatch', 'This request is not authorized to perform this operation using this resource type.'),
   missingHeader: (name: string) =>
-    new StorageError(400, 'MissingRequiredHeader', `An HTTP header that's mandatory for this request is not specified: ${name}.`),
-  invalidHeader: (name: string) => new StorageError(400, 'InvalidHeaderValue', `The value for one of the HTTP headers is not in the correct format: ${name}.`),
+    new StorageError(400, 'MissingRequiredHeader', "An HTTP header that's mandatory for this request is not specified.", { HeaderName: name }),
+  invalidHeader: (name: string, value?: string) =>
+    new StorageError(400, 'InvalidHeaderValue', 'The value for one of the HTTP headers is not in the correct format.', {
+      HeaderName: name,
+      ...(value === undefined ? {} : { HeaderValue: value }),
+    }),
   invalidQuery: (name: string) =>
     new StorageError(400, 'InvalidQueryParameterValue', `Value for one of the query parameters specified in the request URI is invalid: ${name}.`),
   invalidUri: () => new StorageError(400, 'InvalidUri', 'The requested URI does not represent any resource on the server.'),

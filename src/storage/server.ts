@@ -16,7 +16,8 @@ import { createHttpServer, installErrorHandler, listenEach, sendWireAnswer } fro
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import type { IssuerStyle } from '../identity/public.ts';
-import { NEWEST_VERSION, StorageAuthenticator, type Principal } from './authentication/index.ts';
+import { StorageAuthenticator, type Principal } from './authentication/index.ts';
+import { NEWEST_VERSION, resolveServiceVersion } from './authentication/versions.ts';
 import { assignRequestId, errors, toWireError } from './errors.ts';
 import { storageOptions } from './options.ts';
 import { AccountStore } from './persistence/store.ts';
@@ -75,6 +76,8 @@ interface StorageServerContext {
   authenticator: StorageAuthenticator;
   limits: StorageLimits;
   blobsWritten: Counter;
+  /** Versions newer than NEWEST_VERSION already logged (each is logged once). */
+  newerVersionsSeen: Set<string>;
 }
 
 function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure: boolean): void {
@@ -83,11 +86,8 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
   app.addHook('onRequest', async (request, reply) => {
-    const version = request.headers['x-ms-version'];
-    reply
-      .header('x-ms-request-id', assignRequestId(request))
-      .header('x-ms-version', typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) ? version : NEWEST_VERSION)
-      .header('server', 'offcloud-storage');
+    // The handler replaces it with the version the request is served as.
+    reply.header('x-ms-request-id', assignRequestId(request)).header('x-ms-version', NEWEST_VERSION).header('server', 'offcloud-storage');
     const clientRequestId = request.headers['x-ms-client-request-id'];
     if (typeof clientRequestId === 'string' && clientRequestId.length <= 1024) reply.header('x-ms-client-request-id', clientRequestId);
   });
@@ -107,11 +107,19 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
       const store = ctx.stores.get(target.account);
       if (!account || !store) throw errors.accountNotFound();
       const query = new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? '');
+      const requested = request.headers['x-ms-version'];
+      const version = resolveServiceVersion(Array.isArray(requested) ? requested[0] : requested);
+      reply.header('x-ms-version', version.effective);
+      if (version.newerThanKnown && !ctx.newerVersionsSeen.has(version.requested!)) {
+        ctx.newerVersionsSeen.add(version.requested!);
+        ctx.logger.info({ requested: version.requested, servedAs: NEWEST_VERSION }, 'x-ms-version newer than this server knows: served as the newest it knows');
+      }
       const principal: Principal = await ctx.authenticator.authenticate({
         method: request.method,
         rawPath: target.rawPath,
         query,
         headers: request.headers,
+        version,
         secure,
         ip: request.ip,
         account,
@@ -165,6 +173,7 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
     accounts: new Map(accountList.map((a) => [a.name, a])),
     stores,
     authenticator,
+    newerVersionsSeen: new Set(),
     limits: { maxBlobBytes: options.maxBlobSize, maxBlockBytes: options.maxBlockSize },
   };
   const tls = await resolveTls(options);

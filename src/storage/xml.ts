@@ -13,12 +13,12 @@ export function httpDate(ms: number): string {
   return new Date(ms).toUTCString();
 }
 
-export function errorXml(error: { code: string; message: string; authenticationDetail?: string | undefined }, requestId: string): string {
+export function errorXml(error: { code: string; message: string; details: Record<string, string> }, requestId: string): string {
   return xml({
     Error: {
       Code: error.code,
       Message: `${error.message}\nRequestId:${requestId}\nTime:${new Date().toISOString()}`,
-      ...(error.authenticationDetail ? { AuthenticationErrorDetail: error.authenticationDetail } : {}),
+      ...error.details,
     },
   });
 }

@@ -10,6 +10,7 @@ import { XMLParser } from 'fast-xml-parser';
 import { createUserAssignedIdentity } from '../../src/identity/manage.ts';
 import { suiteCleanup } from '../identity/helpers.ts';
 import { debianProgram } from '../helpers/index.ts';
+import { NEWEST_VERSION } from '../../src/storage/authentication/versions.ts';
 import { startStorageStack, type StorageStack } from './helpers.ts';
 
 const cleanup = suiteCleanup(after);
@@ -63,20 +64,27 @@ test('R-BLOB-1 curl: GET /?comp=list with Authorization: Bearer and x-ms-version
   assert.match(parsed.EnumerationResults.Containers.Container[0]!.Properties.Etag, /^"0x[0-9A-F]+"$/);
 });
 
-test('R-BLOB-1 x-ms-version is required with a bearer token, accepted from 2017-11-09 to 2026-04-06, and echoed', async () => {
+test('R-BLOB-1 x-ms-version is required with a bearer token, accepted from 2017-11-09 up to any later date, and echoed', async () => {
   const auth = { authorization: `Bearer ${token}` };
   const missing = await stack.get('/?comp=list', auth);
   assert.equal(missing.status, 400);
   assert.equal(errorCode(missing).header, 'MissingRequiredHeader');
-  for (const bad of ['2015-04-05', '2099-01-01', 'latest']) {
+  for (const bad of ['2015-04-05', 'latest', '2026-13-01', '2026-02-30', '26-04-06', '2026-04-06x']) {
     const answer = await stack.get('/?comp=list', { ...auth, 'x-ms-version': bad });
     assert.equal(answer.status, 400, bad);
     assert.equal(errorCode(answer).code, 'InvalidHeaderValue');
+    assert.match(answer.body, /<HeaderName>x-ms-version<\/HeaderName>/);
   }
-  const newest = await stack.get('/?comp=list', { ...auth, 'x-ms-version': '2026-04-06', 'x-ms-client-request-id': 'abc-123' });
-  assert.equal(newest.status, 200);
-  assert.equal(newest.headers['x-ms-version'], '2026-04-06');
-  assert.equal(newest.headers['x-ms-client-request-id'], 'abc-123');
+  for (const version of ['2017-11-09', '2021-08-06', '2026-04-06', NEWEST_VERSION]) {
+    const answer = await stack.get('/?comp=list', { ...auth, 'x-ms-version': version, 'x-ms-client-request-id': 'abc-123' });
+    assert.equal(answer.status, 200, version);
+    assert.equal(answer.headers['x-ms-version'], version);
+    assert.equal(answer.headers['x-ms-client-request-id'], 'abc-123');
+  }
+  // A release newer than this server knows is served as the newest version it knows.
+  const future = await stack.get('/?comp=list', { ...auth, 'x-ms-version': '2099-01-01' });
+  assert.equal(future.status, 200);
+  assert.equal(future.headers['x-ms-version'], NEWEST_VERSION);
 });
 
 test('R-BLOB-2 no token → 401 with the unquoted challenge the SDK parses; not Bearer → 400 InvalidAuthenticationInfo', async () => {

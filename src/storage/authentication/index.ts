@@ -22,10 +22,7 @@ import {
 import { errors } from '../errors.ts';
 import { isSasRequest, verifySas, type SasGrant } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
-
-/** Oldest and newest x-ms-version accepted with bearer tokens (OAuth needs 2017-11-09 or later). */
-export const OLDEST_BEARER_VERSION = '2017-11-09';
-export const NEWEST_VERSION = '2026-04-06';
+import { checkBearerVersion, type ServiceVersion } from './versions.ts';
 
 export type Action = 'read' | 'list' | 'create' | 'write' | 'delete';
 
@@ -40,6 +37,8 @@ export interface AuthRequest {
   rawPath: string;
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
+  /** The request's x-ms-version, resolved (versions.ts). */
+  version: ServiceVersion;
   secure: boolean;
   /** The caller's address (a SAS may name the addresses it is good for). */
   ip: string;
@@ -133,14 +132,6 @@ function verifySharedKey(request: AuthRequest, credential: string): void {
   );
 }
 
-function checkVersionForBearer(headers: IncomingHttpHeaders): void {
-  const version = header(headers, 'x-ms-version');
-  if (!version) throw errors.missingHeader('x-ms-version');
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(version) || version < OLDEST_BEARER_VERSION || version > NEWEST_VERSION) {
-    throw errors.invalidHeader('x-ms-version');
-  }
-}
-
 /** What each verifier failure reads as in <AuthenticationErrorDetail>. */
 function authenticationDetail(err: TokenVerificationError): string {
   if (err.code === 'malformed' || err.code === 'missing_claim') return 'Authentication scheme Bearer is not supported.';
@@ -200,7 +191,7 @@ export class StorageAuthenticator {
     }
     if (!/^Bearer /i.test(credential)) throw errors.invalidAuthenticationInfo();
     if (!request.secure) throw errors.authenticationFailed('Authentication scheme Bearer is not allowed with HTTP.');
-    checkVersionForBearer(request.headers);
+    checkBearerVersion(request.version);
     const token = bearerToken(credential);
     if (!token) throw errors.authenticationFailed('Authentication scheme Bearer is not supported.');
     const account = request.account.name;

@@ -1,7 +1,8 @@
 /**
  * Shared access signatures signed with an account key: service SAS (a container or
- * one blob) and account SAS (the blob service), signed versions 2020-12-06 and later,
- * as the storage SDK's generateSasUrl and generateAccountSasUrl make them. offcloud
+ * one blob) and account SAS (the blob service), of every signed version the service
+ * accepts (sas-string-to-sign.ts), as the storage SDK's generateSasUrl and
+ * generateAccountSasUrl make them. offcloud
  * keeps no stored access policies and issues no user delegation keys, so SAS that
  * name either are refused. A service SAS's response-header overrides (rscc, rscd, rsce,
  * rscl, rsct) are part of what it signs, and replace those headers of the blob it reads.
@@ -10,9 +11,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import { errors } from '../errors.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
-
-/** The oldest signed version whose string-to-sign this module builds. */
-export const OLDEST_SAS_VERSION = '2020-12-06';
+import { isWellFormedVersion } from './versions.ts';
+import { accountSasStringToSign, canonicalSasResource, RESPONSE_HEADER_FIELDS, serviceSasStringToSign } from './sas-string-to-sign.ts';
 
 export interface SasRequest {
   query: URLSearchParams;
@@ -32,13 +32,13 @@ export interface SasGrant {
 }
 
 /** The query parameters of a service SAS that override a read blob's response headers. */
-const RESPONSE_HEADER_OVERRIDES = [
-  ['rscc', 'cache-control'],
-  ['rscd', 'content-disposition'],
-  ['rsce', 'content-encoding'],
-  ['rscl', 'content-language'],
-  ['rsct', 'content-type'],
-] as const;
+const RESPONSE_HEADER_OVERRIDES = {
+  rscc: 'cache-control',
+  rscd: 'content-disposition',
+  rsce: 'content-encoding',
+  rscl: 'content-language',
+  rsct: 'content-type',
+} as const satisfies Record<(typeof RESPONSE_HEADER_FIELDS)[number], string>;
 
 export function isSasRequest(query: URLSearchParams): boolean {
   return query.has('sig');
@@ -75,34 +75,22 @@ function resourceType(request: SasRequest): 's' | 'c' | 'o' {
 export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   const q = (name: string) => request.query.get(name) ?? '';
   const version = q('sv');
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(version) || version < OLDEST_SAS_VERSION) {
-    throw errors.authenticationFailed(`Signed version '${version}' is not supported; sign with ${OLDEST_SAS_VERSION} or later.`);
+  // A SAS without `sv` is the 2009-09-19 form; one with it names a service version.
+  if (request.query.has('sv') && !isWellFormedVersion(version)) {
+    throw errors.authenticationFailed(`Signed version '${version}' is not a service version (YYYY-MM-DD).`);
   }
   if (q('si') || q('skoid')) throw errors.authenticationFailed('Stored access policies and user delegation keys are not supported.');
   const isAccountSas = request.query.has('ss') || request.query.has('srt');
   let stringToSign: string;
   if (isAccountSas) {
-    stringToSign = [request.account.name, q('sp'), q('ss'), q('srt'), q('st'), q('se'), q('sip'), q('spr'), version, q('ses'), ''].join('\n');
+    stringToSign = accountSasStringToSign(q, request.account.name);
   } else {
     const resource = q('sr');
     if ((resource === 'c' && request.container === undefined) || (resource === 'b' && request.blob === undefined) || (resource !== 'c' && resource !== 'b')) {
       throw errors.resourceTypeMismatch();
     }
-    const canonical = `/blob/${request.account.name}/${request.container}${resource === 'b' ? `/${request.blob}` : ''}`;
-    stringToSign = [
-      q('sp'),
-      q('st'),
-      q('se'),
-      canonical,
-      '',
-      q('sip'),
-      q('spr'),
-      version,
-      resource,
-      '',
-      q('ses'),
-      ...RESPONSE_HEADER_OVERRIDES.map(([parameter]) => q(parameter)),
-    ].join('\n');
+    const canonical = canonicalSasResource(version, request.account.name, request.container!, resource === 'b' ? request.blob : undefined);
+    stringToSign = serviceSasStringToSign(q, canonical, '');
   }
   if (!signatureMatches(request.account, stringToSign, q('sig'))) {
     throw errors.authenticationFailed(`Signature did not match. String to sign used was ${stringToSign}`);
@@ -121,6 +109,6 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
     if (!q('srt').includes(resourceType(request))) throw errors.resourceTypeMismatch();
   }
   // An account SAS does not sign overrides, so it sets none.
-  const overrides = isAccountSas ? [] : RESPONSE_HEADER_OVERRIDES.filter(([parameter]) => q(parameter));
-  return { permissions: q('sp'), responseHeaders: Object.fromEntries(overrides.map(([parameter, name]) => [name, q(parameter)])) };
+  const overrides = isAccountSas ? [] : RESPONSE_HEADER_FIELDS.filter((parameter) => q(parameter));
+  return { permissions: q('sp'), responseHeaders: Object.fromEntries(overrides.map((parameter) => [RESPONSE_HEADER_OVERRIDES[parameter], q(parameter)])) };
 }
