@@ -10,7 +10,7 @@ import serviceSdk from 'azure-iothub';
 import { createSasToken, isExpired, parseSasToken, resourceCovers, signedWith } from '../../src/hub/domain/sas.ts';
 import { describeBody, encodePropertyBag, parsePropertyBag, TelemetryLog } from '../../src/hub/domain/messages.ts';
 import { DEFAULT_TWIN_LIMITS, depthOf, mergePatch, newTwin, patchReportedProperties, sizeOf, updateDesiredProperties } from '../../src/hub/domain/twin.ts';
-import { parseUsername } from '../../src/hub/domain/hub.ts';
+import { checkIfMatch, parseUsername } from '../../src/hub/domain/hub.ts';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 const soon = () => Math.floor(Date.now() / 1000) + 600;
@@ -83,6 +83,22 @@ test('R-TWIN-6 R-TWIN-8 merge-patch: objects merge, null deletes, arrays replace
   const change = updateDesiredProperties(twin, { desired: { x: 1 } }, DEFAULT_TWIN_LIMITS, false);
   assert.deepEqual(change.push, { x: 1, $version: 2 });
   assert.equal(change.twin.reported.version, 4);
+});
+
+test('every twin change, reported or desired, gets an etag no earlier version had, and If-Match with an earlier one is refused', () => {
+  let twin = newTwin();
+  const seen = new Set([twin.etag]);
+  for (let i = 0; i < 1000; i++) {
+    const earlier = twin.etag;
+    twin =
+      i % 2 === 0
+        ? patchReportedProperties(twin, { count: i }, DEFAULT_TWIN_LIMITS)
+        : updateDesiredProperties(twin, { desired: { count: i } }, DEFAULT_TWIN_LIMITS, false).twin;
+    assert.ok(!seen.has(twin.etag), `change ${i} reused the etag ${twin.etag}`);
+    seen.add(twin.etag);
+    assert.throws(() => checkIfMatch(`"${earlier}"`, twin.etag), /does not match/);
+    checkIfMatch(`"${twin.etag}"`, twin.etag);
+  }
 });
 
 test('twin sizes and depth are counted as the reference describes', () => {

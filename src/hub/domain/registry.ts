@@ -4,6 +4,7 @@
  * storage is the store's job.
  */
 import { randomBytes } from 'node:crypto';
+import { newEtag } from './etag.ts';
 import { HubError, invalidArgument } from './errors.ts';
 import { generateKey } from './sas.ts';
 import { NEVER, newTwin, type Twin } from './twin.ts';
@@ -52,10 +53,6 @@ export function parseIdentityKey(key: string): Identity | undefined {
   const parts = key.split('/');
   if (parts.length > 2 || !parts.every((p) => ID_PATTERN.test(p))) return undefined;
   return parts[1] ? { deviceId: parts[0]!, moduleId: parts[1] } : { deviceId: parts[0]! };
-}
-
-export function newEtag(): string {
-  return randomBytes(9).toString('base64');
 }
 
 function validKey(value: unknown, name: string): string {

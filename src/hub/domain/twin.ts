@@ -6,6 +6,7 @@
  */
 import { DEFAULT_TWIN_MAX_DEPTH } from '../defaults.ts';
 import { invalidArgument } from './errors.ts';
+import { newEtag } from './etag.ts';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
@@ -48,10 +49,6 @@ const MAX_INTEGER = 4503599627370495;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
-function etag(): string {
-  return Buffer.from(`${Date.now()}:${Math.random()}`).toString('base64').slice(0, 16);
-}
-
 export function newTwin(now = new Date()): Twin {
   const lastUpdated = now.toISOString();
   return {
@@ -59,7 +56,7 @@ export function newTwin(now = new Date()): Twin {
     desired: { properties: {}, version: 1, lastUpdated },
     reported: { properties: {}, version: 1, lastUpdated },
     version: 1,
-    etag: etag(),
+    etag: newEtag(),
   };
 }
 
@@ -198,7 +195,7 @@ function updatedSection(section: TwinSection, patch: JsonObject, limits: TwinLim
 /** A device's reported PATCH (§3): merged, version + 1. */
 export function patchReportedProperties(twin: Twin, patch: JsonObject, limits: TwinLimits, now = new Date()): Twin {
   validatePatch(patch, limits);
-  return { ...twin, reported: updatedSection(twin.reported, patch, limits, 'reported properties', now), version: twin.version + 1, etag: etag() };
+  return { ...twin, reported: updatedSection(twin.reported, patch, limits, 'reported properties', now), version: twin.version + 1, etag: newEtag() };
 }
 
 export interface ServiceTwinUpdate {
@@ -261,7 +258,7 @@ export function updateDesiredProperties(twin: Twin, update: ServiceTwinUpdate, l
     }
   }
   if (!update.tags && !update.desired) return { twin };
-  return { twin: { ...next, version: twin.version + 1, etag: etag() }, ...(push ? { push } : {}) };
+  return { twin: { ...next, version: twin.version + 1, etag: newEtag() }, ...(push ? { push } : {}) };
 }
 
 /** The twin a device GETs: `{desired, reported}` with their `$version`, no metadata. */
