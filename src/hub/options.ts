@@ -2,16 +2,19 @@
 import { commonOptions, portOption, tlsOptions } from '../common/config.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TWIN_MAX_DEPTH } from './defaults.ts';
 
+const HTTPS_PORT = process.getuid?.() === 0 ? 443 : 8884;
+
 export const hubOptions = {
   ...commonOptions,
   ...tlsOptions,
   port: portOption(8883, 'MQTT over TLS port for devices (0 = any free port)'),
-  restPort: portOption(8884, 'HTTPS port of the cloud-side REST API (0 = any free port)'),
-  // The device SDKs' MqttWs transport always dials 443; only root (or CAP_NET_BIND_SERVICE) may bind it.
-  webSocketPort: portOption(
-    process.getuid?.() === 0 ? 443 : 8885,
-    'MQTT over WebSockets port for devices, path /$iothub/websocket (default 443 as root, else 8885; 0 = any free port)',
+  // The service SDK and the devices' WebSocket transports always dial 443, where the real hub serves all of them;
+  // only root (or CAP_NET_BIND_SERVICE) may bind it. 8443 is the gateway's, so the fallback stays 8884.
+  restPort: portOption(
+    HTTPS_PORT,
+    'HTTPS port of the REST API, also serving MQTT and AMQP over WebSockets (default 443 as root, else 8884; 0 = any free port)',
   ),
+  webSocketPort: portOption(HTTPS_PORT, 'port for MQTT and AMQP over WebSockets (/$iothub/websocket); the REST port (one listener) unless another is given'),
   hostName: {
     type: 'string',
     default: 'localhost',

@@ -1,5 +1,5 @@
 /**
- * The cloud-side API over HTTPS (port 8884), in the real service's REST shapes
+ * The cloud-side API over HTTPS (443, or 8884 when not root), in the real service's REST shapes
  * where practical: /devices, /twins (ETag/If-Match), /twins/{id}/methods, plus
  * our own C2D send and telemetry read/follow (the real service uses AMQP and
  * Event Hubs for those). Every call carries a hub policy SAS (`iothubowner`).
@@ -15,6 +15,7 @@ import { identityKey, validateId, type Identity } from './domain/registry.ts';
 import type { Right } from './domain/policies.ts';
 import { HubError } from './domain/errors.ts';
 import { toWireError } from './errors.ts';
+import { WEBSOCKET_PATH } from './websocket.ts';
 
 export interface RestOptions {
   host: string;
@@ -67,7 +68,7 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
   // Each route names the policy right it needs (registryRead, registryWrite, serviceConnect).
   app.addHook('onRequest', async (request) => {
     const path = request.url.split('?')[0];
-    if (path === '/health' || path === '/ready') return;
+    if (path === '/health' || path === '/ready' || path === WEBSOCKET_PATH) return;
     try {
       await hub.authenticateService(request.headers.authorization, (request.routeOptions.config as { right?: Right }).right);
     } catch (err) {
@@ -172,6 +173,9 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     });
     return reply;
   });
+
+  // The devices' WebSocket path takes upgrades only (../websocket.ts).
+  app.all(WEBSOCKET_PATH, async (_request, reply) => reply.code(426).header('upgrade', 'websocket').header('connection', 'Upgrade').send());
 
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ Message: `ErrorCode:NotFound;no route for ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`, ExceptionMessage: '' }),

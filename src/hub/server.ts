@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:https';
+import { formatHost } from '../common/http.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
@@ -12,8 +14,17 @@ import { DEFAULT_CLIENT_LIMITS } from './mqtt/limits.ts';
 import { hubOptions } from './options.ts';
 import { openState } from './persistence/open.ts';
 import { startRestApi } from './rest.ts';
+import { listenOn } from './listen.ts';
+import { createWebSocketListener, DeviceWebSockets, WEBSOCKET_PATH, type WebSocketListener } from './websocket.ts';
 
 export type HubOptions = OptionValues<typeof hubOptions>;
+
+async function closeWebSocketListener(listener: WebSocketListener | undefined): Promise<void> {
+  if (!listener?.server.listening) return;
+  const stopped = new Promise<void>((resolve) => listener.server.close(() => resolve()));
+  listener.destroyUnused();
+  await stopped;
+}
 
 /** The device hub (§4.11): MQTT over TLS and over WebSockets for devices, HTTPS REST for the cloud side. */
 export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
@@ -44,12 +55,24 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   );
   let mqtt;
   let rest;
+  let webSocketListener: WebSocketListener | undefined;
+  let webSocketUrl: string;
   try {
     const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
-    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, webSocketPort: options.webSocketPort, tls, logger, limits });
+    mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger, limits });
     rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger, metrics });
+    // One MQTT packet's worth per WebSocket message.
+    const webSockets = new DeviceWebSockets({ logger, acceptors: { mqtt: mqtt.acceptWebSocket }, maxPayload: limits.maxPacketBytes + 8 });
+    if (options.webSocketPort === options.restPort) {
+      webSockets.attach(rest.app.server as Server);
+      webSocketUrl = `${rest.url.replace(/^https:/, 'wss:')}${WEBSOCKET_PATH}`;
+    } else {
+      webSocketListener = createWebSocketListener(webSockets, { tls, logger, connectTimeoutMs: options.connectTimeoutMs });
+      const port = await listenOn(webSocketListener.server, options.host, options.webSocketPort, 'webSocketPort');
+      webSocketUrl = `wss://${formatHost(options.host)}:${port}${WEBSOCKET_PATH}`;
+    }
   } catch (err) {
-    await mqtt?.close();
+    await Promise.allSettled([mqtt?.close(), rest?.app.close(), closeWebSocketListener(webSocketListener)]);
     await hub.close();
     throw err;
   }
@@ -59,18 +82,18 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
   }
   credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`);
-  logger.info({ mqtt: mqtt.url, webSocket: mqtt.webSocketUrl, rest: rest.url }, 'hub listening');
+  logger.info({ mqtt: mqtt.url, webSocket: webSocketUrl, rest: rest.url }, 'hub listening');
   return {
     urls: [
       { label: 'MQTT over TLS (devices)', url: mqtt.url },
       { label: 'REST (service, SAS iothubowner)', url: rest.url },
-      { label: 'MQTT over WebSockets (devices)', url: mqtt.webSocketUrl },
+      { label: 'MQTT over WebSockets (devices)', url: webSocketUrl },
     ],
     credentials,
     caCertPath: tls.caCertPath,
-    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: mqtt.webSocketUrl },
+    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: webSocketUrl },
     async close() {
-      await Promise.allSettled([mqtt.close(), rest.app.close()]);
+      await Promise.allSettled([mqtt.close(), rest.app.close(), closeWebSocketListener(webSocketListener)]);
       await hub.close();
     },
   };

@@ -13,7 +13,7 @@ import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { eventually, nextEvent, restClient, startTestHub } from './helpers.ts';
+import { eventually, freePort, nextEvent, restClient, startTestHub } from './helpers.ts';
 
 const { Client } = deviceSdk;
 const hub = await startTestHub({ after });
@@ -99,4 +99,20 @@ test('the WebSocket port refuses other paths, other subprotocols and plain reque
   const socket = new WebSocket(`${url}/$iothub/websocket`, ['mqtt'], { ca: hub.ca });
   await nextEvent<void>((listener) => socket.once('open', () => listener()));
   socket.terminate();
+});
+
+test('one HTTPS listener: the REST API and MQTT over WebSockets share a port, as on the real hub', async () => {
+  assert.equal(hub.webSocketPort, Number(new URL(hub.restUrl).port));
+  assert.equal((await hub.rest('GET', '/devices/')).status, 200);
+});
+
+test('--web-socket-port on another port keeps a WebSocket listener of its own', async (t) => {
+  const separate = await startTestHub(t, { webSocketPort: await freePort() });
+  assert.notEqual(separate.webSocketPort, Number(new URL(separate.restUrl).port));
+  const socket = new WebSocket(`wss://localhost:${separate.webSocketPort}/$iothub/websocket`, ['mqtt'], { ca: separate.ca });
+  await nextEvent<void>((listener) => socket.once('open', () => listener()));
+  socket.terminate();
+  const plain = await restClient(`https://localhost:${separate.webSocketPort}`, separate.ca, () => '');
+  assert.equal((await plain.call('GET', '/devices')).status, 404);
+  await plain.agent.close();
 });

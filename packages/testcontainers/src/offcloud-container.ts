@@ -29,7 +29,7 @@ export const COMPONENT_PORTS = {
   storage: [10000, 10443],
   devdata: [8081],
   scripts: [8080],
-  hub: [8883, 8884, 8885],
+  hub: [8883, 8884],
   billing: [5100],
   sentiment: [5000],
   face: [5005],

@@ -1,15 +1,16 @@
 /**
  * The device endpoint: MQTT 3.1.1 over TLS (§4.11, R-TWIN-1), and over
- * WebSockets, on aedes, one file per protocol verb beside this one. The hub is not a broker: nothing a
+ * WebSockets (../websocket.ts hands the upgraded sockets here), on aedes, one file per protocol verb beside this one. The hub is not a broker: nothing a
  * device publishes is routed to other devices; each device publish is
  * answered, and everything sent to a device goes to that one client.
  */
 import { createServer } from 'node:tls';
-import type { AddressInfo, Server, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { Aedes, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import { UnusedConnections } from '../../common/connections.ts';
-import { formatHost, translateListenError } from '../../common/http.ts';
+import { formatHost } from '../../common/http.ts';
+import { listenOn } from '../listen.ts';
 import type { TlsMaterial } from '../../common/tls.ts';
 import type { DeviceHub } from '../domain/hub.ts';
 import { onPuback } from './c2d.ts';
@@ -19,13 +20,12 @@ import { capPacketSize, type ClientLimits } from './limits.ts';
 import { answerPublishesDirectly, authorizePublish } from './publish.ts';
 import { Sessions, type EndpointContext } from './session.ts';
 import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
-import { createWebSocketListener, WEBSOCKET_PATH } from './websocket.ts';
+import { createWebSocketStream } from 'ws';
+import type { WebSocketAcceptor } from '../websocket.ts';
 
 export interface MqttEndpointOptions {
   host: string;
   port: number;
-  /** MQTT over WebSockets (`/$iothub/websocket`). */
-  webSocketPort: number;
   tls: TlsMaterial;
   logger: Logger;
   limits: ClientLimits;
@@ -34,16 +34,9 @@ export interface MqttEndpointOptions {
 export interface MqttEndpoint {
   url: string;
   port: number;
-  webSocketUrl: string;
+  /** MQTT over WebSockets (subprotocol `mqtt`): the upgraded socket joins the same broker. */
+  acceptWebSocket: WebSocketAcceptor;
   close(): Promise<void>;
-}
-
-async function listenOn(server: Server, host: string, port: number, portKey: string): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(translateListenError(err, { host, port, component: 'hub', portKey })));
-    server.listen(port, host, () => resolve());
-  });
-  return (server.address() as AddressInfo).port;
 }
 
 export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOptions): Promise<MqttEndpoint> {
@@ -80,32 +73,31 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   // The broker ends the devices it accepted on close; these are the others.
   const unused = new UnusedConnections(server);
   broker.on('client', (client) => unused.used(client.conn as Socket));
-  const webSocket = createWebSocketListener((stream, request) => accept(broker.handle(stream, request)), options);
-  const servers: Server[] = [server, webSocket.server];
-  const closeServers = () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  const closeServer = () => new Promise<void>((resolve) => server.close(() => resolve()));
   let port: number;
-  let webSocketPort: number;
   try {
     port = await listenOn(server, options.host, options.port, 'port');
-    webSocketPort = await listenOn(webSocket.server, options.host, options.webSocketPort, 'webSocketPort');
   } catch (err) {
     await new Promise<void>((resolve) => broker.close(() => resolve()));
-    await closeServers();
+    await closeServer();
     throw err;
   }
   return {
     url: `mqtts://${formatHost(options.host)}:${port}`,
     port,
-    webSocketUrl: `wss://${formatHost(options.host)}:${webSocketPort}${WEBSOCKET_PATH}`,
+    acceptWebSocket(socket, request) {
+      const stream = createWebSocketStream(socket);
+      stream.on('error', (err) => logger.debug({ err: err.message }, 'WebSocket stream error'));
+      accept(broker.handle(stream, request));
+    },
     async close() {
       // Presence is shared in scale-out: a replica that shuts down says its devices are gone.
       await Promise.allSettled(context.sessions.all().map((s) => hub.deviceDisconnected(s.key, s.connectionId)));
       // No new connection after this, so none is left out of the ones ended below.
-      const stopped = closeServers();
+      const stopped = closeServer();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       // Connections mid-TLS-handshake or without an accepted CONNECT: the broker does not know them.
       unused.destroy();
-      webSocket.destroyUnused();
       await stopped;
     },
   };
