@@ -5,9 +5,10 @@
  * Help and usage errors load no server: components load their servers, and
  * this file its logger, only when something starts.
  */
-import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema } from './common/config.ts';
+import { commonOptions, kebab, readConfigFile, resolveConfig, type OptionSchema, type OptionValues } from './common/config.ts';
 import type { CommandGroup, ComponentDefinition, RunningComponent, Subcommand } from './common/component.ts';
-import { OffcloudError, UsageError } from './common/errors.ts';
+import { OffcloudError, StartupError, UsageError } from './common/errors.ts';
+import { isDiskFull } from './common/files.ts';
 import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
@@ -103,6 +104,16 @@ function fixFor(component: string, message: string): string {
   return `run \`offcloud ${component} --log-level debug\` alone to see the whole error`;
 }
 
+/** Starts a component; a full disk under its data dir is told in one line, not with a stack. */
+async function startComponent(component: ComponentDefinition, options: OptionValues<OptionSchema>): Promise<RunningComponent> {
+  try {
+    return await component.start(options);
+  } catch (err) {
+    if (!isDiskFull(err)) throw err;
+    throw new StartupError(`${component.name}: the disk holding the data dir ${String(options.dataDir)} is full; free some space and start again`);
+  }
+}
+
 /** Closes in reverse start order, so a container's last usage report still finds billing. */
 async function closeAll(started: Map<string, RunningComponent>, logger: Logger): Promise<void> {
   for (const [name, running] of [...started.entries()].reverse()) {
@@ -192,7 +203,7 @@ async function runUp(args: string[]): Promise<number> {
     try {
       const file = { ...component.upDefaults, ...component.wireUp?.(started), ...fileSection(global.config, component.name) };
       const options = resolveConfig(component.name, component.options, { flags: own, env: process.env, file, flagPrefix: `${component.name}-` });
-      started.set(component.name, await component.start(options));
+      started.set(component.name, await startComponent(component, options));
     } catch (err) {
       if (global.strict) {
         await closeAll(started, logger);
@@ -249,7 +260,7 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
   delete flags.config;
   delete flags.help;
   const options = resolveConfig(component.name, component.options, { flags, env: process.env, file: fileSection(configPath, component.name) });
-  const running = await component.start(options);
+  const running = await startComponent(component, options);
   const started = new Map([[component.name, running]]);
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(String(options.logLevel ?? 'info'), 'offcloud');

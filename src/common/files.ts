@@ -3,6 +3,12 @@ import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { lock } from 'proper-lockfile';
 
+/** Whether a file operation failed because the disk (or the user's disk quota) is full. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 /**
  * Writes a file so that a crash at any moment leaves either the old or the new
  * content: write a temporary file beside it, flush it, then rename over.

@@ -8,6 +8,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { Logger } from 'pino';
 import { UnusedConnections } from './connections.ts';
 import { clientErrorStatus, StartupError, WireError, type WireAnswer } from './errors.ts';
+import { isDiskFull } from './files.ts';
 import { ComponentMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
 import { cutAfterDrain, onShutdownSignal } from './shutdown.ts';
@@ -113,7 +114,7 @@ function serveMetrics(app: FastifyInstance, metrics: ComponentMetrics): void {
 }
 
 export interface ErrorContract {
-  logger: Pick<Logger, 'error'>;
+  logger: Pick<Logger, 'error' | 'warn'>;
   /** The component's one mapping (its `errors.ts`) from any failure to its wire form. */
   toWire: (error: unknown, request: FastifyRequest) => WireAnswer;
 }
@@ -126,7 +127,9 @@ export interface ErrorContract {
  */
 export function installErrorHandler(app: FastifyInstance, contract: ErrorContract): void {
   app.setErrorHandler(async (error, request, reply) => {
-    if (!(error instanceof WireError) && clientErrorStatus(error) === undefined) {
+    if (isDiskFull(error)) {
+      contract.logger.warn({ path: (error as NodeJS.ErrnoException).path, method: request.method, url: request.url }, 'disk full: request refused');
+    } else if (!(error instanceof WireError) && clientErrorStatus(error) === undefined) {
       contract.logger.error({ err: error, method: request.method, url: request.url }, 'request failed');
     }
     return sendWireAnswer(reply, contract.toWire(error, request));

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
+import { isDiskFull } from '../common/files.ts';
 import { errorXml } from './xml.ts';
 
 export class StorageError extends WireError {
@@ -83,6 +84,8 @@ export const errors = {
   conditionNotMet: () => new StorageError(412, 'ConditionNotMet', 'The condition specified using HTTP conditional header(s) is not met.'),
   invalidRange: () => new StorageError(416, 'InvalidRange', 'The range specified is invalid for the current size of the resource.'),
   unsupportedOperation: () => new StorageError(400, 'UnsupportedHttpVerb', "The resource doesn't support specified Http Verb."),
+  /** The service's code for a request it cannot take now (its account limits); here, a full disk. */
+  diskFull: () => new StorageError(503, 'ServerBusy', "The server's disk is full: the request was not stored. Please retry your request once space is freed."),
   internal: () => new StorageError(500, 'InternalError', 'The server encountered an internal error. Please retry the request.'),
 };
 
@@ -98,6 +101,7 @@ export function assignRequestId(request: FastifyRequest): string {
 /** What fastify refused before a handler ran, in the service's terms. */
 function storageErrorOf(error: unknown): StorageError {
   if (error instanceof StorageError) return error;
+  if (isDiskFull(error)) return errors.diskFull();
   const status = clientErrorStatus(error);
   if (status === 413) return errors.requestBodyTooLarge();
   if (status !== undefined) return errors.invalidUri();

@@ -12,6 +12,10 @@
  * a crash anywhere in a compaction loses nothing. A line a crash cut short was never
  * acknowledged: it is skipped, and the log is folded in at every start, so nothing is
  * ever appended after it.
+ * The index is safe on its own against overlapping calls: its changes and compactions run
+ * one at a time, in the order they were asked for, and a change reaches memory only once
+ * its whole line is on disk. A line the disk did not take whole (a short write, ENOSPC) is
+ * cut off the log again and the change refused with the file system's error.
  */
 import { constants } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
@@ -53,6 +57,8 @@ export class BlobIndex {
   private logChanges = 0;
   /** Whether the log's folder entry is on disk (a new log's is synced after its first line). */
   private logOnDisk = false;
+  /** Settles when the last change or compaction asked for has ended. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly dir: string,
@@ -91,38 +97,57 @@ export class BlobIndex {
     return this.records;
   }
 
-  /** Sets a blob's record; resolves once the change is on disk. */
+  /** Sets a blob's record once the change is on disk. */
   put(record: BlobRecord): Promise<void> {
-    this.records.set(record.name, record);
-    return this.append({ put: record });
+    return this.inTurn(async () => {
+      await this.append({ put: record });
+      this.records.set(record.name, record);
+    });
   }
 
-  /** Removes a blob's record; resolves once the change is on disk. */
+  /** Removes a blob's record once the change is on disk. */
   delete(name: string): Promise<void> {
-    this.records.delete(name);
-    return this.append({ delete: name });
+    return this.inTurn(async () => {
+      await this.append({ delete: name });
+      this.records.delete(name);
+    });
   }
 
+  /** Runs `work` after every change and compaction asked for before it. */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Writes a change's line whole and flushes it, or cuts the log back to its acknowledged end and throws. */
   private async append(change: IndexChange): Promise<void> {
     const line = Buffer.from(JSON.stringify(change) + '\n');
     const handle = await open(this.logPath, constants.O_WRONLY | constants.O_CREAT);
     try {
-      await handle.write(line, 0, line.length, this.logLength);
+      for (let written = 0; written < line.length;) {
+        const { bytesWritten } = await handle.write(line, written, line.length - written, this.logLength + written);
+        if (bytesWritten === 0) throw new Error(`${this.logPath}: the file system took no byte of an index change`);
+        written += bytesWritten;
+      }
       await handle.datasync();
+      if (!this.logOnDisk) await syncDirectory(this.dir);
+    } catch (err) {
+      await handle.truncate(this.logLength).catch(() => undefined);
+      throw err;
     } finally {
       await handle.close();
     }
-    if (!this.logOnDisk) {
-      await syncDirectory(this.dir);
-      this.logOnDisk = true;
-    }
+    this.logOnDisk = true;
     this.logLength += line.length;
     this.logChanges++;
   }
 
   /** Folds the log into blobs.json once it holds as many changes as the container has blobs. */
-  async compactIfDue(): Promise<void> {
-    if (this.logChanges >= Math.max(this.compactAfter, this.records.size)) await this.compact();
+  compactIfDue(): Promise<void> {
+    return this.inTurn(async () => {
+      if (this.logChanges >= Math.max(this.compactAfter, this.records.size)) await this.compact();
+    });
   }
 
   /** Writes the whole index to blobs.json and, once that is durable, empties the log. */

@@ -71,7 +71,10 @@ interface ContainerState {
   record: ContainerRecord;
   dir: string;
   index: BlobIndex;
-  /** Serialises index writes of this container. */
+  /**
+   * Serialises this container's writes from their precondition check to their index change
+   * (so a write's If-Match sees the blob it replaces), and its deletion after them.
+   */
   queue: Promise<unknown>;
 }
 
@@ -122,6 +125,8 @@ async function removeLeftovers(dir: string, blobs: ReadonlyMap<string, BlobRecor
 
 export class AccountStore {
   private readonly containers = new Map<string, ContainerState>();
+  /** Per container name: settles when its last creation or deletion has ended. */
+  private readonly nameTurns = new Map<string, Promise<void>>();
   private etagCounter = 0;
 
   /** `compactAfter`: the fewest index changes a container's log holds before it is folded in (see blob-index.ts). */
@@ -172,36 +177,62 @@ export class AccountStore {
     return state;
   }
 
-  async createContainer(name: string, metadata: Record<string, string>): Promise<ContainerRecord> {
-    if (this.containers.has(name)) throw errors.containerExists();
-    const now = Date.now();
-    const record: ContainerRecord = { name, created: now, modified: now, etag: this.newEtag(), metadata };
-    const dir = join(this.root, name);
-    const state: ContainerState = { record, dir, index: BlobIndex.create(dir, this.compactAfter), queue: Promise.resolve() };
-    this.containers.set(name, state);
-    try {
-      await mkdir(join(dir, 'data'), { recursive: true });
-      await writeFileAtomic(join(dir, 'container.json'), JSON.stringify(record));
-      await syncDirectory(dir);
-      await syncDirectory(this.root);
-    } catch (err) {
-      this.containers.delete(name);
-      throw err;
-    }
-    return record;
+  /**
+   * Runs creations and deletions of one container name one after another, in the order
+   * they arrived, so that a deletion never removes the folder of a creation after it.
+   */
+  private inNameOrder<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.nameTurns.get(name) ?? Promise.resolve()).then(work);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.nameTurns.set(name, settled);
+    void settled.then(() => {
+      if (this.nameTurns.get(name) === settled) this.nameTurns.delete(name);
+    });
+    return run;
   }
 
-  async deleteContainer(name: string): Promise<void> {
-    const state = this.state(name);
-    this.containers.delete(name);
-    // After the index changes already queued, which then find no container.
-    const run = state.queue.then(async () => {
-      // container.json goes first, so a crash mid-way leaves a folder that load() discards.
-      await rm(join(state.dir, 'container.json'), { force: true });
-      await rm(state.dir, { recursive: true, force: true });
+  /** Creates a container; it is listed once its folder and container.json are on disk. */
+  createContainer(name: string, metadata: Record<string, string>): Promise<ContainerRecord> {
+    return this.inNameOrder(name, async () => {
+      if (this.containers.has(name)) throw errors.containerExists();
+      const now = Date.now();
+      const record: ContainerRecord = { name, created: now, modified: now, etag: this.newEtag(), metadata };
+      const dir = join(this.root, name);
+      try {
+        // What a deletion cut short left of an earlier container of this name (it has no container.json).
+        await rm(dir, { recursive: true, force: true });
+        await mkdir(join(dir, 'data'), { recursive: true });
+        await writeFileAtomic(join(dir, 'container.json'), JSON.stringify(record));
+        await syncDirectory(dir);
+        await syncDirectory(this.root);
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+        throw err;
+      }
+      this.containers.set(name, { record, dir, index: BlobIndex.create(dir, this.compactAfter), queue: Promise.resolve() });
+      return record;
     });
-    state.queue = run.catch(() => undefined);
-    await run;
+  }
+
+  /**
+   * Deletes a container after the index changes already queued (which then find no
+   * container). Removing container.json is the step that deletes it: a folder without one
+   * is discarded at start, so the container leaves memory only once that removal is done.
+   */
+  deleteContainer(name: string): Promise<void> {
+    return this.inNameOrder(name, async () => {
+      const state = this.state(name);
+      const run = state.queue.then(async () => {
+        await rm(join(state.dir, 'container.json'), { force: true });
+        this.containers.delete(name);
+        await rm(state.dir, { recursive: true, force: true });
+      });
+      state.queue = run.catch(() => undefined);
+      await run;
+    });
   }
 
   listBlobs(container: string): BlobRecord[] {
