@@ -2,7 +2,6 @@
  * The blob storage page's operations, through the storage SDK with the
  * account's Shared Key (the SDK signs; nothing here builds a signature).
  */
-import { Agent as HttpsAgent } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { BlobServiceClient, type BlobItem, type StoragePipelineOptions } from '@azure/storage-blob';
@@ -30,9 +29,11 @@ export interface BlobDownload {
 }
 
 export function openBlobService(connectionString: string, caFile: string): BlobServiceClient {
-  // The SDK's pipeline takes a Node agent: through it, HTTPS trusts the components' CA.
-  const agent = new HttpsAgent({ keepAlive: true, ...(caFile ? { ca: readFileSync(caFile, 'utf8') } : {}) });
-  const options = { agent, retryOptions: { maxTries: 1 } } as StoragePipelineOptions;
+  // The SDK's TLS settings apply to an https: BlobEndpoint only (an agent would be used for http: too, and refuse it).
+  const options = {
+    retryOptions: { maxTries: 1 },
+    ...(caFile ? { tlsOptions: { ca: readFileSync(caFile, 'utf8') } } : {}),
+  } as StoragePipelineOptions;
   try {
     return BlobServiceClient.fromConnectionString(connectionString, options);
   } catch (err) {
@@ -111,7 +112,17 @@ export class BlobBrowser {
   }
 }
 
-export function blobName(raw: string): string {
-  if (!raw || raw.length > 1024) throw new InvalidInputError('a blob name has 1 to 1024 characters');
+/**
+ * A blob name the storage SDK can address. The SDK puts the name in a URL
+ * path, where a `.` or `..` segment is resolved away (`../../victim` would
+ * name the container `victim`), so such a name is refused, not sent.
+ */
+export function blobName(raw: unknown): string {
+  if (typeof raw !== 'string' || !raw || raw.length > 1024) throw new InvalidInputError('a blob name has 1 to 1024 characters');
+  if (raw.split('/').some((segment) => segment === '.' || segment === '..')) {
+    throw new InvalidInputError(
+      `the blob ${JSON.stringify(raw.slice(0, 200))} has a "." or ".." segment, which the storage SDK would resolve in its URL to another blob or container: it is listed, but the console does not touch it`,
+    );
+  }
   return raw;
 }

@@ -131,7 +131,9 @@ function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFil
       openBlobService(required(options.storageConnectionString, 'a storage connection string', 'storage-connection-string'), caFile),
     ));
   type Container = { Params: { container: string } };
-  type Blob = { Params: { container: string; '*': string }; Querystring: { prefix?: string; marker?: string } };
+  type Listing = { Params: { container: string }; Querystring: { prefix?: string; marker?: string } };
+  // A blob is named in the query: a name's `.` and `..` segments would not survive in a URL path.
+  type Blob = { Params: { container: string }; Querystring: { name?: string } };
   app.get('/api/storage/containers', async () => blobs().listContainers());
   app.put<Container>('/api/storage/containers/:container', async (request, reply) => {
     await blobs().createContainer(request.params.container);
@@ -141,30 +143,30 @@ function registerBlobRoutes(app: FastifyInstance, options: ConsoleOptions, caFil
     await blobs().deleteContainer(request.params.container);
     return reply.code(204).send();
   });
-  app.get<Blob>('/api/storage/containers/:container/blobs', async (request) =>
+  app.get<Listing>('/api/storage/containers/:container/blobs', async (request) =>
     blobs().listBlobs(request.params.container, String(request.query.prefix ?? ''), request.query.marker ? String(request.query.marker) : undefined),
   );
-  app.put<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
+  app.put<Blob>('/api/storage/containers/:container/blob', async (request, reply) => {
+    const name = blobName(request.query.name);
     const data = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
-    await blobs().upload(request.params.container, blobName(request.params['*']), data, request.headers['content-type'] ?? 'application/octet-stream');
-    return reply.code(201).send({ name: request.params['*'], size: data.length });
+    await blobs().upload(request.params.container, name, data, request.headers['content-type'] ?? 'application/octet-stream');
+    return reply.code(201).send({ name, size: data.length });
   });
-  app.get<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
-    const blob = await blobs().download(request.params.container, blobName(request.params['*']));
-    const file = request.params['*'].split('/').pop() ?? 'blob';
+  app.get<Blob>('/api/storage/containers/:container/blob', async (request, reply) => {
+    const name = blobName(request.query.name);
+    const blob = await blobs().download(request.params.container, name);
+    const file = name.split('/').pop() || 'blob';
     return reply
       .type(blob.contentType)
       .header('content-length', blob.contentLength)
       .header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent(file)}`)
       .send(blob.body);
   });
-  app.delete<Blob>('/api/storage/containers/:container/blobs/*', async (request, reply) => {
-    await blobs().delete(request.params.container, blobName(request.params['*']));
+  app.delete<Blob>('/api/storage/containers/:container/blob', async (request, reply) => {
+    await blobs().delete(request.params.container, blobName(request.query.name));
     return reply.code(204).send();
   });
-  app.get<Blob>('/api/storage/containers/:container/properties/*', async (request) =>
-    blobs().properties(request.params.container, blobName(request.params['*'])),
-  );
+  app.get<Blob>('/api/storage/containers/:container/properties', async (request) => blobs().properties(request.params.container, blobName(request.query.name)));
 }
 
 function registerPage(app: FastifyInstance, access: ConsoleAccess): void {

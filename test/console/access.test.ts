@@ -30,10 +30,10 @@ const DATA_ROUTES: [method: string, path: string][] = [
   ['PUT', '/api/storage/containers/intruded'],
   ['DELETE', '/api/storage/containers/victim'],
   ['GET', '/api/storage/containers/victim/blobs'],
-  ['GET', '/api/storage/containers/victim/blobs/kept.txt'],
-  ['PUT', '/api/storage/containers/victim/blobs/kept.txt'],
-  ['DELETE', '/api/storage/containers/victim/blobs/kept.txt'],
-  ['GET', '/api/storage/containers/victim/properties/kept.txt'],
+  ['GET', '/api/storage/containers/victim/blob?name=kept.txt'],
+  ['PUT', '/api/storage/containers/victim/blob?name=kept.txt'],
+  ['DELETE', '/api/storage/containers/victim/blob?name=kept.txt'],
+  ['GET', '/api/storage/containers/victim/properties?name=kept.txt'],
   ['GET', '/api/identity/directory'],
   ['POST', '/api/identity/decode'],
   ['POST', '/api/identity/token'],
@@ -95,6 +95,7 @@ function spellings(path: string): string[] {
 
 interface Answer {
   status: number;
+  headers: Record<string, unknown>;
   code: string | undefined;
   text: string;
 }
@@ -154,7 +155,7 @@ async function send(console: RunningComponent, method: string, path: string, hea
     } catch {
       code = undefined;
     }
-    return { status: answer.statusCode, code, text };
+    return { status: answer.statusCode, headers: answer.headers, code, text };
   } finally {
     await pool.close();
   }
@@ -169,6 +170,7 @@ function assertRefused(answer: Answer, what: string): void {
     `${what} answered ${answer.status} ${answer.text.slice(0, 200)}`,
   );
   for (const secret of secrets) assert.ok(!answer.text.includes(secret), `${what} handed out a secret`);
+  assert.equal(answer.headers['access-control-allow-origin'], undefined, `${what} granted CORS`);
 }
 
 async function assertStorageUntouched(): Promise<void> {
@@ -221,4 +223,10 @@ test('the page, its files, the probes, the session state and the login need no s
   assert.equal((await send(offLoopback, 'POST', '/api/login', { 'x-offcloud-console': '1' })).status, 401);
   assertRefused(await send(offLoopback, 'POST', '/%61pi/login', { 'sec-fetch-site': 'cross-site', 'x-offcloud-console': '1' }), 'cross-site login');
   assertRefused(await send(onLoopback, 'GET', '/%61pi/session', { host: 'evil.example' }), 'session state to another host');
+  const preflight = await send(onLoopback, 'OPTIONS', '/api/storage/containers/intruded', {
+    origin: 'https://evil.example',
+    'access-control-request-method': 'PUT',
+    'access-control-request-headers': 'x-offcloud-console',
+  });
+  assert.equal(preflight.headers['access-control-allow-origin'], undefined, 'a CORS preflight is never granted');
 });

@@ -11,7 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import type { Page } from 'playwright-core';
-import { request } from 'undici';
+import { ContainerSASPermissions } from '@azure/storage-blob';
+import { Pool, request } from 'undici';
 import { CONTAINER_KINDS } from '../../src/cognitive/protocol.ts';
 import { deviceFilePath, readDevices } from '../../src/devices/store.ts';
 import { startEtcd, uniqueServiceName } from '../devices/helpers.ts';
@@ -177,6 +178,58 @@ test("storage: a container made and a blob uploaded in the page are read back by
   await page.getByRole('button', { name: 'delete dir/note.txt' }).click();
   await page.getByText('No blobs.').waitFor();
   assert.equal(await blob.exists(), false);
+});
+
+test('storage: a blob named ../../victim is listed, and its delete button deletes neither another blob nor the container victim', async (t) => {
+  const service = blobService(stack);
+  const victim = service.getContainerClient('victim');
+  await victim.create();
+  await victim.getBlockBlobClient('kept.txt').upload('kept', 4);
+  const names = service.getContainerClient('names');
+  await names.create();
+  // Sent as written (the SDK's and undici's URL parsing would resolve %2E%2E): storage keeps the name as is.
+  const sas = new URL(await names.generateSasUrl({ permissions: ContainerSASPermissions.parse('w'), expiresOn: new Date(Date.now() + 3_600_000) }));
+  const raw = new Pool(sas.origin, { connect: { ca } });
+  t.after(() => raw.close());
+  const put = await raw.request({
+    method: 'PUT',
+    path: `${sas.pathname}/%2E%2E/%2E%2E/victim${sas.search}`,
+    headers: { 'x-ms-blob-type': 'BlockBlob' },
+    body: 'odd',
+  });
+  await put.body.dump();
+  assert.equal(put.statusCode, 201);
+
+  const page = await openPage(t, 'storage');
+  await page.getByRole('button', { name: 'names', exact: true }).click();
+  await page.getByRole('link', { name: '../../victim' }).waitFor();
+  await page.getByRole('button', { name: 'delete ../../victim' }).click();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^400 · InvalidInput: the blob "\.\.\/\.\.\/victim" has a "\." or "\.\." segment/ })
+    .waitFor();
+  assert.equal((await victim.getBlobClient('kept.txt').downloadToBuffer()).toString(), 'kept');
+  const listed: string[] = [];
+  for await (const blob of names.listBlobsFlat()) listed.push(blob.name);
+  assert.deepEqual(listed, ['../../victim']);
+});
+
+test("storage: a console given storage's plain-HTTP connection string creates, uploads and lists through it", async () => {
+  const plain = printed(stack, 'storage', /^over plain HTTP: (DefaultEndpointsProtocol=http;.*)$/);
+  const running = await startNamed(cleanup, 'console', new Map(stack.started), { dataDir: stack.dataDir, storageConnectionString: plain });
+  const base = running.urls[0]!.url.replace(/\/$/, '');
+  const call = async (method: 'GET' | 'PUT', path: string, body: string | null = null) => {
+    const answer = await request(`${base}${path}`, { method, headers: { 'x-offcloud-console': '1', 'content-type': 'text/plain' }, body });
+    return { status: answer.statusCode, body: await answer.body.text() };
+  };
+  assert.equal((await call('PUT', '/api/storage/containers/over-http')).status, 201);
+  assert.equal((await call('PUT', '/api/storage/containers/over-http/blob?name=a.txt', 'sent over http')).status, 201);
+  const listed = await call('GET', '/api/storage/containers');
+  assert.equal(listed.status, 200, listed.body);
+  assert.ok((JSON.parse(listed.body) as { name: string }[]).some((c) => c.name === 'over-http'));
+  const blob = blobService(stack).getContainerClient('over-http').getBlobClient('a.txt');
+  assert.equal((await blob.downloadToBuffer()).toString(), 'sent over http');
+  assert.equal((await call('GET', '/api/storage/containers/over-http/blob?name=a.txt')).body, 'sent over http');
 });
 
 test('identity: a token got in one click verifies against the JWKS; a changed one does not, and says why', async (t) => {

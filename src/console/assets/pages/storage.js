@@ -6,7 +6,8 @@ import { api } from '../api.js';
 import { html, ErrorLine, Json, Loading, Section, formatBytes, formValues, useAction, useLoad } from '../ui.js';
 
 const containerPath = (name) => `/api/storage/containers/${encodeURIComponent(name)}`;
-const blobPath = (container, blob, kind = 'blobs') => `${containerPath(container)}/${kind}/${blob.split('/').map(encodeURIComponent).join('/')}`;
+// The blob's name goes in the query: in a path, a browser resolves `.` and `..` segments (`%2E%2E` too) away.
+const blobPath = (container, blob, kind = 'blob') => `${containerPath(container)}/${kind}?name=${encodeURIComponent(blob)}`;
 
 function Blobs({ container }) {
   const [pages, setPages] = useState([]);
