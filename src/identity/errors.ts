@@ -115,7 +115,7 @@ export const aad = {
 
 export const imds = {
   missingMetadataHeader: () => new ImdsError(400, 'invalid_request', 'Required metadata header not specified'),
-  forwardedRequest: () => new ImdsError(400, 'invalid_request', 'Request contains X-Forwarded-For header'),
+  forwardedRequest: (header: string) => new ImdsError(400, 'invalid_request', `Request contains ${header} header`),
   missingParameter: (name: string) => new ImdsError(400, 'invalid_request', `Required query variable '${name}' is missing`),
   unsupportedApiVersion: (version: string) => new ImdsError(400, 'invalid_request', `Unsupported api-version '${version}'`),
   unknownResource: (resource: string, tenant: string) =>

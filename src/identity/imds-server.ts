@@ -72,12 +72,19 @@ function sameSecret(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * The headers a proxy adds to name the client it relays for: the real IMDS refuses
+ * X-Forwarded-For; Forwarded (RFC 7239) is its standard form, refused alike.
+ */
+const RELAY_HEADERS = ['X-Forwarded-For', 'Forwarded'];
+
 export function registerImdsRoutes(app: FastifyInstance, options: ImdsRoutesOptions): void {
   /** IMDS: answers exactly the §2.6 fields, every number as a string. */
   async function imdsToken(request: FastifyRequest) {
     if (String(request.headers.metadata ?? '').toLowerCase() !== 'true') throw imds.missingMetadataHeader();
     // As the real IMDS: a request relayed by a proxy is refused (a guard against request forgery).
-    if (request.headers['x-forwarded-for'] !== undefined) throw imds.forwardedRequest();
+    const relayedBy = RELAY_HEADERS.find((name) => request.headers[name.toLowerCase()] !== undefined);
+    if (relayedBy) throw imds.forwardedRequest(relayedBy);
     const query = queryOf(request.url);
     const apiVersion = requiredQuery(query, 'api-version');
     if (!/^\d{4}-\d{2}-\d{2}$/.test(apiVersion) || apiVersion < FIRST_IMDS_API_VERSION) throw imds.unsupportedApiVersion(apiVersion);

@@ -86,6 +86,21 @@ describe('managed identity endpoint', () => {
     assert.equal(withAuth.status, 200, 'no other credential is needed or checked');
   });
 
+  test('a request relayed by a proxy is refused whichever header marks it: X-Forwarded-For or Forwarded, in any case, even empty', async () => {
+    const query = `api-version=2018-02-01&resource=${encodeURIComponent('https://storage.azure.com')}`;
+    const relayed: [Record<string, string>, RegExp][] = [
+      [{ 'x-forwarded-for': '10.0.0.1' }, /X-Forwarded-For/],
+      [{ 'X-Forwarded-For': '' }, /X-Forwarded-For/],
+      [{ forwarded: 'for=10.0.0.1' }, /Forwarded/],
+      [{ Forwarded: 'for="[2001:db8::1]";proto=http;by=203.0.113.43' }, /Forwarded/],
+      [{ FORWARDED: '' }, /Forwarded/],
+    ];
+    for (const [headers, message] of relayed) {
+      assertImdsError(await imdsGet(query, { ...METADATA, ...headers }), 400, 'invalid_request', message);
+    }
+    assert.equal((await imdsGet(query, { ...METADATA, 'x-forwarded-proto': 'http' })).status, 200, 'a header naming no client is not a relay');
+  });
+
   test('R-IMDS-1 api-version and resource are required; wrong ones, unknown resources and identities get 400 JSON, never 404/410', async () => {
     const storage = encodeURIComponent('https://storage.azure.com');
     assertImdsError(await imdsGet(`resource=${storage}`), 400, 'invalid_request', /api-version/);
