@@ -16,6 +16,7 @@ import type { Right } from './domain/policies.ts';
 import { HubError } from './domain/errors.ts';
 import { toWireError } from './errors.ts';
 import { WEBSOCKET_PATH } from './websocket.ts';
+import { registerDeviceApi } from './device-http.ts';
 
 export interface RestOptions {
   host: string;
@@ -65,14 +66,17 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     for (const raw of streams) raw.end();
   });
 
-  // Each route names the policy right it needs (registryRead, registryWrite, serviceConnect).
+  // Each service route names the policy right it needs (registryRead, registryWrite, serviceConnect);
+  // device routes (device-http.ts) take the SAS token of the device in their path.
   app.addHook('onRequest', async (request) => {
     const path = request.url.split('?')[0];
     if (path === '/health' || path === '/ready' || path === WEBSOCKET_PATH) return;
+    const config = request.routeOptions.config as { right?: Right; device?: boolean };
     try {
-      await hub.authenticateService(request.headers.authorization, (request.routeOptions.config as { right?: Right }).right);
+      if (config.device) await hub.authenticateDeviceRequest(identityOf(request.params as IdParams), request.headers.authorization);
+      else await hub.authenticateService(request.headers.authorization, config.right);
     } catch (err) {
-      if (err instanceof ServiceRefused) logger.info({ method: request.method, path: path?.slice(0, 200), reason: err.reason }, 'service call refused');
+      if (err instanceof ServiceRefused) logger.info({ method: request.method, path: path?.slice(0, 200), reason: err.reason }, 'call refused');
       throw err;
     }
   });
@@ -173,6 +177,8 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     });
     return reply;
   });
+
+  registerDeviceApi(app, hub, (request) => identityOf(request.params as IdParams));
 
   // The devices' WebSocket path takes upgrades only (../websocket.ts).
   app.all(WEBSOCKET_PATH, async (_request, reply) => reply.code(426).header('upgrade', 'websocket').header('connection', 'Upgrade').send());

@@ -246,6 +246,24 @@ export function killHard(child: ChildProcess): Promise<void> {
 export { freePort };
 
 /**
+ * An https.Agent that dials `port` whatever port the URL names: how the device SDKs' transports
+ * that always dial 443 (MqttWs, AmqpWs, Http) reach a hub on another port, through their own
+ * `webSocketAgent` / `http.agent` options (docs/hub.md).
+ */
+export class PortAgent extends https.Agent {
+  constructor(
+    private readonly port: number,
+    options?: https.AgentOptions,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: object, callback?: (err: Error | null, stream: Duplex) => void) {
+    return super.createConnection({ ...options, port: this.port }, callback);
+  }
+}
+
+/**
  * The service SDK (azure-iothub) dials `https://<HostName>:443` with an agent of its own and takes
  * neither a port nor a CA. In a test its connections to `localhost:443` go to the hub's REST port,
  * trusting the hub's CA: what a hub on 443 and a trusted CA (`NODE_EXTRA_CA_CERTS`) give a user.

@@ -7,30 +7,14 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent, type AgentOptions } from 'node:https';
-import type { Duplex } from 'node:stream';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { eventually, freePort, nextEvent, restClient, startTestHub } from './helpers.ts';
+import { eventually, freePort, nextEvent, PortAgent, restClient, startTestHub } from './helpers.ts';
 
 const { Client } = deviceSdk;
 const hub = await startTestHub({ after });
-
-/** An https.Agent that dials `port` whatever port the URL names: how MqttWs reaches a hub that is not on 443. */
-class PortAgent extends Agent {
-  constructor(
-    private readonly port: number,
-    options?: AgentOptions,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: object, callback?: (err: Error | null, stream: Duplex) => void) {
-    return super.createConnection({ ...options, port: this.port }, callback);
-  }
-}
 
 test('R-TWIN-6 R-TWIN-5 MqttWs: the SDK over WebSockets patches reported properties, receives C2D and answers a method', async (t) => {
   const key = await hub.createDevice('ws-device');

@@ -17,6 +17,7 @@ export const HubErrorCodes = {
   DeviceAlreadyExists: 409001,
   ModuleAlreadyExistsOnDevice: 409301,
   PreconditionFailed: 412002,
+  DeviceMessageLockLost: 412020,
   ServerError: 500001,
   GatewayTimeout: 504101,
 } as const;

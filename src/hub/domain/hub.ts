@@ -76,6 +76,11 @@ export class ServiceRefused extends HubError {
 }
 
 const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
+/** How long a received C2D message stays locked for its device, as the real hub's default lock timeout. */
+const C2D_LOCK_MS = 60_000;
+
+/** How a device settles a cloud-to-device message. */
+export type C2dOutcome = 'complete' | 'reject' | 'abandon';
 /** A Digital Twins model id (`dtmi:com:example:Thermostat;1`), as the real hub accepts it. */
 const MODEL_ID_PATTERN = /^dtmi:[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?(?::[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?)*;[1-9][0-9]{0,8}$/;
 
@@ -123,6 +128,8 @@ interface PendingMethod {
 export class DeviceHub {
   readonly telemetry: TelemetryLog;
   private readonly pendingMethods = new Map<string, PendingMethod>();
+  /** The C2D message a polling device received and has not settled, by device (on this replica). */
+  private readonly c2dLocks = new Map<string, { messageId: string; lockToken: string; until: number }>();
 
   constructor(
     private readonly store: HubStore,
@@ -156,8 +163,22 @@ export class DeviceHub {
     if (!parsed) throw new ConnectRefused('username is not <host>/<client id>/…');
     if (hostWithoutPort(parsed.host) !== hostWithoutPort(this.settings.hostName))
       throw new ConnectRefused(`username names hub ${parsed.host}, not ${this.settings.hostName}`);
-    const token = password === undefined ? undefined : parseSasToken(password.toString('utf8'));
-    if (!token) throw new ConnectRefused('password is not a SharedAccessSignature');
+    const key = identityKey(identity);
+    await this.verifyDeviceToken(identity, password?.toString('utf8'));
+    const connection = { identity, key, twinAllowed: parsed.twinAllowed, ...(parsed.modelId ? { modelId: parsed.modelId } : {}) };
+    // Stored before the connection is accepted, so the twin shows it once the device is open.
+    await this.announceModel(connection);
+    return connection;
+  }
+
+  /**
+   * A device's (or module's) SAS token, signed with one of its keys or with a policy that
+   * may connect devices, for a resource that covers it; the identity must be enabled.
+   * Throws ConnectRefused with the reason.
+   */
+  async verifyDeviceToken(identity: Identity, tokenText: string | undefined): Promise<IdentityRecord> {
+    const token = tokenText === undefined ? undefined : parseSasToken(tokenText);
+    if (!token) throw new ConnectRefused('the credential is not a SharedAccessSignature');
     if (isExpired(token)) throw new ConnectRefused('the SAS token has expired');
     const target = `${this.settings.hostName}/devices/${identity.deviceId}${identity.moduleId ? `/modules/${identity.moduleId}` : ''}`;
     if (!resourceCovers(token.resource, target)) throw new ConnectRefused(`the SAS token is for ${token.resource}, not ${target}`);
@@ -176,10 +197,17 @@ export class DeviceHub {
       keys = [policy.primaryKey, policy.secondaryKey];
     }
     if (!keys.some((k) => signedWith(token, k))) throw new ConnectRefused('the SAS signature does not match');
-    const connection = { identity, key, twinAllowed: parsed.twinAllowed, ...(parsed.modelId ? { modelId: parsed.modelId } : {}) };
-    // Stored before the connection is accepted, so the twin shows it once the device is open.
-    await this.announceModel(connection);
-    return connection;
+    return record;
+  }
+
+  /** A device's HTTPS request: its SAS token in `Authorization`; refused as the service's calls are (401). */
+  async authenticateDeviceRequest(identity: Identity, authorization: string | undefined): Promise<void> {
+    try {
+      await this.verifyDeviceToken(identity, authorization);
+    } catch (err) {
+      if (err instanceof ConnectRefused) throw new ServiceRefused(err.message);
+      throw err;
+    }
   }
 
   async deviceTwin(key: string) {
@@ -247,6 +275,31 @@ export class DeviceHub {
   /** A method request reached a connected device that never subscribed to methods: the caller gets 404 at once. */
   methodNotSubscribed(rid: string, origin: string): Promise<void> {
     return this.bus.publish({ type: 'method-response', rid, status: 404, payload: null, origin, notSubscribed: true });
+  }
+
+  /**
+   * A polling receive (HTTP): the oldest pending C2D message, locked for the device until it
+   * is settled or the lock times out (then it may be received again, with a new lock token).
+   * Undefined when nothing is pending, or the oldest is locked by an earlier receive.
+   */
+  async receiveC2d(deviceId: string, now = Date.now()): Promise<{ message: C2dMessage; lockToken: string } | undefined> {
+    const message = await this.store.nextC2d(deviceId, now);
+    if (!message) return undefined;
+    const lock = this.c2dLocks.get(deviceId);
+    if (lock && lock.messageId === message.id && lock.until > now) return undefined;
+    const lockToken = randomUUID();
+    this.c2dLocks.set(deviceId, { messageId: message.id, lockToken, until: now + C2D_LOCK_MS });
+    return { message, lockToken };
+  }
+
+  /** Complete (removed), reject (removed, dead-lettered) or abandon (pending again) the message a lock token holds. */
+  async settleC2d(deviceId: string, lockToken: string, outcome: C2dOutcome, now = Date.now()): Promise<void> {
+    const lock = this.c2dLocks.get(deviceId);
+    if (!lock || lock.lockToken !== lockToken || lock.until <= now) {
+      throw new HubError('DeviceMessageLockLost', 'the lock token is not the one of a message locked for this device (expired, settled or never given)');
+    }
+    this.c2dLocks.delete(deviceId);
+    if (outcome !== 'abandon') await this.store.completeC2d(deviceId, lock.messageId);
   }
 
   async recordTelemetry(identity: Identity, bag: PropertyBag, payload: Buffer, topicBytes: number): Promise<void> {
