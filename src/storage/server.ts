@@ -16,7 +16,7 @@ import { createHttpServer, installErrorHandler, listenEach, sendWireAnswer } fro
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import type { IssuerStyle } from '../identity/public.ts';
-import { StorageAuthenticator, type Principal } from './authentication/index.ts';
+import { canonicalQuery, StorageAuthenticator, type Principal } from './authentication/index.ts';
 import { NEWEST_VERSION, resolveServiceVersion } from './authentication/versions.ts';
 import { assignRequestId, errors, toWireError } from './errors.ts';
 import { storageOptions } from './options.ts';
@@ -45,7 +45,13 @@ function decode(segment: string): string {
   }
 }
 
-/** Account, container and blob of a request, from the Host header (host style) or the path. */
+/**
+ * Account, container and blob of a request, from the Host header (host style) or the path.
+ * A Shared Key signature covers the path but not the Host, so one signed path is one
+ * resource however it is sent: host style, a path that starts with the host's own account
+ * name (`/<account>/<container>/…`, a path-style request sent with another Host) is
+ * refused rather than read as a container of that name.
+ */
 function resolveTarget(request: FastifyRequest, scheme: string): Target {
   const url = request.raw.url ?? '/';
   const rawPath = url.split('?')[0] ?? '/';
@@ -57,6 +63,7 @@ function resolveTarget(request: FastifyRequest, scheme: string): Target {
   if (labels.length > 2 && labels[1] === 'blob') {
     account = labels[0]!;
     endpoint = `${scheme}://${host}/`;
+    if (segments[0] !== undefined && decode(segments[0]) === account) throw errors.invalidUri();
   } else {
     account = decode(segments.shift() ?? '');
     endpoint = `${scheme}://${host}/${account}`;
@@ -106,7 +113,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
       const account = ctx.accounts.get(target.account);
       const store = ctx.stores.get(target.account);
       if (!account || !store) throw errors.accountNotFound();
-      const query = new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? '');
+      const query = canonicalQuery(new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? ''));
       const requested = request.headers['x-ms-version'];
       const version = resolveServiceVersion(Array.isArray(requested) ? requested[0] : requested);
       reply.header('x-ms-version', version.effective);

@@ -20,21 +20,44 @@ import {
   type TokenVerifier,
 } from '../../identity/public.ts';
 import { errors } from '../errors.ts';
-import { isSasRequest, verifySas, type SasGrant } from './sas.ts';
+import { isSasRequest, verifySas, type ResourceLevel, type SasGrant } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 import { checkBearerVersion, type ServiceVersion } from './versions.ts';
 
+/**
+ * What an operation does, for authorization: `create` makes a container or writes a whole
+ * blob (Put Blob), `write` changes one in parts (Put Block, Put Block List).
+ */
 export type Action = 'read' | 'list' | 'create' | 'write' | 'delete';
 
 export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string } | ({ scheme: 'SAS' } & SasGrant);
 
-/** The SAS permission letters (`sp`) that allow each action; creating a container is allowed by `w` too. */
-const SAS_PERMISSIONS: Record<Action, string> = { read: 'r', list: 'l', create: 'cw', write: 'w', delete: 'd' };
+/**
+ * The SAS permission letters (`sp`) that allow each action, by kind of SAS and the level the
+ * request addresses, as the service documents them: an account SAS reaches every level its
+ * `srt` names (List Containers; Create, Delete, Get Properties of a container and List Blobs;
+ * the blob operations); a service SAS reaches only blobs, and List Blobs of its container:
+ * no container operation, whatever its letters. `c` or `w` create (a container, a whole
+ * blob); only `w` writes blocks and block lists.
+ */
+const SAS_PERMISSIONS: Record<SasGrant['kind'], Record<ResourceLevel, Partial<Record<Action, string>>>> = {
+  account: {
+    s: { list: 'l' },
+    c: { read: 'r', list: 'l', create: 'cw', delete: 'd' },
+    o: { read: 'r', create: 'cw', write: 'w', delete: 'd' },
+  },
+  service: {
+    s: {},
+    c: { list: 'l' },
+    o: { read: 'r', create: 'cw', write: 'w', delete: 'd' },
+  },
+};
 
 export interface AuthRequest {
   method: string;
   /** The request path as sent (percent-encoded), without the query. */
   rawPath: string;
+  /** The query as canonicalQuery gives it. */
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   /** The request's x-ms-version, resolved (versions.ts). */
@@ -67,6 +90,21 @@ function header(headers: IncomingHttpHeaders, name: string): string {
   return Array.isArray(value) ? value.join(',') : (value ?? '');
 }
 
+/**
+ * A request's query as the service reads it: names in lower case, and the values of a name
+ * given more than once sorted and joined by commas. It is what Shared Key signs, and what
+ * the handlers act on, so a signed `prefix=public/` cannot be replayed as
+ * `prefix=&prefix=public/` to act on another value.
+ */
+export function canonicalQuery(raw: URLSearchParams): URLSearchParams {
+  const values = new Map<string, string[]>();
+  for (const [name, value] of raw) {
+    const key = name.toLowerCase();
+    values.set(key, [...(values.get(key) ?? []), value]);
+  }
+  return new URLSearchParams([...values].map(([name, given]) => [name, given.sort().join(',')]));
+}
+
 /** The Shared Key string-to-sign of a request (Blob service, version 2009-09-19 and later). */
 export function sharedKeyStringToSign(request: AuthRequest, languageFirst: boolean): string {
   const h = (name: string) => header(request.headers, name);
@@ -91,9 +129,8 @@ export function sharedKeyStringToSign(request: AuthRequest, languageFirst: boole
     .sort()
     .map((name) => `${name}:${header(request.headers, name).trimStart()}\n`)
     .join('');
-  const queryKeys = [...new Set([...request.query.keys()].map((k) => k.toLowerCase()))].sort();
-  const lowered = new Map([...request.query.entries()].map(([k, v]) => [k.toLowerCase(), v]));
-  const canonicalResource = `/${request.account.name}${request.rawPath || '/'}` + queryKeys.map((k) => `\n${k}:${lowered.get(k) ?? ''}`).join('');
+  const queryLines = [...request.query.keys()].sort().map((name) => `\n${name}:${request.query.get(name)}`);
+  const canonicalResource = `/${request.account.name}${request.rawPath || '/'}` + queryLines.join('');
   return `${standard}\n${canonicalHeaders}${canonicalResource}`;
 }
 
@@ -217,7 +254,8 @@ export class StorageAuthenticator {
   async authorize(principal: Principal, action: Action, target: string): Promise<void> {
     if (principal.scheme === 'SharedKey') return;
     if (principal.scheme === 'SAS') {
-      if (![...SAS_PERMISSIONS[action]].some((letter) => principal.permissions.includes(letter))) throw errors.permissionMismatch();
+      const letters = SAS_PERMISSIONS[principal.kind][principal.level][action] ?? '';
+      if (![...letters].some((letter) => principal.permissions.includes(letter))) throw errors.permissionMismatch();
       return;
     }
     const assignments = dataRoleAssignmentsFor(await this.directory.current(), principal.principalId, target);

@@ -24,8 +24,13 @@ export interface SasRequest {
   blob: string | undefined;
 }
 
-/** What a verified SAS grants: its permission letters and the response headers it sets. */
+/** The level a request addresses, as an account SAS's `srt` letters name it: the service, a container, a blob (object). */
+export type ResourceLevel = 's' | 'c' | 'o';
+
+/** What a verified SAS grants: its kind, the level it was used on, its permission letters and the response headers it sets. */
 export interface SasGrant {
+  kind: 'account' | 'service';
+  level: ResourceLevel;
   permissions: string;
   /** Header name → value, from a service SAS's rscc…rsct. */
   responseHeaders: Record<string, string>;
@@ -65,10 +70,36 @@ function signatureMatches(account: StorageAccount, stringToSign: string, signatu
   });
 }
 
-/** The level a request addresses, as an account SAS's `srt` letters name it. */
-function resourceType(request: SasRequest): 's' | 'c' | 'o' {
+function resourceLevel(request: SasRequest): ResourceLevel {
   if (request.blob !== undefined) return 'o';
   return request.container !== undefined ? 'c' : 's';
+}
+
+/** `st` and `se` in the ISO 8601 UTC forms the service accepts: a date, or a date and a time ending in Z. */
+function isSasTime(text: string): boolean {
+  const match = /^(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,7})?)?Z)?$/.exec(text);
+  return match !== null && isWellFormedVersion(match[1]!) && !Number.isNaN(Date.parse(text));
+}
+
+/** The letters a field may hold. */
+const FIELD_LETTERS = { sp: /^[racwdxyltmeopfiu]+$/, ss: /^[bfqt]+$/, srt: /^[sco]+$/ } as const;
+/** An HMAC-SHA256 in canonical base64: 32 bytes, 43 characters (the last with its two spare bits 0) and one `=`. */
+const SIGNATURE = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+
+/**
+ * Refuses a SAS whose fields are not exactly in the service's forms: a signature with
+ * junk appended or its padding changed, a version that is no date, a protocol other
+ * than `https` or `https,http`, times that are not ISO 8601 UTC, unknown letters.
+ */
+function checkFields(q: (name: string) => string, isAccountSas: boolean): void {
+  const refuse = (field: string) => errors.authenticationFailed(`The value of the SAS field ${field} is not in the form the service accepts: '${q(field)}'.`);
+  if (!SIGNATURE.test(q('sig'))) throw refuse('sig');
+  if (q('spr') && q('spr') !== 'https' && q('spr') !== 'https,http') throw refuse('spr');
+  if (q('st') && !isSasTime(q('st'))) throw refuse('st');
+  if (!isSasTime(q('se'))) throw refuse('se');
+  if (!FIELD_LETTERS.sp.test(q('sp'))) throw refuse('sp');
+  if (isAccountSas && !FIELD_LETTERS.ss.test(q('ss'))) throw refuse('ss');
+  if (isAccountSas && !FIELD_LETTERS.srt.test(q('srt'))) throw refuse('srt');
 }
 
 /** Checks a SAS request and returns what it grants. */
@@ -79,8 +110,9 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   if (request.query.has('sv') && !isWellFormedVersion(version)) {
     throw errors.authenticationFailed(`Signed version '${version}' is not a service version (YYYY-MM-DD).`);
   }
-  if (q('si') || q('skoid')) throw errors.authenticationFailed('Stored access policies and user delegation keys are not supported.');
   const isAccountSas = request.query.has('ss') || request.query.has('srt');
+  checkFields(q, isAccountSas);
+  if (q('si') || q('skoid')) throw errors.authenticationFailed('Stored access policies and user delegation keys are not supported.');
   let stringToSign: string;
   if (isAccountSas) {
     stringToSign = accountSasStringToSign(q, request.account.name);
@@ -97,18 +129,24 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   }
   const start = q('st') ? Date.parse(q('st')) : -Infinity;
   const expiry = Date.parse(q('se'));
-  if (Number.isNaN(start) || Number.isNaN(expiry) || now < start || now > expiry) {
+  if (now < start || now > expiry) {
     throw errors.authenticationFailed(
       `Signature not valid in the specified time frame: Start [${q('st')}] - Expiry [${q('se')}] - Current [${new Date(now).toUTCString()}]`,
     );
   }
   if (q('spr') === 'https' && !request.secure) throw errors.protocolMismatch();
   if (q('sip') && !ipAllowed(request.ip, q('sip'))) throw errors.sourceIpMismatch(request.ip);
+  const level = resourceLevel(request);
   if (isAccountSas) {
     if (!q('ss').includes('b')) throw errors.serviceMismatch();
-    if (!q('srt').includes(resourceType(request))) throw errors.resourceTypeMismatch();
+    if (!q('srt').includes(level)) throw errors.resourceTypeMismatch();
   }
   // An account SAS does not sign overrides, so it sets none.
   const overrides = isAccountSas ? [] : RESPONSE_HEADER_FIELDS.filter((parameter) => q(parameter));
-  return { permissions: q('sp'), responseHeaders: Object.fromEntries(overrides.map((parameter) => [RESPONSE_HEADER_OVERRIDES[parameter], q(parameter)])) };
+  return {
+    kind: isAccountSas ? 'account' : 'service',
+    level,
+    permissions: q('sp'),
+    responseHeaders: Object.fromEntries(overrides.map((parameter) => [RESPONSE_HEADER_OVERRIDES[parameter], q(parameter)])),
+  };
 }

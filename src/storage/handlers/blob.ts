@@ -104,7 +104,7 @@ function requestedRange(op: Operation, size: number): { start: number; end: numb
 }
 
 export async function putBlob(op: Operation, container: string, name: string): Promise<void> {
-  await op.authorize('write');
+  await op.authorize('create');
   const type = header(op, 'x-ms-blob-type');
   if (!type) throw errors.missingHeader('x-ms-blob-type');
   if (type !== 'BlockBlob') throw errors.invalidBlobType();
