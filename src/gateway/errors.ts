@@ -25,6 +25,21 @@ export class GatewayError extends WireError {
   }
 }
 
+/**
+ * An answer a plugin gives instead of proxying, with its own body (a CORS
+ * preflight, request-termination, a JSON list of failed JWT claims) rather
+ * than the gateway's error template.
+ */
+export class PluginAnswer extends GatewayError {
+  constructor(
+    status: number,
+    readonly body: string | Buffer,
+    headers: Record<string, string> = {},
+  ) {
+    super(status, `answered by a plugin (${status})`, headers);
+  }
+}
+
 /** Kong's messages for the statuses nginx or the balancer produce (error_handlers.lua). */
 export const MESSAGES = {
   badRequest: 'Bad request',

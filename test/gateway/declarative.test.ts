@@ -8,6 +8,7 @@ import { gateway } from '../../src/gateway/index.ts';
 import { checkDeclarativeFile } from '../../src/gateway/config/parse-command.ts';
 import { parseDeclarativeText } from '../../src/gateway/config/declarative.ts';
 import { matchRoute, normalizePath, upstreamPath } from '../../src/gateway/proxy/router.ts';
+import { PLUGINS } from '../../src/gateway/plugins/index.ts';
 import { startGateway } from '../../src/gateway/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
 import { errorsOf, loadDoc } from './helpers.ts';
@@ -141,8 +142,8 @@ test('invalid files fail with the path of every bad key', () => {
   ]);
   assert.deepEqual(errorsOf(base([{ paths: ['users'] }])), ['services[0].routes[0].paths[0]: should start with: / (fixed path) or ~/ (regex path)']);
   assert.deepEqual(errorsOf(base([{ paths: ['/a'], stripPath: true }])), ['services[0].routes[0].stripPath: unknown field']);
-  assert.deepEqual(errorsOf(base([{ paths: ['/a'], plugins: [{ name: 'jwt' }] }])), [
-    "services[0].routes[0].plugins[0].name: plugin 'jwt' not enabled; this gateway has: key-auth, rate-limiting",
+  assert.deepEqual(errorsOf(base([{ paths: ['/a'], plugins: [{ name: 'oauth2' }] }])), [
+    `services[0].routes[0].plugins[0].name: plugin 'oauth2' not enabled; this gateway has: ${[...PLUGINS.keys()].join(', ')}`,
   ]);
   assert.deepEqual(errorsOf(base([{ paths: ['/a'], plugins: [{ name: 'key-auth', config: { key_names: ['bad name'], typo: 1 } }] }])), [
     'services[0].routes[0].plugins[0].config.typo: unknown field',

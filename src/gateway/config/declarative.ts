@@ -5,12 +5,15 @@
  * references. What the proxy runs on
  * is compiled from these entities by proxy/compile.ts.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { DeclarativeConfigError } from '../errors.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import {
+  aclFields,
+  basicauthCredentialFields,
   consumerFields,
+  jwtSecretFields,
   DEFAULT_TARGET_PORT,
   keyauthCredentialFields,
   NESTED,
@@ -22,32 +25,35 @@ import {
   upstreamFields,
 } from './entities.ts';
 import { FORMAT_VERSIONS, isLegacyFormat, migrateRoutePath } from './format-version.ts';
-import type { Consumer, Entities, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
+import type { Acl, BasicauthCredential, Consumer, Entities, JwtSecret, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
 import { checkRecord, join, type Field, type FieldError } from './schema.ts';
 
-const TOP_LEVEL_KINDS = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins', 'upstreams', 'targets'] as const;
+const TOP_LEVEL_KINDS = [
+  'services',
+  'routes',
+  'consumers',
+  'keyauth_credentials',
+  'jwt_secrets',
+  'acls',
+  'basicauth_credentials',
+  'plugins',
+  'upstreams',
+  'targets',
+] as const;
 type Kind = (typeof TOP_LEVEL_KINDS)[number];
 const FIELDS: Record<Kind, Record<string, Field>> = {
   services: serviceFields,
   routes: routeFields,
   consumers: consumerFields,
   keyauth_credentials: keyauthCredentialFields,
+  jwt_secrets: jwtSecretFields,
+  acls: aclFields,
+  basicauth_credentials: basicauthCredentialFields,
   plugins: pluginFields,
   upstreams: upstreamFields,
   targets: targetFields,
 };
-const KONG_ONLY_KINDS = [
-  'certificates',
-  'snis',
-  'ca_certificates',
-  'vaults',
-  'consumer_groups',
-  'basicauth_credentials',
-  'jwt_secrets',
-  'acls',
-  'hmacauth_credentials',
-  'oauth2_credentials',
-];
+const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'hmacauth_credentials', 'oauth2_credentials'];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
 
 /** What a load found besides the entities: problems that refuse the file, and warnings it loads with. */
@@ -232,7 +238,18 @@ function checkDocumentKeys(doc: Record<string, unknown>, found: Findings): void 
 function validateDocument(doc: unknown, now: number): { entities: Entities; found: Findings } {
   const found: Findings = { errors: [], warnings: [], migrated: [] };
   const { errors } = found;
-  const empty: Entities = { services: [], routes: [], consumers: [], keyauth_credentials: [], plugins: [], upstreams: [], targets: [] };
+  const empty: Entities = {
+    services: [],
+    routes: [],
+    consumers: [],
+    keyauth_credentials: [],
+    jwt_secrets: [],
+    acls: [],
+    basicauth_credentials: [],
+    plugins: [],
+    upstreams: [],
+    targets: [],
+  };
   if (!isRecord(doc)) {
     errors.push({ path: '', message: 'expected a record (the top level of a declarative configuration)' });
     return { entities: empty, found };
@@ -275,15 +292,53 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   const consumers = consumerRows.map((r) => ({ username: null, custom_id: null, tags: null, ...r.value }) as Consumer);
   const findConsumer = resolver(consumers, (c) => [c.username, c.custom_id]);
 
-  const credentialRows = withIds('keyauth_credentials', (r, i) => String(r.value.key ?? `${r.path}#${i}`));
-  const credentials = credentialRows.map((row) => {
-    const v = row.value;
-    // Kong generates a key when the file gives none.
-    v.key ??= randomBytes(24).toString('base64url');
-    const consumer = row.parent ? { id: String(row.parent.row.value.id) } : findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors);
-    if (!consumer) errors.push({ path: join(row.path, 'consumer'), message: 'required field missing' });
-    return { ttl: null, tags: null, ...v, consumer } as KeyauthCredential;
-  });
+  /** Entities a consumer owns (credentials, acl groups): nested under it, or naming it in `consumer`. */
+  const ownedByConsumer = <T>(kind: Kind, keyOf: (row: Row, i: number) => string, fill: (value: Record<string, unknown>) => void) => {
+    const kindRows = withIds(kind, keyOf);
+    const items = kindRows.map((row) => {
+      const v = row.value;
+      fill(v);
+      const consumer = row.parent ? { id: String(row.parent.row.value.id) } : findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors);
+      if (!consumer && v.consumer === undefined) errors.push({ path: join(row.path, 'consumer'), message: 'required field missing' });
+      return { tags: null, ...v, consumer } as T;
+    });
+    return { items, kindRows };
+  };
+  const generated = () => randomBytes(24).toString('base64url');
+  // Kong generates a key when the file gives none.
+  const keyauth = ownedByConsumer<KeyauthCredential>(
+    'keyauth_credentials',
+    (r, i) => String(r.value.key ?? `${r.path}#${i}`),
+    (v) => {
+      v.key ??= generated();
+      v.ttl ??= null;
+    },
+  );
+  const credentials = keyauth.items;
+  const credentialRows = keyauth.kindRows;
+  const jwt = ownedByConsumer<JwtSecret>(
+    'jwt_secrets',
+    (r, i) => String(r.value.key ?? `${r.path}#${i}`),
+    (v) => {
+      v.key ??= generated();
+      v.secret ??= generated();
+      v.rsa_public_key ??= null;
+    },
+  );
+  for (const [i, secret] of jwt.items.entries()) checkJwtSecret(secret, jwt.kindRows[i]!.path, errors);
+  const acls = ownedByConsumer<Acl>(
+    'acls',
+    (r, i) => `${JSON.stringify(r.parent?.row.value.id ?? r.value.consumer)}|${String(r.value.group ?? `${r.path}#${i}`)}`,
+    () => {},
+  );
+  const basic = ownedByConsumer<BasicauthCredential>(
+    'basicauth_credentials',
+    (r, i) => String(r.value.username ?? `${r.path}#${i}`),
+    () => {},
+  );
+  // With `_transform` (Kong's default), passwords are given in clear and stored as Kong hashes them; without it they are such hashes.
+  if (doc._transform !== false)
+    for (const credential of basic.items) credential.password = hashBasicauthPassword(credential.password, credential.consumer?.id ?? '');
 
   const upstreamRows = withIds('upstreams', (r, i) => String(r.value.name ?? `#${i}`));
   const upstreams = upstreamRows.map((r) => ({ ...UPSTREAM_NULLS, updated_at: r.value.created_at, ...r.value }) as Upstream);
@@ -341,6 +396,9 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     [routes, routeRows],
     [consumers, consumerRows],
     [credentials, credentialRows],
+    [jwt.items, jwt.kindRows],
+    [acls.items, acls.kindRows],
+    [basic.items, basic.kindRows],
     [plugins, pluginRows],
     [upstreams, upstreamRows],
     [targets, targetRows],
@@ -353,14 +411,49 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   checkUnique(listed(consumers, consumerRows), 'username', (c) => c.username, errors);
   checkUnique(listed(consumers, consumerRows), 'custom_id', (c) => c.custom_id, errors);
   checkUnique(listed(credentials, credentialRows), 'key', (c) => c.key, errors);
+  checkUnique(listed(jwt.items, jwt.kindRows), 'key', (c) => c.key, errors);
+  checkUnique(listed(basic.items, basic.kindRows), 'username', (c) => c.username, errors);
+  checkUnique(listed(acls.items, acls.kindRows), 'group', (a) => `${a.group} of consumer ${a.consumer?.id}`, errors);
   checkUnique(listed(upstreams, upstreamRows), 'name', (u) => u.name, errors);
   checkUnique(listed(targets, targetRows), 'target', (t) => (t.upstream ? `${t.target} in upstream ${t.upstream.id}` : null), errors);
   checkUnique(listed(plugins, pluginRows), 'name', (p) => `${p.name} on ${JSON.stringify([p.route?.id, p.service?.id, p.consumer?.id])}`, errors);
 
-  return { entities: { services, routes, consumers, keyauth_credentials: credentials, plugins, upstreams, targets }, found };
+  const entities = {
+    services,
+    routes,
+    consumers,
+    keyauth_credentials: credentials,
+    jwt_secrets: jwt.items,
+    acls: acls.items,
+    basicauth_credentials: basic.items,
+    plugins,
+    upstreams,
+    targets,
+  };
+  return { entities, found };
 }
 
-/** Kong's default target port (`host` alone means `host:8000`). */
+/** Kong's basic-auth password hash: sha1 of the password followed by the consumer's id, in hex. */
+export function hashBasicauthPassword(password: string, consumerId: string): string {
+  return createHash('sha1')
+    .update(password + consumerId)
+    .digest('hex');
+}
+
+/** An RSA/EC/EdDSA secret needs its public key, in PEM (Kong's jwt_secrets entity checks). */
+function checkJwtSecret(secret: JwtSecret, path: string, errors: FieldError[]): void {
+  if (secret.algorithm.startsWith('HS')) return;
+  const keyPath = join(path, 'rsa_public_key');
+  if (!secret.rsa_public_key) errors.push({ path: keyPath, message: 'required field missing' });
+  else {
+    try {
+      createPublicKey(secret.rsa_public_key);
+    } catch {
+      errors.push({ path: keyPath, message: "invalid key; 'rsa_public_key' must be a PEM public key" });
+    }
+  }
+}
+
 const UPSTREAM_NULLS = Object.fromEntries(
   [
     'hash_on_header',

@@ -267,10 +267,35 @@ export const targetFields: Record<string, Field> = {
   weight: { type: 'integer', default: 100, between: [0, 65535] },
 };
 
+/** The jwt plugin's algorithms (Kong's jwt_secrets.algorithm). */
+export const JWT_ALGORITHMS = ['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'PS256', 'PS384', 'PS512', 'EdDSA'] as const;
+
+export const jwtSecretFields: Record<string, Field> = {
+  ...common,
+  consumer: foreignKey,
+  key: { type: 'string' },
+  secret: { type: 'string' },
+  rsa_public_key: { type: 'string' },
+  algorithm: { type: 'string', default: 'HS256', oneOf: JWT_ALGORITHMS },
+};
+
+export const aclFields: Record<string, Field> = {
+  ...common,
+  consumer: foreignKey,
+  group: { type: 'string', required: true },
+};
+
+export const basicauthCredentialFields: Record<string, Field> = {
+  ...common,
+  consumer: foreignKey,
+  username: { type: 'string', required: true },
+  password: { type: 'string', required: true },
+};
+
 /** Entities that may be nested under a parent, and the foreign key they get. */
 export const NESTED = {
   upstreams: { targets: 'upstream' },
   services: { routes: 'service', plugins: 'service' },
   routes: { plugins: 'route' },
-  consumers: { keyauth_credentials: 'consumer', plugins: 'consumer' },
+  consumers: { keyauth_credentials: 'consumer', jwt_secrets: 'consumer', acls: 'consumer', basicauth_credentials: 'consumer', plugins: 'consumer' },
 } as const;

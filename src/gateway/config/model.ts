@@ -61,6 +61,40 @@ export interface KeyauthCredential {
   created_at: number;
 }
 
+/** A jwt plugin credential: `key` is what a token's `iss` (or the configured claim) names. */
+export interface JwtSecret {
+  id: string;
+  consumer: { id: string };
+  key: string;
+  secret: string;
+  rsa_public_key: string | null;
+  algorithm: string;
+  tags: string[] | null;
+  created_at: number;
+}
+
+/** A consumer's membership of an acl group. */
+export interface Acl {
+  id: string;
+  consumer: { id: string };
+  group: string;
+  tags: string[] | null;
+  created_at: number;
+}
+
+/** A basic-auth credential; `password` is Kong's hash, sha1(password + consumer id) in hex. */
+export interface BasicauthCredential {
+  id: string;
+  consumer: { id: string };
+  username: string;
+  password: string;
+  tags: string[] | null;
+  created_at: number;
+}
+
+/** What any credential has: the consumer it authenticates. */
+export type Credential = KeyauthCredential | JwtSecret | BasicauthCredential;
+
 export interface Plugin {
   id: string;
   name: string;
@@ -115,6 +149,9 @@ export interface Entities {
   routes: Route[];
   consumers: Consumer[];
   keyauth_credentials: KeyauthCredential[];
+  jwt_secrets: JwtSecret[];
+  acls: Acl[];
+  basicauth_credentials: BasicauthCredential[];
   plugins: Plugin[];
   upstreams: Upstream[];
   targets: Target[];

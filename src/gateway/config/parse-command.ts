@@ -16,9 +16,10 @@ export async function checkDeclarativeFile(file: string): Promise<{ ok: boolean;
   }
   try {
     const { entities, warnings } = validateDeclarative(parseDeclarativeText(text));
-    // Upstreams and targets are counted when the file has some.
+    // Entities beyond services, routes, consumers, key-auth credentials and plugins are counted when the file has some.
+    const always = ['services', 'routes', 'consumers', 'keyauth_credentials', 'plugins'];
     const counts = Object.entries(entities)
-      .filter(([kind, list]) => (list as unknown[]).length > 0 || !(kind === 'upstreams' || kind === 'targets'))
+      .filter(([kind, list]) => (list as unknown[]).length > 0 || always.includes(kind))
       .map(([kind, list]) => `${(list as unknown[]).length} ${kind}`);
     const warned = warnings.map((w) => `${file}: warning: ${findingLine(w)}\n`).join('');
     return { ok: true, message: `${warned}parse successful: ${counts.join(', ')}` };

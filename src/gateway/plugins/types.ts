@@ -8,12 +8,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Field, FieldError } from '../config/schema.ts';
-import type { Consumer, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
+import type { BasicauthCredential, Consumer, Credential, JwtSecret, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
 import type { CounterStores } from './rate-limiting/policies.ts';
 
 /** What the configuration offers a plugin at request time. */
 export interface ConsumerDirectory {
   findCredentialByKey(key: string): KeyauthCredential | undefined;
+  findJwtSecret(key: string): JwtSecret | undefined;
+  findBasicauthCredential(username: string): BasicauthCredential | undefined;
+  /** The acl groups a consumer belongs to (empty when none). */
+  groupsOf(consumerId: string): readonly string[];
   findConsumer(idOrUsername: string): Consumer | undefined;
 }
 
@@ -38,7 +42,7 @@ export interface RequestContext {
   route: Route;
   service: Service;
   consumer: Consumer | null;
-  credential: KeyauthCredential | null;
+  credential: Credential | null;
   directory: ConsumerDirectory;
   /** The body, once a plugin has read it (it is then sent upstream from this buffer). */
   body: Buffer | null;
@@ -59,7 +63,30 @@ export function setOrClearHeader(headers: Record<string, string | string[]>, nam
 }
 
 export interface PluginHandler {
+  /** Kong's access phase: may change the upstream request, or answer by throwing a GatewayError (or a PluginAnswer). */
   access(ctx: RequestContext): void | Promise<void>;
+  /**
+   * Kong's header_filter phase, for every answer (the service's, or the
+   * gateway's own when a later plugin refused the request): `headers` are
+   * its name/value pairs as the client will get them, to be edited in place.
+   */
+  header?(ctx: RequestContext, status: number, headers: string[]): void;
+  /** Kong's log phase: once per request, when its answer's head went out (a proxied one or the gateway's own). */
+  log?(ctx: RequestContext, entry: AnswerLog): void;
+}
+
+/** What the log phase knows of an answer. */
+export interface AnswerLog {
+  status: number;
+  /** From the request's arrival to the answer's head, ms. */
+  latency: number;
+  /** The service's share of it (0 when the gateway answered itself), ms. */
+  upstreamLatency: number;
+  /** Request bytes received (head and declared body) and answer bytes declared, when known. */
+  requestSize: number;
+  responseSize: number;
+  /** The answer's headers as name/value pairs. */
+  headers: readonly string[];
 }
 
 /** Shared by every plugin instance of a gateway, across config reloads. */

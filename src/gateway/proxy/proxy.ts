@@ -11,11 +11,20 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Balancer, Peer } from './balancer.ts';
-import { clientBodyError, GatewayError, MESSAGES, renderError } from '../errors.ts';
+import { clientBodyError, GatewayError, MESSAGES, PluginAnswer, renderError } from '../errors.ts';
 import type { ClientRequest, ClientResponse } from '../http/server.ts';
 import type { UpstreamPools } from '../http/upstream.ts';
-import type { Consumer, KeyauthCredential, Route, Service } from '../config/model.ts';
-import { pluginFor, setOrClearHeader, type ConsumerDirectory, type PluginSlot, type RequestContext } from '../plugins/types.ts';
+import type { Consumer, Credential, Route, Service } from '../config/model.ts';
+import {
+  pluginFor,
+  setOrClearHeader,
+  type AnswerLog,
+  type ConsumerDirectory,
+  type PluginHandler,
+  type PluginSlot,
+  type RequestContext,
+} from '../plugins/types.ts';
+import { getHeader } from '../plugins/headers.ts';
 import type { LoadedConfig } from './compile.ts';
 import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
 import type { ProxyTraffic } from './traffic.ts';
@@ -134,8 +143,11 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, upstr
   const out: string[] = [];
   let via: string | null = null;
   let server = false;
+  // Headers a plugin set replace the service's of the same name (Kong's kong.response.set_header).
+  const replaced = replacedNames(ctx.responseHeaders);
   for (let i = 0; i < upstream.length; i += 2) {
     const name = upstream[i]!;
+    if (replaced !== null && replaced.has(name.toLowerCase())) continue;
     if (!maySpecial(name.length)) {
       out.push(name, upstream[i + 1]!);
       continue;
@@ -156,6 +168,13 @@ function responseHeaders(upstream: readonly string[], ctx: RequestContext, upstr
   return out;
 }
 
+/** The lower-case names of the headers plugins set, or null when they set none (the usual case: nothing to compare). */
+function replacedNames(headers: Record<string, string>): Set<string> | null {
+  let names: Set<string> | null = null;
+  for (const name in headers) (names ??= new Set()).add(name.toLowerCase());
+  return names;
+}
+
 /**
  * The route's plugins from `from` on, in order; a promise only when one of
  * them waits (the rest then run after it), so the common chain runs
@@ -166,11 +185,27 @@ function runPlugins(ctx: ProxyContext, slots: readonly PluginSlot[], scheme: 'ht
     const instance = pluginFor(slots[i]!, ctx.consumer);
     if (!instance || !instance.entity.protocols.includes(scheme)) continue;
     ctx.plugin = slots[i]!.name;
-    const pending = instance.handler.access(ctx);
+    const { handler } = instance;
+    if (handler.header || handler.log) (ctx.later ??= []).push(handler);
+    const pending = handler.access(ctx);
     if (pending) return pending.then(() => runPlugins(ctx, slots, scheme, i + 1));
   }
   ctx.plugin = null;
   return undefined;
+}
+
+/** The header_filter phases of the plugins that ran (`headers` editable), then their log phases. */
+function afterAnswer(ctx: ProxyContext, plugins: PluginHandler[], status: number, headers: string[], latency: number, upstreamLatency: number): void {
+  for (const plugin of plugins) plugin.header?.(ctx, status, headers);
+  const entry: AnswerLog = {
+    status,
+    latency,
+    upstreamLatency,
+    requestSize: Number(first(ctx.clientHeaders['content-length']) ?? 0) || 0,
+    responseSize: Number(getHeader(headers, 'content-length') ?? 0) || 0,
+    headers,
+  };
+  for (const plugin of plugins) plugin.log?.(ctx, entry);
 }
 
 /** The whole request body, for a plugin that reads it (bounded like a streamed one). */
@@ -204,11 +239,13 @@ class ProxyContext implements RequestContext {
   readonly route: Route;
   readonly service: Service;
   consumer: Consumer | null = null;
-  credential: KeyauthCredential | null = null;
+  credential: Credential | null = null;
   readonly directory: ConsumerDirectory;
   body: Buffer | null = null;
   /** The plugin running now: one that throws has refused the request. */
   plugin: string | null = null;
+  /** Plugins that ran and have a header_filter or log phase, in order (null when none: most requests). */
+  later: PluginHandler[] | null = null;
   private buffered: Promise<Buffer> | null = null;
 
   constructor(
@@ -358,8 +395,8 @@ export class Proxy {
       const { traffic } = this.options;
       const unrouted = { requestId, method: req.method, path: req.url.split('?')[0]!, route: null, service: null, consumer: null };
       traffic.answered(ctx ?? unrouted, error.status, started, latency);
-      if (ctx?.plugin) traffic.rejected(ctx.plugin, ctx.route, ctx.service, error.status);
-      this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(latency)) });
+      if (ctx?.plugin && error.status >= 400) traffic.rejected(ctx.plugin, ctx.route, ctx.service, error.status);
+      this.sendError(req, res, error, requestId, { ...responseHeaders, 'X-Kong-Response-Latency': String(Math.round(latency)) }, ctx, latency);
     } catch (failure) {
       this.options.logger.error({ err: failure }, 'proxy failure');
       if (!res.headersSent) res.writeHead(500, {}).end();
@@ -398,7 +435,7 @@ export class Proxy {
   private forward(
     req: ClientRequest,
     res: ClientResponse,
-    ctx: RequestContext,
+    ctx: ProxyContext,
     match: RouteMatch,
     info: { started: number; forwardedProto: string; trusted: boolean; address: string; rawPath: string },
   ): Promise<void> {
@@ -444,7 +481,9 @@ export class Proxy {
       onResponse(status, upstream) {
         const answeredAt = performance.now();
         traffic.answered(ctx, status, info.started, answeredAt - info.started);
-        res.writeHead(status, responseHeaders(upstream, ctx, Math.round(answeredAt - sentAt), Math.round(sentAt - info.started)));
+        const headers = responseHeaders(upstream, ctx, Math.round(answeredAt - sentAt), Math.round(sentAt - info.started));
+        if (ctx.later !== null) afterAnswer(ctx, ctx.later, status, headers, answeredAt - info.started, answeredAt - sentAt);
+        res.writeHead(status, headers);
       },
     });
   }
@@ -473,9 +512,23 @@ export class Proxy {
     );
   };
 
-  private sendError(req: ClientRequest, res: ClientResponse, error: GatewayError, requestId: string, extra: Record<string, string>): void {
+  /** The gateway's own answer, through the header and log phases of the plugins that ran. */
+  private sendError(
+    req: ClientRequest,
+    res: ClientResponse,
+    error: GatewayError,
+    requestId: string,
+    extra: Record<string, string>,
+    ctx: ProxyContext | null,
+    latency: number,
+  ): void {
     const redirect = error.status >= 300 && error.status < 400;
-    const { contentType, body } = redirect ? { contentType: '', body: '' } : renderError(error.message, requestId, first(req.headers.accept));
+    const { contentType, body } =
+      error instanceof PluginAnswer
+        ? { contentType: '', body: error.body }
+        : redirect
+          ? { contentType: '', body: '' }
+          : renderError(error.message, requestId, first(req.headers.accept));
     const headers: Record<string, string> = {
       ...extra,
       ...error.headers,
@@ -486,6 +539,12 @@ export class Proxy {
     if (contentType) headers['Content-Type'] = contentType;
     // A body the gateway did not read would otherwise be drained from the socket first.
     if (!req.complete) headers.Connection = 'close';
+    if (ctx?.later) {
+      const pairs = Object.entries(headers).flat();
+      afterAnswer(ctx, ctx.later, error.status, pairs, latency, 0);
+      res.writeHead(error.status, pairs).end(body);
+      return;
+    }
     res.writeHead(error.status, headers).end(body);
   }
 }

@@ -4,8 +4,8 @@
  * called. Messages and headers are Kong 3.6+'s.
  */
 import { GatewayError } from '../../errors.ts';
-import type { Consumer, KeyauthCredential } from '../../config/model.ts';
-import { setOrClearHeader, type PluginDefinition, type RequestContext } from '../types.ts';
+import { alreadyAuthenticated, failOrAnonymous, setConsumer } from '../authentication.ts';
+import type { PluginDefinition, RequestContext } from '../types.ts';
 import { keyAuthFields, type KeyAuthConfig } from './schema.ts';
 
 const NO_KEY = 'No API key found in request';
@@ -90,18 +90,6 @@ async function findKeyWithBody(ctx: RequestContext, conf: KeyAuthConfig): Promis
   return undefined;
 }
 
-/** The consumer headers Kong sets (or clears, so a client cannot forge them). */
-function setConsumer(ctx: RequestContext, consumer: Consumer, credential: KeyauthCredential | null, anonymous: boolean): void {
-  const headers = ctx.upstreamHeaders;
-  setOrClearHeader(headers, 'x-consumer-id', consumer.id);
-  setOrClearHeader(headers, 'x-consumer-custom-id', consumer.custom_id);
-  setOrClearHeader(headers, 'x-consumer-username', consumer.username);
-  setOrClearHeader(headers, 'x-credential-identifier', credential?.id ?? null);
-  setOrClearHeader(headers, 'x-anonymous-consumer', anonymous ? 'true' : null);
-  ctx.consumer = consumer;
-  ctx.credential = credential;
-}
-
 /** Kong's 401 with its challenge. */
 function refusal(conf: KeyAuthConfig, message: string): GatewayError {
   return new GatewayError(401, message, { 'WWW-Authenticate': conf.realm ? `Key realm="${conf.realm}"` : 'Key realm="kong"' });
@@ -113,7 +101,7 @@ function authenticate(ctx: RequestContext, conf: KeyAuthConfig, found: Found): G
   const credential = ctx.directory.findCredentialByKey(found.key);
   const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
   if (!credential || !consumer) return refusal(conf, BAD_KEY);
-  setConsumer(ctx, consumer, credential, false);
+  setConsumer(ctx, consumer, credential, credential.id);
   return undefined;
 }
 
@@ -127,17 +115,12 @@ export const keyAuth: PluginDefinition = {
     const conf = config as unknown as KeyAuthConfig;
     const finish = (ctx: RequestContext, found: Found) => {
       const failure = authenticate(ctx, conf, found);
-      if (!failure) return;
-      if (!conf.anonymous) throw failure;
-      const anonymous = ctx.directory.findConsumer(conf.anonymous);
-      if (!anonymous) throw new GatewayError(500, 'An unexpected error occurred');
-      setConsumer(ctx, anonymous, null, true);
+      if (failure) failOrAnonymous(ctx, conf.anonymous, failure);
     };
     return {
       access(ctx) {
         if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
-        // With `anonymous`, auth plugins combine as a logical OR: an earlier one already succeeded.
-        if (conf.anonymous && ctx.credential) return;
+        if (alreadyAuthenticated(ctx, conf.anonymous)) return;
         if (conf.key_in_body) return findKeyWithBody(ctx, conf).then((found) => finish(ctx, found));
         finish(ctx, findKeyWithoutBody(ctx, conf));
       },
