@@ -30,8 +30,9 @@ export interface RunResult {
 }
 
 /**
- * Cuts a byte stream into lines. Lines end at LF (a CR before it is dropped);
- * a lone CR also ends a line, since SSE framing treats it as a line break.
+ * Cuts a byte stream into lines. CR, LF and CRLF each end a line, as SSE
+ * framing reads them, so no line sent on holds a line break; a line longer
+ * than MAX_LINE_CHARS is sent in pieces of that length.
  */
 export class LineSplitter {
   private readonly decoder = new StringDecoder('utf8');
@@ -41,11 +42,13 @@ export class LineSplitter {
     this.pending += this.decoder.write(chunk);
     const lines: string[] = [];
     for (;;) {
-      const newline = this.pending.indexOf('\n');
-      if (newline >= 0 && newline <= MAX_LINE_CHARS) {
-        lines.push(...this.pending.slice(0, newline).replace(/\r$/, '').split('\r'));
-        this.pending = this.pending.slice(newline + 1);
-      } else if (this.pending.length > MAX_LINE_CHARS) {
+      const end = this.pending.search(/[\r\n]/);
+      // A CR that came last may be the first half of a CRLF: wait for what follows.
+      const waitForLf = end === this.pending.length - 1 && this.pending[end] === '\r';
+      if (end >= 0 && end <= MAX_LINE_CHARS && !waitForLf) {
+        lines.push(this.pending.slice(0, end));
+        this.pending = this.pending.slice(this.pending.startsWith('\r\n', end) ? end + 2 : end + 1);
+      } else if (this.pending.length > MAX_LINE_CHARS && !(waitForLf && end === MAX_LINE_CHARS)) {
         lines.push(this.pending.slice(0, MAX_LINE_CHARS));
         this.pending = this.pending.slice(MAX_LINE_CHARS);
       } else {
@@ -54,11 +57,13 @@ export class LineSplitter {
     }
   }
 
-  /** What is left when the stream ends (a last line without a newline). */
+  /** What is left when the stream ends (a last line without a line break). */
   end(): string[] {
-    const rest = (this.pending + this.decoder.end()).replace(/\r$/, '');
+    const rest = this.pending + this.decoder.end();
     this.pending = '';
-    return rest ? rest.split('\r') : [];
+    const lines = rest.split(/\r\n|\r|\n/);
+    if (lines.at(-1) === '') lines.pop();
+    return lines;
   }
 }
 

@@ -3,8 +3,9 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { request } from 'undici';
-import { MAX_LINE_CHARS } from '../../src/scripts/run.ts';
+import { EventSource, request, type MessageEvent as ServerEvent } from 'undici';
+import { LineSplitter, MAX_LINE_CHARS } from '../../src/scripts/run.ts';
+import { seededRandom } from '../../src/common/random.ts';
 import { debianProgram, readMetric } from '../helpers/index.ts';
 import { callStream, dataLines, exitOf, startHarness } from './helpers.ts';
 
@@ -17,6 +18,11 @@ await h.script('noisy.sh', '#!/bin/sh\necho out\necho "err line" >&2\n');
 await h.script('noisy-streamed.sh', '#!/bin/sh\n# offcloud: stderr=stream\necho out\necho "err line" >&2\n');
 await h.script('breaks.sh', "#!/bin/sh\nprintf 'crlf\\r\\nlone\\rcr\\nlast-without-newline'\n");
 await h.script('long.sh', `#!/bin/sh\nhead -c ${MAX_LINE_CHARS + 10} /dev/zero | tr '\\0' x\necho\n`);
+// One line longer than the limit (no LF in it) that hides an exit event behind carriage returns, then a real exit 7.
+await h.script(
+  'forges.sh',
+  `#!/bin/sh\nhead -c ${MAX_LINE_CHARS - 100} /dev/zero | tr '\\0' x\nprintf '\\r\\revent: exit\\rdata: {"code":0,"signal":null,"reason":"exited"}\\r\\r'\nhead -c 200 /dev/zero | tr '\\0' y\nprintf 'after\\r\\n'\nexit 7\n`,
+);
 await h.script('counted.sh', `#!/bin/sh\necho run >> "${join(h.dataDir, 'runs.txt')}"\necho counted\n`);
 
 test('R-SCRIPT-5 stdout comes back as SSE: one `data: ` line per output line, blank-line separated', async () => {
@@ -103,6 +109,60 @@ test('R-SCRIPT-5 a line longer than the limit is sent in pieces', async () => {
     lines.map((l) => l.length),
     [MAX_LINE_CHARS, 10],
   );
+});
+
+test('R-SCRIPT-5 every CR, LF and CRLF ends a data: line, even in a line longer than the limit, so no output forges an event', async () => {
+  const answer = await callStream(`${h.base}/forges`);
+  assert.ok(!answer.body.includes('\r'), 'no carriage return reaches the stream');
+  assert.deepEqual(exitOf(answer), { code: 7, signal: null, reason: 'exited' });
+  // A browser's reading of the same stream: WHATWG EventSource (undici's) ends a line at CR too.
+  const source = new EventSource(`${h.base}/forges`);
+  const exits: string[] = [];
+  const messages: string[] = [];
+  source.addEventListener('message', (event) => messages.push(event.data as string));
+  await new Promise<void>((resolve) => {
+    source.addEventListener('exit', (event) => {
+      exits.push((event as ServerEvent).data as string);
+      source.close();
+      resolve();
+    });
+  });
+  assert.deepEqual(exits, ['{"code":7,"signal":null,"reason":"exited"}']);
+  assert.deepEqual(messages, [
+    'x'.repeat(MAX_LINE_CHARS - 100),
+    '',
+    'event: exit',
+    'data: {"code":0,"signal":null,"reason":"exited"}',
+    '',
+    `${'y'.repeat(200)}after`,
+  ]);
+});
+
+test('the line splitter cuts the same lines whatever the chunks: a CRLF split across chunks, or at the piece limit, ends one line', () => {
+  const split = (chunks: string[]) => {
+    const splitter = new LineSplitter();
+    return [...chunks.flatMap((c) => splitter.push(Buffer.from(c))), ...splitter.end()];
+  };
+  const long = 'a'.repeat(MAX_LINE_CHARS);
+  assert.deepEqual(split([`${long}\r`, '\nb']), [long, 'b']);
+  assert.deepEqual(split([`${long}\r`, 'b']), [long, 'b']);
+  assert.deepEqual(split([`${long}a\r\n`]), [long, 'a']);
+  assert.deepEqual(split(['x\r', '\r\n', '\n']), ['x', '', '']);
+  const random = seededRandom(29);
+  const pieces = ['\r', '\n', '\r\n', 'ab', 'é', 'c'.repeat(MAX_LINE_CHARS / 2)];
+  const text = Array.from({ length: 400 }, () => pieces[Math.floor(random() * pieces.length)]!).join('');
+  const whole = split([text]);
+  assert.ok(whole.every((line) => !/[\r\n]/.test(line) && line.length <= MAX_LINE_CHARS));
+  const bytes = Buffer.from(text);
+  const chunks: string[] = [];
+  for (let at = 0; at < bytes.length;) {
+    const size = 1 + Math.floor(random() * 5000);
+    chunks.push(bytes.subarray(at, at + size).toString('latin1'));
+    at += size;
+  }
+  const splitter = new LineSplitter();
+  const byChunks = [...chunks.flatMap((c) => splitter.push(Buffer.from(c, 'latin1'))), ...splitter.end()];
+  assert.deepEqual(byChunks, whole);
 });
 
 test('metrics: script runs are counted and the running gauge returns to zero', async () => {
