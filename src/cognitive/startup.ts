@@ -5,7 +5,7 @@
  * the containers' own environment variables (`Eula`, `Billing`, `ApiKey`)
  * are read here, because they carry no OFFCLOUD_ prefix.
  */
-import type { OptionSchema } from '../common/config.ts';
+import { tlsOptions, type OptionSchema } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { StartupError } from '../common/errors.ts';
 import type { ContainerKind } from './protocol.ts';
@@ -33,6 +33,13 @@ export const containerOptions = {
     max: 1000,
     description: 'consecutive failed reports after which the container stops serving until restarted',
   },
+  // The vendor's containers are plain HTTP; the current SDKs send a key over HTTPS only unless told otherwise.
+  tls: {
+    type: 'boolean',
+    default: false,
+    description: 'serve HTTPS instead of HTTP: a leaf of the local CA in the data dir (clients trust <data-dir>/ca/ca.crt), or --tls-cert/--tls-key',
+  },
+  ...tlsOptions,
 } as const satisfies OptionSchema;
 
 export interface ContainerStartOptions {

@@ -34,3 +34,14 @@ export async function resolveTls(options: { tlsCert: string; tlsKey: string; dat
   const ca = await ensureLocalCa(options.dataDir);
   return { cert: ca.cert, key: ca.key, caCertPath: ca.caCertPath, handshakeTimeout };
 }
+
+/** The TLS material of a server whose HTTPS is optional: on with `tls`, or when certificate files are given; null for plain HTTP. */
+export async function resolveOptionalTls(options: {
+  tls: boolean;
+  tlsCert: string;
+  tlsKey: string;
+  dataDir: string;
+  tlsHandshakeTimeout?: number;
+}): Promise<TlsMaterial | null> {
+  return options.tls || options.tlsCert || options.tlsKey ? resolveTls(options) : null;
+}

@@ -6,6 +6,7 @@
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
+import { resolveOptionalTls } from '../common/tls.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveModelFile } from '../common/models.ts';
@@ -95,6 +96,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const options = withDefaults(faceOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'face');
   const paths = modelPaths(options);
+  const tls = await resolveOptionalTls(options);
   // Eula/Billing/ApiKey first: a container missing them must not spend seconds loading models.
   const billing = await openBillingConnection({ component: 'face', kind: 'face', containerVersion: FACE_CONTAINER_VERSION, options, logger });
   let pool: ModelPool | null = null;
@@ -102,7 +104,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const metrics = new ComponentMetrics('face');
   const analysed = metrics.histogram('face_detect_seconds', 'time to detect and measure the faces of one image (download excluded)');
   const found = metrics.counter('face_faces_detected_total', 'faces answered by detect');
-  const app = createHttpServer({ logger, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
+  const app = createHttpServer({ logger, tls, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
   registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
 
   // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.
@@ -160,6 +162,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
       { label: 'Face detect (v1.0)', url: `${url}${DETECT_PATH}` },
       { label: 'Face status / swagger', url: `${url}/status` },
     ],
+    caCertPath: tls?.caCertPath ?? null,
     billing,
     close: async () => {
       await app.close();

@@ -1,33 +1,16 @@
 /**
- * POST …/sentiment in Text Analytics v2 terms (spec §2.2, §7; reference
- * §3.1–3.3): the batch is checked as a whole (problems → 400), then each
- * document (problems → an entry of `errors`, the rest are scored).
+ * Sentiment of a batch of documents, whatever API generation asked: the batch
+ * is checked as a whole (problems → a 400 in the caller's dialect), then each
+ * document (problems → a per-document error, the rest are scored by one
+ * model). v2.ts, v3.ts and language.ts turn the result into each API's answer.
  */
 import { badRequest } from './errors.ts';
+import type { SentenceSpan } from './sentences.ts';
 
 export interface SentimentLimits {
   maxDocuments: number;
   /** Counted in text elements (grapheme clusters), as the real service counts. */
   maxDocumentGraphemes: number;
-}
-
-export interface DocumentStatistics {
-  charactersCount: number;
-  transactionsCount: number;
-}
-export interface DocumentSentiment {
-  id: string;
-  score: number;
-  statistics?: DocumentStatistics;
-}
-export interface DocumentError {
-  id: string;
-  message: string;
-}
-export interface SentimentBatchResult {
-  statistics?: { documentsCount: number; validDocumentsCount: number; erroneousDocumentsCount: number; transactionsCount: number };
-  documents: DocumentSentiment[];
-  errors: DocumentError[];
 }
 
 /** Usage of one call, for the billing meters: counts only. */
@@ -36,29 +19,58 @@ export interface SentimentUsage {
   transactions: number;
 }
 
+export interface ScoredSentence extends SentenceSpan {
+  score: number;
+}
+
 /** Per text: its length in text elements, and its score (NaN for a text over the limit, which is not scored). */
 export interface MeasuredTexts {
   characters: Uint32Array;
   scores: Float64Array;
+  /** Each text's sentences with their own scores, when asked for (empty for a text over the limit). */
+  sentences?: ScoredSentence[][];
 }
 /** Measures and scores texts of one language (the trained model for en), off the event loop. */
-export type LanguageScorer = (texts: string[], maxTextElements: number) => Promise<MeasuredTexts>;
+export type LanguageScorer = (texts: string[], maxTextElements: number, sentences: boolean) => Promise<MeasuredTexts>;
 
-export const DOCUMENT_MESSAGES = {
-  empty: 'Record cannot be null/empty',
-  unsupportedLanguage: (supported: string[]) => `Supplied language not supported. Pass in one of:${supported.join(',')}`,
-  tooLarge: (max: number) =>
-    `A document within the request was too large to be processed. Limit document size to: ${max} text elements. For additional details on the data limitations see https://aka.ms/text-analytics-data-limits`,
-};
-
-/** One transaction per started 1,000 characters of a document (the Text Analytics unit). */
-const CHARACTERS_PER_TRANSACTION = 1000;
-
-interface InputDocument {
+export interface InputDocument {
   id: string;
   language: string;
   text: string | null;
 }
+
+export type DocumentProblem = 'empty' | 'unsupportedLanguage' | 'tooLarge';
+
+export interface ScoredDocument {
+  id: string;
+  text: string;
+  /** The scorer's language code (lower case, no region). */
+  language: string;
+  /** Length in text elements. */
+  characters: number;
+  transactions: number;
+  /** The model's probability of "positive" for the whole text: the v2 score. */
+  score: number;
+  sentences: ScoredSentence[];
+}
+export interface FailedDocument {
+  id: string;
+  problem: DocumentProblem;
+}
+export type AnalyzedDocument = ScoredDocument | FailedDocument;
+
+export interface AnalyzedBatch {
+  /** In request order. */
+  documents: AnalyzedDocument[];
+  usage: SentimentUsage;
+}
+
+export function isScored(document: AnalyzedDocument): document is ScoredDocument {
+  return 'score' in document;
+}
+
+/** One transaction per started 1,000 characters of a document (the Text Analytics unit). */
+const CHARACTERS_PER_TRANSACTION = 1000;
 
 function optionalString(value: unknown, what: string, index: number): string | null {
   if (value === undefined || value === null) return null;
@@ -66,13 +78,16 @@ function optionalString(value: unknown, what: string, index: number): string | n
   return value;
 }
 
-/** Checks the batch as a whole; throws a 400 for what makes it unusable. */
-export function parseDocuments(body: unknown, limits: SentimentLimits): InputDocument[] {
-  const documents = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { documents?: unknown }).documents : undefined;
+/**
+ * Checks the `documents` array as a whole; throws a 400 for what makes it
+ * unusable. `emptyCode` is the inner code of an empty batch, which the
+ * Language API renamed.
+ */
+export function parseDocuments(documents: unknown, maxDocuments: number, emptyCode = 'MissingInputRecords'): InputDocument[] {
   if (!Array.isArray(documents)) throw badRequest('InvalidRequestBodyFormat', 'Request body must be a JSON object with a "documents" array.');
-  if (documents.length === 0) throw badRequest('MissingInputRecords', 'Request contains no documents.');
-  if (documents.length > limits.maxDocuments) {
-    throw badRequest('InvalidDocumentBatch', `Batch request contains too many records. Max ${limits.maxDocuments} records are permitted.`);
+  if (documents.length === 0) throw badRequest(emptyCode, 'Missing input records.');
+  if (documents.length > maxDocuments) {
+    throw badRequest('InvalidDocumentBatch', `Batch request contains too many records. Max ${maxDocuments} records are permitted.`);
   }
   const ids = new Set<string>();
   return documents.map((document: unknown, index) => {
@@ -84,68 +99,79 @@ export function parseDocuments(body: unknown, limits: SentimentLimits): InputDoc
     if (!id) throw badRequest('InvalidDocument', `Document at index ${index} has no id. Every document needs a unique, non-empty id.`);
     if (ids.has(id)) throw badRequest('InvalidDocument', 'Request contains duplicated Ids. Make sure each document has a unique Id.');
     ids.add(id);
-    // A document without a language is English, as the v2 service assumed.
+    // A document without a language is English, as every generation of the service assumes.
     const language = optionalString(fields.language, 'language', index) || 'en';
     return { id, language, text: optionalString(fields.text, 'text', index) };
   });
 }
 
-export interface AnalyzeOptions {
-  limits: SentimentLimits;
-  /** By lower-case language code. */
-  scorers: ReadonlyMap<string, LanguageScorer>;
-  showStats: boolean;
+/** The `documents` of a v2 or v3 body, `{documents:[…]}`. */
+export function documentsOf(body: unknown): unknown {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { documents?: unknown }).documents : undefined;
 }
 
-export async function analyzeSentiment(body: unknown, options: AnalyzeOptions): Promise<{ result: SentimentBatchResult; usage: SentimentUsage }> {
-  const documents = parseDocuments(body, options.limits);
-  const max = options.limits.maxDocumentGraphemes;
-  const supported = [...options.scorers.keys()];
-  const problems = new Map<string, string>();
+export interface AnalyzeOptions {
+  maxDocumentGraphemes: number;
+  /** By lower-case language code. */
+  scorers: ReadonlyMap<string, LanguageScorer>;
+  /** Score each sentence too (v3 and Language). */
+  sentences: boolean;
+}
+
+/** The scorer a language code names: exact (case-insensitive), or by its primary subtag (`pt-BR` → `pt`). */
+function scorerLanguage(code: string, scorers: ReadonlyMap<string, LanguageScorer>): string | undefined {
+  const lower = code.toLowerCase();
+  if (scorers.has(lower)) return lower;
+  const primary = lower.split('-')[0]!;
+  return scorers.has(primary) ? primary : undefined;
+}
+
+export async function analyzeDocuments(documents: InputDocument[], options: AnalyzeOptions): Promise<AnalyzedBatch> {
+  const max = options.maxDocumentGraphemes;
+  const problems = new Map<string, DocumentProblem>();
   const toScore: { id: string; language: string; text: string }[] = [];
   for (const document of documents) {
-    const language = document.language.toLowerCase();
-    if (!document.text?.trim()) problems.set(document.id, DOCUMENT_MESSAGES.empty);
-    else if (!options.scorers.has(language)) problems.set(document.id, DOCUMENT_MESSAGES.unsupportedLanguage(supported));
+    const language = scorerLanguage(document.language, options.scorers);
+    if (!document.text?.trim()) problems.set(document.id, 'empty');
+    else if (!language) problems.set(document.id, 'unsupportedLanguage');
     else toScore.push({ id: document.id, language, text: document.text });
   }
-  const measured = new Map<string, { characters: number; score: number }>();
+  const scored = new Map<string, ScoredDocument>();
   await Promise.all(
     [...options.scorers].map(async ([language, scorer]) => {
       const batch = toScore.filter((d) => d.language === language);
       if (batch.length === 0) return;
-      const { characters, scores } = await scorer(
+      const measured = await scorer(
         batch.map((d) => d.text),
         max,
+        options.sentences,
       );
       batch.forEach((d, i) => {
-        if (characters[i]! > max) problems.set(d.id, DOCUMENT_MESSAGES.tooLarge(max));
-        else measured.set(d.id, { characters: characters[i]!, score: scores[i]! });
+        const characters = measured.characters[i]!;
+        if (characters > max) {
+          problems.set(d.id, 'tooLarge');
+          return;
+        }
+        const transactions = Math.max(1, Math.ceil(characters / CHARACTERS_PER_TRANSACTION));
+        scored.set(d.id, { ...d, characters, transactions, score: measured.scores[i]!, sentences: measured.sentences?.[i] ?? [] });
       });
     }),
   );
-  // Both arrays keep the request's order.
-  const errors: DocumentError[] = [];
-  const scored: DocumentSentiment[] = [];
-  let transactions = 0;
-  for (const { id } of documents) {
-    const problem = problems.get(id);
-    if (problem) {
-      errors.push({ id, message: problem });
-      continue;
-    }
-    const { characters, score } = measured.get(id)!;
-    const transactionsCount = Math.max(1, Math.ceil(characters / CHARACTERS_PER_TRANSACTION));
-    transactions += transactionsCount;
-    scored.push(options.showStats ? { id, score, statistics: { charactersCount: characters, transactionsCount } } : { id, score });
-  }
-  const usage = { documents: scored.length, transactions };
-  if (!options.showStats) return { result: { documents: scored, errors }, usage };
-  const statistics = {
-    documentsCount: documents.length,
-    validDocumentsCount: scored.length,
-    erroneousDocumentsCount: errors.length,
-    transactionsCount: transactions,
+  const analyzed = documents.map(({ id }): AnalyzedDocument => scored.get(id) ?? { id, problem: problems.get(id)! });
+  const valid = [...scored.values()];
+  return { documents: analyzed, usage: { documents: valid.length, transactions: valid.reduce((sum, d) => sum + d.transactions, 0) } };
+}
+
+/** The request-level `statistics` every generation answers with `showStats`. */
+export function batchStatistics(batch: AnalyzedBatch) {
+  return {
+    documentsCount: batch.documents.length,
+    validDocumentsCount: batch.usage.documents,
+    erroneousDocumentsCount: batch.documents.length - batch.usage.documents,
+    transactionsCount: batch.usage.transactions,
   };
-  return { result: { statistics, documents: scored, errors }, usage };
+}
+
+export function documentStatistics(document: ScoredDocument) {
+  return { charactersCount: document.characters, transactionsCount: document.transactions };
 }

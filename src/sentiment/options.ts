@@ -8,7 +8,14 @@ export const sentimentOptions = {
   ...containerOptions,
   model: { type: 'string', default: '', description: 'folder of the English model (default: models/sentiment-en in the package)' },
   workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'scoring threads' },
-  maxDocuments: { type: 'integer', default: 1000, min: 1, max: 100_000, description: 'most documents in one request' },
+  maxDocuments: { type: 'integer', default: 1000, min: 1, max: 100_000, description: 'most documents in one v2 request' },
+  maxDocumentsV3: {
+    type: 'integer',
+    default: 10,
+    min: 1,
+    max: 100_000,
+    description: "most documents in one v3.x or Language API request (10, the service's sentiment limit)",
+  },
   maxDocumentGraphemes: { type: 'integer', default: 5120, min: 1, max: 1_000_000, description: 'longest document, in text elements (grapheme clusters)' },
   maxRequestBytes: { type: 'integer', default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024, description: 'largest request body, in bytes' },
 } as const;

@@ -15,9 +15,9 @@ export class ScorerPool {
     return new ScorerPool(await WorkerPool.start<ScoreRequest, MeasuredTexts>({ name: 'sentiment', module, size, workerData: { modelDir } }));
   }
 
-  /** Lengths in text elements and scores in [0, 1], in the order of `texts`. */
-  score(language: string, texts: string[], maxTextElements: number): Promise<MeasuredTexts> {
-    return this.pool.run({ language, texts, maxTextElements });
+  /** Lengths in text elements and scores in [0, 1] (and those of each sentence when asked), in the order of `texts`. */
+  score(language: string, texts: string[], maxTextElements: number, sentences: boolean): Promise<MeasuredTexts> {
+    return this.pool.run({ language, texts, maxTextElements, sentences });
   }
 
   close(): Promise<void> {

@@ -1,20 +1,26 @@
 /**
- * The sentiment container (spec §1, §4.3, §4.12; reference §3): Text
- * Analytics v2.0 and v2.1 `POST /text/analytics/v2.x/sentiment` on port 5000,
- * scoring with the model this project trains (models/sentiment-en), behind the
+ * The sentiment container (spec §1, §4.3, §4.12; reference §3), every API
+ * generation on one port (5000) as the vendor's container: Text Analytics
+ * v2.0/v2.1 and v3.0/v3.1 `POST /text/analytics/v{2.0,2.1,3.0,3.1}/sentiment`, and the
+ * Language API's `POST /language/:analyze-text` (SentimentAnalysis), all
+ * scored by the model this project trains (models/sentiment-en), behind the
  * cognitive containers' billing contract.
  */
 import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
-import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
+import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
+import { resolveOptionalTls } from '../common/tls.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
 import { billingGate, CONTAINER_KINDS, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
-import { analyzeSentiment, type LanguageScorer } from './analyze.ts';
-import { badRequest, MESSAGES, refusalBody, toWireError } from './errors.ts';
+import { analyzeDocuments, documentsOf, parseDocuments, type AnalyzedBatch, type LanguageScorer } from './analyze.ts';
+import { badRequest, dialectOf, MESSAGES, notFound, refusalBody, toWireError } from './errors.ts';
+import { LANGUAGE_WORDING, parseAnalyzeText } from './language.ts';
+import { answerV2 } from './v2.ts';
+import { sentimentResults, V3_WORDING, v3Parameters, type AnswerContext, type V3Parameters } from './v3.ts';
 import { sentimentPaths, sentimentSchemas } from './openapi.ts';
 import { sentimentOptions } from './options.ts';
 import { ScorerPool } from './scorer.ts';
@@ -60,9 +66,14 @@ function showStatsOf(request: FastifyRequest): boolean {
   return typeof value === 'string' && value.toLowerCase() === 'true';
 }
 
+function queryOf(request: FastifyRequest): Record<string, unknown> {
+  return request.query as Record<string, unknown>;
+}
+
 export async function startSentiment(given: Partial<SentimentOptions> & RuntimeExtras & { env?: NodeJS.ProcessEnv } = {}): Promise<RunningComponent> {
   const options = withDefaults(sentimentOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'sentiment');
+  const tls = await resolveOptionalTls(options);
   const connection = await openBillingConnection({
     component: 'sentiment',
     kind: 'sentiment',
@@ -78,33 +89,58 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     await connection.close();
     throw err;
   }
-  const scorers = new Map<string, LanguageScorer>(V2_LANGUAGES.map((language) => [language, (texts, max) => pool.score(language, texts, max)]));
-  const limits = { maxDocuments: options.maxDocuments, maxDocumentGraphemes: options.maxDocumentGraphemes };
+  const scorers = new Map<string, LanguageScorer>(
+    V2_LANGUAGES.map((language) => [language, (texts, max, sentences) => pool.score(language, texts, max, sentences)]),
+  );
+  const { maxDocumentGraphemes } = options;
+  const context = { supported: V2_LANGUAGES, maxDocumentGraphemes };
 
   const metrics = new ComponentMetrics('sentiment');
-  const documents = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
-  const app = createHttpServer({ logger, bodyLimit: options.maxRequestBytes, metrics });
+  const scoredDocuments = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
+  /** Scores the documents and records their usage for billing, whichever API asked. */
+  const analyze = async (documents: unknown, maxDocuments: number, sentences: boolean, emptyCode?: string): Promise<AnalyzedBatch> => {
+    const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), { maxDocumentGraphemes, scorers, sentences });
+    connection.record({ [SENTIMENT_METERS.documents]: batch.usage.documents, [SENTIMENT_METERS.transactions]: batch.usage.transactions });
+    scoredDocuments.inc(batch.usage.documents);
+    return batch;
+  };
+  const v3Context = (parameters: V3Parameters, wording = V3_WORDING): AnswerContext => ({ ...context, parameters, wording });
+
+  const app = createHttpServer({ logger, tls, bodyLimit: options.maxRequestBytes, metrics });
   acceptJsonBodies(app);
   registerContainerSurface(app, {
     connection,
-    title: 'Sentiment (Text Analytics v2)',
+    title: 'Sentiment (Text Analytics v2, v3 and the Language API)',
     version: CONTAINER_VERSION,
     paths: sentimentPaths,
     schemas: sentimentSchemas,
   });
-  const gate = billingGate(connection, refusalBody);
+  const v2Gate = billingGate(connection, refusalBody('v2'));
+  const v3Gate = billingGate(connection, refusalBody('v3'));
   for (const version of ['v2.0', 'v2.1']) {
-    app.post(`/text/analytics/${version}/sentiment`, { preHandler: gate }, async (request) => {
-      const { result, usage } = await analyzeSentiment(request.body, { limits, scorers, showStats: showStatsOf(request) });
-      connection.record({ [SENTIMENT_METERS.documents]: usage.documents, [SENTIMENT_METERS.transactions]: usage.transactions });
-      documents.inc(usage.documents);
-      return result;
+    app.post(`/text/analytics/${version}/sentiment`, { preHandler: v2Gate }, async (request) => {
+      const batch = await analyze(documentsOf(request.body), options.maxDocuments, false);
+      return answerV2(batch, { ...context, showStats: showStatsOf(request) });
     });
   }
-  app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).send({ code: 'NotFound', message: `No operation at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.` }),
-  );
-  installErrorHandler(app, { logger, toWire: (error) => toWireError(error, options.maxRequestBytes) });
+  for (const version of ['v3.0', 'v3.1'] as const) {
+    app.post(`/text/analytics/${version}/sentiment`, { preHandler: v3Gate }, async (request) => {
+      const parameters = v3Parameters(queryOf(request), version);
+      const batch = await analyze(documentsOf(request.body), options.maxDocumentsV3, true);
+      return sentimentResults(batch, v3Context(parameters));
+    });
+  }
+  // "::" is fastify's way of writing a literal colon in a path.
+  app.post('/language/::analyze-text', { preHandler: v3Gate }, async (request) => {
+    const { documents, parameters } = parseAnalyzeText(request.body, queryOf(request));
+    const batch = await analyze(documents, options.maxDocumentsV3, true, 'MissingInputDocuments');
+    return { kind: 'SentimentAnalysisResults', results: sentimentResults(batch, v3Context(parameters, LANGUAGE_WORDING)) };
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    return sendWireAnswer(reply, notFound(dialectOf(path), `${request.method} ${path.slice(0, 200)}`));
+  });
+  installErrorHandler(app, { logger, toWire: (error, request) => toWireError(error, dialectOf(request.url), options.maxRequestBytes) });
 
   let url: string;
   try {
@@ -117,9 +153,12 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   return {
     urls: [
       { label: 'Text Analytics v2 sentiment', url: `${url}/text/analytics/v2.0/sentiment` },
+      { label: 'Text Analytics v3.1 sentiment', url: `${url}/text/analytics/v3.1/sentiment` },
+      { label: 'Language API (SentimentAnalysis)', url: `${url}/language/:analyze-text?api-version=2023-04-01` },
       { label: 'API description', url: `${url}/swagger` },
       { label: 'billing status', url: `${url}/status` },
     ],
+    caCertPath: tls?.caCertPath ?? null,
     close: async () => {
       await app.close();
       await Promise.all([pool.close(), connection.close()]);

@@ -40,3 +40,23 @@ export function countTextElements(text: string, limit = Infinity): number {
   }
   return count;
 }
+
+/** How v3.1 and the Language API count `offset` and `length` (`stringIndexType`). */
+export type StringIndexType = 'Utf16CodeUnit' | 'UnicodeCodePoint' | 'TextElements';
+
+function lengthIn(text: string, type: StringIndexType): number {
+  switch (type) {
+    case 'Utf16CodeUnit':
+      return text.length;
+    case 'UnicodeCodePoint':
+      return text.length - (text.match(/[\ud800-\udbff][\udc00-\udfff]/g)?.length ?? 0);
+    case 'TextElements':
+      return countTextElements(text);
+  }
+}
+
+/** A span given in UTF-16 code units, counted in `type`; it must start and end on cluster boundaries. */
+export function spanIn(text: string, span: { offset: number; length: number }, type: StringIndexType): { offset: number; length: number } {
+  if (type === 'Utf16CodeUnit') return { offset: span.offset, length: span.length };
+  return { offset: lengthIn(text.slice(0, span.offset), type), length: lengthIn(text.slice(span.offset, span.offset + span.length), type) };
+}

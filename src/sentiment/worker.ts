@@ -3,6 +3,7 @@ import { serveTasks } from '../common/worker-pool.ts';
 import type { MeasuredTexts } from './analyze.ts';
 import { createLexiconScorer } from './lexicons.ts';
 import { loadSentimentModel } from './model.ts';
+import { splitSentences } from './sentences.ts';
 import { countTextElements } from './text-elements.ts';
 
 export interface ScoreRequest {
@@ -11,18 +12,31 @@ export interface ScoreRequest {
   texts: string[];
   /** Texts longer than this, in text elements, are measured but not scored. */
   maxTextElements: number;
+  /** Also split each text into sentences and score each one (the v3 and Language answers). */
+  sentences: boolean;
 }
 
 await serveTasks<ScoreRequest, MeasuredTexts>(async (data) => {
   const model = await loadSentimentModel((data as { modelDir: string }).modelDir);
   const lexicon = createLexiconScorer();
-  return async (request) => {
-    const characters = Uint32Array.from(request.texts, (text) => countTextElements(text, request.maxTextElements));
-    const scores = new Float64Array(request.texts.length).fill(NaN);
+  const score = (language: string, text: string) => (language === 'en' ? Promise.resolve(model.score(text)) : lexicon(language, text));
+  return async ({ language, texts, maxTextElements, sentences }) => {
+    const characters = Uint32Array.from(texts, (text) => countTextElements(text, maxTextElements));
+    const scores = new Float64Array(texts.length).fill(NaN);
+    const scoredSentences: MeasuredTexts['sentences'] = sentences ? [] : undefined;
     for (let i = 0; i < scores.length; i++) {
-      if (characters[i]! > request.maxTextElements) continue;
-      scores[i] = request.language === 'en' ? model.score(request.texts[i]!) : await lexicon(request.language, request.texts[i]!);
+      if (characters[i]! > maxTextElements) {
+        scoredSentences?.push([]);
+        continue;
+      }
+      const text = texts[i]!;
+      scores[i] = await score(language, text);
+      if (!scoredSentences) continue;
+      const spans = splitSentences(text, language);
+      scoredSentences.push(
+        await Promise.all(spans.map(async (span) => ({ ...span, score: await score(language, text.slice(span.offset, span.offset + span.length)) }))),
+      );
     }
-    return { characters, scores };
+    return scoredSentences ? { characters, scores, sentences: scoredSentences } : { characters, scores };
   };
 });

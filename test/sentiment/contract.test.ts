@@ -12,27 +12,7 @@ import { withDefaults } from '../../src/common/config.ts';
 import { billing } from '../../src/billing/index.ts';
 import { sentiment } from '../../src/sentiment/index.ts';
 import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
-import { SENTIMENT_V20, startSetup } from './helpers.ts';
-
-interface Status {
-  apiStatus: string;
-  apiStatusMessage: string;
-}
-
-async function status(base: string): Promise<Status> {
-  return (await (await request(`${base}/status`)).body.json()) as Status;
-}
-
-/** Waits (bounded) until the container's /status satisfies a condition; reports come every 100 ms here. */
-async function statusBecomes(base: string, wanted: (s: Status) => boolean): Promise<Status> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const current = await status(base);
-    if (wanted(current)) return current;
-    if (Date.now() > deadline) throw new Error(`status stayed ${JSON.stringify(current)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+import { SENTIMENT_V20, startSetup, status, statusBecomes } from './helpers.ts';
 
 async function score(base: string, texts: string[]) {
   const documents = texts.map((text, i) => ({ id: String(i), language: 'en', text }));

@@ -1,5 +1,6 @@
 /** Starts the real billing endpoint, a sentiment resource and the sentiment container, all on port 0. */
 import type { TestContext } from 'node:test';
+import { request } from 'undici';
 import { startBilling } from '../../src/billing/server.ts';
 import { BillingStore } from '../../src/billing/store.ts';
 import { startSentiment, type SentimentOptions } from '../../src/sentiment/server.ts';
@@ -42,3 +43,23 @@ export async function startSetup(
 }
 
 export const SENTIMENT_V20 = '/text/analytics/v2.0/sentiment';
+
+export interface Status {
+  apiStatus: string;
+  apiStatusMessage: string;
+}
+
+export async function status(base: string): Promise<Status> {
+  return (await (await request(`${base}/status`)).body.json()) as Status;
+}
+
+/** Waits (bounded) until the container's /status satisfies a condition; reports come every 100 ms here. */
+export async function statusBecomes(base: string, wanted: (s: Status) => boolean): Promise<Status> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const current = await status(base);
+    if (wanted(current)) return current;
+    if (Date.now() > deadline) throw new Error(`status stayed ${JSON.stringify(current)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Text Analytics v3.0/v3.1 sentiment, and the document results the Language
+ * API's SentimentAnalysis shares with them: per document a label
+ * (positive/neutral/negative/mixed) with the three classes' confidences, its
+ * sentences with offsets in the asked index type, warnings; per-document
+ * problems as `errors:[{id, error:{code, message, innererror}}]`.
+ */
+import {
+  batchStatistics,
+  documentStatistics,
+  isScored,
+  type AnalyzedBatch,
+  type DocumentProblem,
+  type ScoredDocument,
+  type ScoredSentence,
+} from './analyze.ts';
+import { confidenceScores, documentLabel, labelOf, type ConfidenceScores, type DocumentLabel, type SentimentLabel } from './classes.ts';
+import { badRequest } from './errors.ts';
+import { spanIn, type StringIndexType } from './text-elements.ts';
+import { tooLargeMessage } from './v2.ts';
+
+/** The version every answer names: the date the shipped English model was trained. */
+export const MODEL_VERSION = '2026-11-22';
+export const MODEL_VERSIONS = ['latest', MODEL_VERSION];
+
+export interface V3Parameters {
+  showStats: boolean;
+  stringIndexType: StringIndexType;
+  opinionMining: boolean;
+}
+
+export interface SentenceSentiment {
+  sentiment: SentimentLabel;
+  confidenceScores: ConfidenceScores;
+  offset: number;
+  length: number;
+  text: string;
+}
+export interface DocumentSentiment {
+  id: string;
+  sentiment: DocumentLabel;
+  statistics?: { charactersCount: number; transactionsCount: number };
+  confidenceScores: ConfidenceScores;
+  sentences: SentenceSentiment[];
+  warnings: { code: string; message: string }[];
+}
+export interface DocumentError {
+  id: string;
+  error: { code: string; message: string; innererror: { code: string; message: string } };
+}
+export interface SentimentResults {
+  statistics?: ReturnType<typeof batchStatistics>;
+  documents: DocumentSentiment[];
+  errors: DocumentError[];
+  modelVersion: string;
+}
+
+/** A v3 boolean query parameter or Language parameter: absent is false. */
+export function booleanParameter(value: unknown, name: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+  throw badRequest('InvalidParameterValue', `Invalid value for parameter ${name}: expected true or false.`);
+}
+
+export function checkModelVersion(value: unknown): void {
+  if (value === undefined || value === null || MODEL_VERSIONS.includes(value as string)) return;
+  throw badRequest(
+    'ModelVersionIncorrect',
+    `Invalid model version. Possible values are: ${MODEL_VERSIONS.join(',')}. For additional details see https://aka.ms/text-analytics-model-versioning`,
+  );
+}
+
+/** v3.1 spells it TextElement_v8, the Language API TextElements_v8; both are accepted from both. */
+const INDEX_TYPES: Record<string, StringIndexType> = {
+  TextElement_v8: 'TextElements',
+  TextElements_v8: 'TextElements',
+  UnicodeCodePoint: 'UnicodeCodePoint',
+  Utf16CodeUnit: 'Utf16CodeUnit',
+};
+
+/** Absent is UTF-16 code units, what JavaScript strings count. */
+export function stringIndexTypeOf(value: unknown): StringIndexType {
+  if (value === undefined || value === null) return 'Utf16CodeUnit';
+  const type = typeof value === 'string' ? INDEX_TYPES[value] : undefined;
+  if (!type)
+    throw badRequest('InvalidParameterValue', `Invalid value for parameter stringIndexType. Supported values: ${Object.keys(INDEX_TYPES).join(', ')}.`);
+  return type;
+}
+
+/** The query of `/text/analytics/v3.x/sentiment`; v3.0 has no index type (offsets in text elements) and no opinion mining. */
+export function v3Parameters(query: Record<string, unknown>, version: 'v3.0' | 'v3.1'): V3Parameters {
+  checkModelVersion(query['model-version']);
+  const showStats = booleanParameter(query.showStats, 'showStats');
+  if (version === 'v3.0') return { showStats, stringIndexType: 'TextElements', opinionMining: false };
+  booleanParameter(query.loggingOptOut, 'loggingOptOut');
+  return { showStats, stringIndexType: stringIndexTypeOf(query.stringIndexType), opinionMining: booleanParameter(query.opinionMining, 'opinionMining') };
+}
+
+/** Wording that differs between v3.x and the Language API. */
+export interface ProblemWording {
+  unsupportedLanguage: (supported: readonly string[]) => { message: string; inner: string };
+}
+
+export const V3_WORDING: ProblemWording = {
+  unsupportedLanguage: (supported) => ({ message: 'Invalid Language Code.', inner: `Supplied language not supported. Pass in one of: ${supported.join(',')}` }),
+};
+
+function documentError(id: string, problem: DocumentProblem, context: AnswerContext): DocumentError {
+  switch (problem) {
+    case 'empty':
+      return {
+        id,
+        error: {
+          code: 'InvalidArgument',
+          message: 'Invalid document in request.',
+          innererror: { code: 'InvalidDocument', message: 'Document text is empty.' },
+        },
+      };
+    case 'tooLarge':
+      return {
+        id,
+        error: {
+          code: 'InvalidArgument',
+          message: 'Invalid document in request.',
+          innererror: { code: 'InvalidDocument', message: tooLargeMessage(context.maxDocumentGraphemes) },
+        },
+      };
+    case 'unsupportedLanguage': {
+      const { message, inner } = context.wording.unsupportedLanguage(context.supported);
+      return { id, error: { code: 'InvalidArgument', message, innererror: { code: 'UnsupportedLanguageCode', message: inner } } };
+    }
+  }
+}
+
+/** Words this long are cut by the service's tokenizer, which it warns about; ours reads them whole, the warning says they are unusual. */
+const LONG_WORD = /[^\s]{65,}/u;
+
+function warningsOf(document: ScoredDocument): DocumentSentiment['warnings'] {
+  if (!LONG_WORD.test(document.text)) return [];
+  return [
+    {
+      code: 'LongWordsInDocument',
+      message:
+        'The document contains very long words (longer than 64 characters). These words will be truncated and may result in unreliable model predictions.',
+    },
+  ];
+}
+
+function sentenceSentiment(document: ScoredDocument, sentence: ScoredSentence, type: StringIndexType): SentenceSentiment {
+  const scores = confidenceScores(sentence.score);
+  const text = document.text.slice(sentence.offset, sentence.offset + sentence.length);
+  return { sentiment: labelOf(scores), confidenceScores: scores, ...spanIn(document.text, sentence, type), text };
+}
+
+export interface AnswerContext {
+  parameters: V3Parameters;
+  supported: readonly string[];
+  maxDocumentGraphemes: number;
+  wording: ProblemWording;
+}
+
+function documentSentiment(document: ScoredDocument, context: AnswerContext): DocumentSentiment {
+  const sentences = document.sentences.map((sentence) => sentenceSentiment(document, sentence, context.parameters.stringIndexType));
+  const sentiment = documentLabel(sentences.map((s) => s.sentiment));
+  const confidence = confidenceScores(document.score);
+  const warnings = warningsOf(document);
+  if (!context.parameters.showStats) return { id: document.id, sentiment, confidenceScores: confidence, sentences, warnings };
+  return { id: document.id, sentiment, statistics: documentStatistics(document), confidenceScores: confidence, sentences, warnings };
+}
+
+export function sentimentResults(batch: AnalyzedBatch, context: AnswerContext): SentimentResults {
+  const documents: DocumentSentiment[] = [];
+  const errors: DocumentError[] = [];
+  for (const document of batch.documents) {
+    if (isScored(document)) documents.push(documentSentiment(document, context));
+    else errors.push(documentError(document.id, document.problem, context));
+  }
+  const results = { documents, errors, modelVersion: MODEL_VERSION };
+  return context.parameters.showStats ? { statistics: batchStatistics(batch), ...results } : results;
+}
