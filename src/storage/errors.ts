@@ -23,6 +23,8 @@ export class StorageError extends WireError {
   }
 }
 
+export type LeaseTarget = 'blob' | 'container';
+
 export const errors = {
   noAuthentication: (challenge: string) =>
     new StorageError(
@@ -86,6 +88,48 @@ export const errors = {
   unsupportedOperation: () => new StorageError(400, 'UnsupportedHttpVerb', "The resource doesn't support specified Http Verb."),
   /** The service's code for a request it cannot take now (its account limits); here, a full disk. */
   diskFull: () => new StorageError(503, 'ServerBusy', "The server's disk is full: the request was not stored. Please retry your request once space is freed."),
+  invalidMetadata: (name: string) =>
+    new StorageError(400, 'InvalidMetadata', 'The metadata specified is invalid. It has characters that are not permitted.', { MetadataName: name }),
+  /** Lease failures: `target` is 'blob' or 'container', as the service's messages name them. */
+  leaseIdMissing: (target: LeaseTarget) =>
+    new StorageError(412, 'LeaseIdMissing', `There is currently a lease on the ${target} and no lease ID was specified in the request.`),
+  leaseIdMismatchWithOperation: (target: LeaseTarget) =>
+    new StorageError(
+      412,
+      target === 'blob' ? 'LeaseIdMismatchWithBlobOperation' : 'LeaseIdMismatchWithContainerOperation',
+      `The lease ID specified did not match the lease ID for the ${target}.`,
+    ),
+  leaseNotPresentWithOperation: (target: LeaseTarget) =>
+    new StorageError(
+      412,
+      target === 'blob' ? 'LeaseNotPresentWithBlobOperation' : 'LeaseNotPresentWithContainerOperation',
+      `There is currently no lease on the ${target}.`,
+    ),
+  leaseAlreadyPresent: () => new StorageError(409, 'LeaseAlreadyPresent', 'There is already a lease present.'),
+  leaseNotPresentWithLeaseOperation: () => new StorageError(409, 'LeaseNotPresentWithLeaseOperation', 'There is currently no lease on the resource.'),
+  leaseIdMismatchWithLeaseOperation: () =>
+    new StorageError(409, 'LeaseIdMismatchWithLeaseOperation', 'The lease ID specified did not match the lease ID for the resource.'),
+  leaseIsBreaking: (operation: 'Acquired' | 'Changed') =>
+    new StorageError(
+      409,
+      `LeaseIsBreakingAndCannotBe${operation}`,
+      `There is already a breaking lease present and it cannot be ${operation === 'Acquired' ? 'acquired' : 'changed'}.`,
+    ),
+  leaseIsBrokenAndCannotBeRenewed: () =>
+    new StorageError(409, 'LeaseIsBrokenAndCannotBeRenewed', 'The lease has been broken explicitly and cannot be renewed.'),
+  snapshotsPresent: () => new StorageError(409, 'SnapshotsPresent', 'This operation is not permitted because the blob has snapshots.'),
+  blobArchived: () => new StorageError(409, 'BlobArchived', 'This operation is not permitted on an archived blob.'),
+  invalidTag: () => new StorageError(400, 'InvalidTag', 'The tags specified are invalid. It contains characters that are not permitted.'),
+  blobTypeMismatch: () => new StorageError(409, 'InvalidBlobType', 'The blob type is invalid for this operation.'),
+  cannotVerifyCopySource: (status: number, detail: string) =>
+    new StorageError(
+      status >= 400 && status < 500 ? status : 400,
+      'CannotVerifyCopySource',
+      `Could not verify the copy source within the specified time. ${detail}`,
+    ),
+  corsPreflightFailure: () => new StorageError(403, 'CorsPreflightFailure', 'CORS not enabled or no matching rule found for this request.'),
+  invalidXmlNodeValue: (node: string) =>
+    new StorageError(400, 'InvalidXmlNodeValue', 'The value for one of the XML nodes is not in the correct format.', { XmlNodeName: node }),
   internal: () => new StorageError(500, 'InternalError', 'The server encountered an internal error. Please retry the request.'),
 };
 

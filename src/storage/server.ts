@@ -25,6 +25,10 @@ import { DEVELOPMENT_KEY, loadAccounts, type StorageAccount } from './persistenc
 import { serviceOperation } from './handlers/service.ts';
 import { containerOperation } from './handlers/container.ts';
 import { blobOperation } from './handlers/blob.ts';
+import { parseCorsRules, preflight, responseCorsHeaders } from './handlers/cors.ts';
+import { ServicePropertiesStore } from './persistence/service-properties.ts';
+import { readFile } from 'node:fs/promises';
+import { Agent } from 'undici';
 import type { Operation, StorageLimits } from './handlers/context.ts';
 
 export type StorageOptions = OptionValues<typeof storageOptions>;
@@ -35,6 +39,28 @@ interface Target {
   blob: string | undefined;
   endpoint: string;
   rawPath: string;
+}
+
+function header(headers: FastifyRequest['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * A request without credentials to a container with public access reads as anonymous:
+ * `blob` lets anyone read blobs, `container` also list them and read the container.
+ */
+function anonymousAccess(headers: FastifyRequest['headers'], query: URLSearchParams, store: AccountStore, target: Target): Principal | undefined {
+  if (headers.authorization !== undefined || query.has('sig') || target.container === undefined) return undefined;
+  let access;
+  try {
+    access = store.getContainer(target.container).publicAccess;
+  } catch {
+    return undefined;
+  }
+  if (access === 'container') return { scheme: 'Anonymous', permissions: 'rl' };
+  if (access === 'blob' && target.blob !== undefined) return { scheme: 'Anonymous', permissions: 'r' };
+  return undefined;
 }
 
 function decode(segment: string): string {
@@ -80,6 +106,9 @@ interface StorageServerContext {
   logger: Logger;
   accounts: Map<string, StorageAccount>;
   stores: Map<string, AccountStore>;
+  serviceProperties: Map<string, ServicePropertiesStore>;
+  /** The HTTP client copies fetch their sources with (trusts the local CA). */
+  sourceDispatcher: Agent;
   authenticator: StorageAuthenticator;
   limits: StorageLimits;
   blobsWritten: Counter;
@@ -112,7 +141,17 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
       const target = resolveTarget(request, secure ? 'https' : 'http');
       const account = ctx.accounts.get(target.account);
       const store = ctx.stores.get(target.account);
-      if (!account || !store) throw errors.accountNotFound();
+      const serviceProperties = ctx.serviceProperties.get(target.account);
+      if (!account || !store || !serviceProperties) throw errors.accountNotFound();
+      const cors = serviceProperties.current.cors;
+      const origin = request.headers.origin;
+      if (request.method === 'OPTIONS') {
+        reply.headers(
+          preflight(cors, origin, header(request.headers, 'access-control-request-method'), header(request.headers, 'access-control-request-headers')),
+        );
+        return reply.code(200).send();
+      }
+      reply.headers(responseCorsHeaders(cors, origin, request.method));
       const query = canonicalQuery(new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? ''));
       const requested = request.headers['x-ms-version'];
       const version = resolveServiceVersion(Array.isArray(requested) ? requested[0] : requested);
@@ -121,18 +160,20 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         ctx.newerVersionsSeen.add(version.requested!);
         ctx.logger.info({ requested: version.requested, servedAs: NEWEST_VERSION }, 'x-ms-version newer than this server knows: served as the newest it knows');
       }
-      const principal: Principal = await ctx.authenticator.authenticate({
-        method: request.method,
-        rawPath: target.rawPath,
-        query,
-        headers: request.headers,
-        version,
-        secure,
-        ip: request.ip,
-        account,
-        container: target.container,
-        blob: target.blob,
-      });
+      const principal: Principal =
+        anonymousAccess(request.headers, query, store, target) ??
+        (await ctx.authenticator.authenticate({
+          method: request.method,
+          rawPath: target.rawPath,
+          query,
+          headers: request.headers,
+          version,
+          secure,
+          ip: request.ip,
+          account,
+          container: target.container,
+          blob: target.blob,
+        }));
       const scope = `/storage/${account.name}${target.container ? `/${target.container}` : ''}`;
       const op: Operation = {
         request,
@@ -147,6 +188,13 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         responseHeaderOverrides: principal.scheme === 'SAS' ? principal.responseHeaders : {},
         blobWritten: () => ctx.blobsWritten.inc(),
         authorize: (action) => ctx.authenticator.authorize(principal, action, scope),
+        mayReadLocally: async (container) => {
+          if (principal.scheme !== 'SharedKey' && principal.scheme !== 'Bearer') return false;
+          await ctx.authenticator.authorize(principal, 'read', `/storage/${account.name}/${container}`);
+          return true;
+        },
+        sourceDispatcher: ctx.sourceDispatcher,
+        serviceProperties,
       };
       if (!target.container) return serviceOperation(op);
       if (!target.blob) return containerOperation(op, target.container);
@@ -155,7 +203,8 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
   });
 }
 
-export async function startStorage(given: Partial<StorageOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+/** `clock`: the time leases, snapshots and modification times read (tests move it instead of sleeping). */
+export async function startStorage(given: Partial<StorageOptions> & RuntimeExtras & { clock?: () => number } = {}): Promise<RunningComponent> {
   const options = withDefaults(storageOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'storage');
   const authenticator = new StorageAuthenticator({
@@ -168,10 +217,13 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   await authenticator.ensure();
   const accountList = await loadAccounts(options.dataDir, options.account);
   const stores = new Map<string, AccountStore>();
+  const serviceProperties = new Map<string, ServicePropertiesStore>();
   for (const account of accountList) {
     const root = resolve(options.dataDir, 'storage', 'accounts', account.name);
-    stores.set(account.name, await AccountStore.open(root, { compactIndexAfter: options.compactIndexAfter }));
+    stores.set(account.name, await AccountStore.open(root, { compactIndexAfter: options.compactIndexAfter, ...(given.clock ? { clock: given.clock } : {}) }));
+    serviceProperties.set(account.name, await ServicePropertiesStore.open(root, parseCorsRules));
   }
+  const tls = await resolveTls(options);
   // One registry for both endpoints: /metrics on either shows the whole component.
   const metrics = new ComponentMetrics('storage');
   const ctx: StorageServerContext = {
@@ -179,11 +231,12 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
     blobsWritten: metrics.counter('storage_blobs_written_total', 'blobs written by Put Blob or Put Block List'),
     accounts: new Map(accountList.map((a) => [a.name, a])),
     stores,
+    serviceProperties,
+    sourceDispatcher: new Agent({ connect: tls.caCertPath ? { ca: await readFile(tls.caCertPath, 'utf8') } : {} }),
     authenticator,
     newerVersionsSeen: new Set(),
     limits: { maxBlobBytes: options.maxBlobSize, maxBlockBytes: options.maxBlockSize },
   };
-  const tls = await resolveTls(options);
   // A URL fastify cannot decode (`/devstoreaccount1/c/%zz`) is refused before routing: answer it as the service does.
   const frameworkErrors: FastifyServerOptions['frameworkErrors'] = (_error, request, reply) =>
     void sendWireAnswer(reply, toWireError(errors.invalidUri(), request));
@@ -216,6 +269,7 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
     exports: { blobEndpoint, httpBlobEndpoint: httpEndpoint },
     close: async () => {
       await Promise.all([https.close(), http.close()]);
+      await ctx.sourceDispatcher.close();
     },
   };
 }

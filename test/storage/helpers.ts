@@ -95,9 +95,12 @@ export async function runSdkScenario(
 }
 
 /** Storage alone on port 0, and a client signing with the development account's key over plain HTTP (Shared Key). */
-export async function startSharedKeyStorage(t: Cleanup): Promise<{ service: BlobServiceClient; dataDir: string }> {
+export async function startSharedKeyStorage(
+  t: Cleanup,
+  extra: { clock?: () => number } = {},
+): Promise<{ service: BlobServiceClient; dataDir: string; storage: RunningComponent }> {
   const dataDir = await tempDataDir(t);
-  const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent' });
+  const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent', ...extra });
   t.after(() => storage.close());
   const endpoint = storage.exports!.httpBlobEndpoint!;
   return {
@@ -105,5 +108,6 @@ export async function startSharedKeyStorage(t: Cleanup): Promise<{ service: Blob
       `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${DEVELOPMENT_KEY};BlobEndpoint=${endpoint};`,
     ),
     dataDir,
+    storage,
   };
 }

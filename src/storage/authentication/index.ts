@@ -26,11 +26,18 @@ import { checkBearerVersion, type ServiceVersion } from './versions.ts';
 
 /**
  * What an operation does, for authorization: `create` makes a container or writes a whole
- * blob (Put Blob), `write` changes one in parts (Put Block, Put Block List).
+ * blob (Put Blob, a copy, a snapshot), `write` changes one in parts (Put Block, Put Block
+ * List) or its properties, `append` adds to an append blob; `tags` reads or sets blob index
+ * tags, `filter` finds blobs by them.
  */
-export type Action = 'read' | 'list' | 'create' | 'write' | 'delete';
+export type Action = 'read' | 'list' | 'create' | 'write' | 'append' | 'delete' | 'tags' | 'filter';
 
-export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalId: string } | ({ scheme: 'SAS' } & SasGrant);
+export type Principal =
+  | { scheme: 'SharedKey' }
+  | { scheme: 'Bearer'; principalId: string }
+  | ({ scheme: 'SAS' } & SasGrant)
+  /** A request without credentials to a container with public access: `r` (blob), `rl` (container). */
+  | { scheme: 'Anonymous'; permissions: string };
 
 /**
  * The SAS permission letters (`sp`) that allow each action, by kind of SAS and the level the
@@ -42,16 +49,19 @@ export type Principal = { scheme: 'SharedKey' } | { scheme: 'Bearer'; principalI
  */
 const SAS_PERMISSIONS: Record<SasGrant['kind'], Record<ResourceLevel, Partial<Record<Action, string>>>> = {
   account: {
-    s: { list: 'l' },
-    c: { read: 'r', list: 'l', create: 'cw', delete: 'd' },
-    o: { read: 'r', create: 'cw', write: 'w', delete: 'd' },
+    s: { read: 'r', list: 'l', write: 'w', filter: 'f' },
+    c: { read: 'r', list: 'l', create: 'cw', write: 'w', delete: 'd' },
+    o: { read: 'r', create: 'cw', write: 'w', append: 'aw', delete: 'd', tags: 't' },
   },
   service: {
     s: {},
-    c: { list: 'l' },
-    o: { read: 'r', create: 'cw', write: 'w', delete: 'd' },
+    c: { list: 'l', filter: 'f' },
+    o: { read: 'r', create: 'cw', write: 'w', append: 'aw', delete: 'd', tags: 't' },
   },
 };
+
+/** What anonymous callers may do in a container with public access (`r` blob, `rl` container). */
+const ANONYMOUS_PERMISSIONS: Partial<Record<Action, string>> = { read: 'r', list: 'l' };
 
 export interface AuthRequest {
   method: string;
@@ -253,6 +263,10 @@ export class StorageAuthenticator {
   /** `target` is `/storage/<account>[/<container>]`; Shared Key (the account key) may do everything, a SAS what it says. */
   async authorize(principal: Principal, action: Action, target: string): Promise<void> {
     if (principal.scheme === 'SharedKey') return;
+    if (principal.scheme === 'Anonymous') {
+      if (!principal.permissions.includes(ANONYMOUS_PERMISSIONS[action] ?? '-')) throw errors.permissionMismatch();
+      return;
+    }
     if (principal.scheme === 'SAS') {
       const letters = SAS_PERMISSIONS[principal.kind][principal.level][action] ?? '';
       if (![...letters].some((letter) => principal.permissions.includes(letter))) throw errors.permissionMismatch();

@@ -1,16 +1,27 @@
+/**
+ * Blob operations: Put Blob, Get Blob / Get Blob Properties (of a blob or a snapshot),
+ * Delete Blob, Set/Get Blob Metadata, Set Blob Properties, Snapshot Blob, Set Blob Tier
+ * and Lease Blob, and the dispatch of every blob-level request (block lists, append
+ * blobs, tags and copies have their own modules).
+ */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { errors } from '../errors.ts';
-import { httpDate, parseBlockList } from '../xml.ts';
-import type { BlobProperties, BlobRecord } from '../persistence/store.ts';
-import { body, header, metadataFromHeaders, smallBody, type Operation } from './context.ts';
+import { httpDate } from '../xml.ts';
+import type { AccessTier, BlobProperties, BlobRecord, BlobVersion, LeaseRecord, SnapshotRecord, WriteOptions } from '../persistence/store.ts';
+import { body, header, metadataFromHeaders, type Operation } from './context.ts';
 import { CONTAINER_NAME } from './container.ts';
+import { checkReadConditions, checkWriteConditions, conditionsOf } from './conditions.ts';
+import { checkLeaseCondition, checkReadLease, leaseHeaders, leaseRequest, type LeaseRequest } from './leases.ts';
+import { getBlockList, putBlock, putBlockList } from './block-blob.ts';
+import { appendBlock, sealAppendBlob } from './append-blob.ts';
+import { getBlobTags, setBlobTags, tagsFromHeader } from './tags.ts';
+import { abortCopyBlob, copyBlob } from './copy.ts';
+import { getAccountInformation } from './service.ts';
 
 /** Longest blob name the service allows, in characters. */
 export const MAX_BLOB_NAME = 1024;
-/** Largest block list body we read (50,000 ids of 64 bytes, with tags). */
-const MAX_BLOCK_LIST_BYTES = 8 * 1024 * 1024;
-
-function blobProperties(op: Operation, fromContentHeaders: boolean): BlobProperties {
+export function blobProperties(op: Operation, fromContentHeaders: boolean): BlobProperties {
   const pick = (blobHeader: string, plain: string) => header(op, blobHeader) ?? (fromContentHeaders ? header(op, plain) : undefined);
   const properties: BlobProperties = { contentType: pick('x-ms-blob-content-type', 'content-type') ?? 'application/octet-stream' };
   const optional: [keyof BlobProperties, string, string][] = [
@@ -26,19 +37,35 @@ function blobProperties(op: Operation, fromContentHeaders: boolean): BlobPropert
   return properties;
 }
 
-function blobHeaders(op: Operation, blob: BlobRecord): void {
+/** The response headers that describe a blob (or one of its snapshots), for Get Blob and Get Blob Properties. */
+function blobHeaders(op: Operation, blob: BlobVersion, lease: LeaseRecord | undefined): void {
+  const now = op.store.now();
   op.reply
     .header('etag', blob.etag)
     .header('last-modified', httpDate(blob.modified))
     .header('x-ms-creation-time', httpDate(blob.created))
-    .header('x-ms-blob-type', 'BlockBlob')
-    .header('x-ms-lease-state', 'available')
-    .header('x-ms-lease-status', 'unlocked')
+    .header('x-ms-blob-type', blob.blobType ?? 'BlockBlob')
     .header('x-ms-server-encrypted', 'true')
-    .header('x-ms-access-tier', 'Hot')
-    .header('x-ms-access-tier-inferred', 'true')
     .header('accept-ranges', 'bytes')
     .header('content-type', blob.contentType);
+  for (const [name, value] of Object.entries(leaseHeaders(lease, now))) op.reply.header(name, value);
+  if ((blob.blobType ?? 'BlockBlob') === 'BlockBlob') {
+    op.reply.header('x-ms-access-tier', blob.tier ?? 'Hot').header('x-ms-access-tier-inferred', String(blob.tier === undefined));
+    if (blob.tierChanged !== undefined) op.reply.header('x-ms-access-tier-change-time', httpDate(blob.tierChanged));
+  }
+  if (blob.blobType === 'AppendBlob') {
+    op.reply.header('x-ms-blob-committed-block-count', String(blob.appendCount ?? 0));
+    if (blob.sealed) op.reply.header('x-ms-blob-sealed', 'true');
+  }
+  if (blob.tags && Object.keys(blob.tags).length) op.reply.header('x-ms-tag-count', String(Object.keys(blob.tags).length));
+  if (blob.copy) {
+    op.reply
+      .header('x-ms-copy-id', blob.copy.id)
+      .header('x-ms-copy-source', blob.copy.source)
+      .header('x-ms-copy-status', blob.copy.status)
+      .header('x-ms-copy-progress', blob.copy.progress)
+      .header('x-ms-copy-completion-time', httpDate(blob.copy.completed));
+  }
   if (blob.contentEncoding) op.reply.header('content-encoding', blob.contentEncoding);
   if (blob.contentLanguage) op.reply.header('content-language', blob.contentLanguage);
   if (blob.contentDisposition) op.reply.header('content-disposition', blob.contentDisposition);
@@ -47,48 +74,61 @@ function blobHeaders(op: Operation, blob: BlobRecord): void {
   for (const [name, value] of Object.entries(op.responseHeaderOverrides)) op.reply.header(name, value);
 }
 
-function writeResult(op: Operation, blob: BlobRecord): void {
-  op.reply
-    .header('etag', blob.etag)
-    .header('last-modified', httpDate(blob.modified))
-    .header('content-md5', blob.md5)
-    .header('x-ms-request-server-encrypted', 'true');
+export function writeResult(op: Operation, blob: BlobRecord): void {
+  op.reply.header('etag', blob.etag).header('last-modified', httpDate(blob.modified)).header('x-ms-request-server-encrypted', 'true');
+  if (blob.md5) op.reply.header('content-md5', blob.md5);
 }
 
-/** Whether an If-Match / If-None-Match value names the blob's ETag (`*` names any blob). */
-function namesEtag(value: string, blob: BlobRecord): boolean {
-  return (
-    value === '*' ||
-    value
-      .split(',')
-      .map((v) => v.trim())
-      .includes(blob.etag)
-  );
-}
-
-/** If-Match / If-None-Match of a read against the blob's ETag. */
-function readConditions(op: Operation, blob: BlobRecord): 'ok' | 'not-modified' {
-  const ifMatch = header(op, 'if-match');
-  if (ifMatch && !namesEtag(ifMatch, blob)) throw errors.conditionNotMet();
-  const ifNoneMatch = header(op, 'if-none-match');
-  return ifNoneMatch && namesEtag(ifNoneMatch, blob) ? 'not-modified' : 'ok';
+/** ETag and Last-Modified of an operation that changed a blob's record but not its content. */
+export function changeResult(op: Operation, blob: BlobRecord): void {
+  op.reply.header('etag', blob.etag).header('last-modified', httpDate(blob.modified));
 }
 
 /**
- * If-Match / If-None-Match of a write, checked against the blob it would replace; the
- * store checks it again as the write commits, so of racing conditional writes only
- * those whose condition still holds land. `If-None-Match: *` on an existing blob is a
- * 409 BlobAlreadyExists, as the service answers.
+ * The condition a write to a blob lands on, checked before its body is read and again as
+ * it commits: the conditional headers and the blob's lease. `If-None-Match: *` on an
+ * existing blob is a 409 BlobAlreadyExists, as the service answers it.
  */
-function writeConditions(op: Operation): (existing: BlobRecord | undefined) => void {
-  const ifMatch = header(op, 'if-match');
-  const ifNoneMatch = header(op, 'if-none-match');
+export function writePrecondition(op: Operation): (existing: BlobRecord | undefined) => void {
+  const conditions = conditionsOf(op);
   return (existing) => {
-    if (!existing) return;
-    if (ifMatch && !namesEtag(ifMatch, existing)) throw errors.conditionNotMet();
-    if (ifNoneMatch === '*') throw errors.blobAlreadyExists();
-    if (ifNoneMatch && namesEtag(ifNoneMatch, existing)) throw errors.conditionNotMet();
+    if (existing && conditions.ifNoneMatch === '*') throw errors.blobAlreadyExists();
+    checkWriteConditions(conditions, existing);
+    if (existing) checkLeaseCondition(op, existing.lease, op.store.now(), 'blob');
+    else if (header(op, 'x-ms-lease-id')) throw errors.blobNotFound();
   };
+}
+
+/** A change of an existing blob's record (metadata, properties, tier, tags, lease): conditions and the lease first. */
+function updateExisting(op: Operation, container: string, name: string, change: (blob: BlobRecord, now: number) => BlobRecord) {
+  const conditions = conditionsOf(op);
+  return op.store.updateBlob(container, name, (blob, now) => {
+    checkWriteConditions(conditions, blob);
+    checkLeaseCondition(op, blob.lease, now, 'blob');
+    return change(blob, now);
+  }) as Promise<BlobRecord>;
+}
+
+/** The same record with a new ETag and modification time. */
+function touched(op: Operation, blob: BlobRecord, now: number): BlobRecord {
+  return { ...blob, etag: op.store.newEtag(), modified: now };
+}
+
+const ACCESS_TIERS: readonly AccessTier[] = ['Hot', 'Cool', 'Cold', 'Archive'];
+
+function accessTierHeader(op: Operation): AccessTier | undefined {
+  const value = header(op, 'x-ms-access-tier');
+  if (value === undefined) return undefined;
+  const tier = ACCESS_TIERS.find((t) => t.toLowerCase() === value.toLowerCase());
+  if (!tier) throw errors.invalidHeader('x-ms-access-tier', value);
+  return tier;
+}
+
+/** What a new blob carries besides content and properties: x-ms-access-tier and x-ms-tags. */
+export function newBlobExtras(op: Operation): WriteOptions['extra'] {
+  const tier = accessTierHeader(op);
+  const tags = tagsFromHeader(op);
+  return { ...(tier ? { tier, tierChanged: op.store.now() } : {}), ...(tags ? { tags } : {}) };
 }
 
 /** `x-ms-range` (preferred) or `Range`: `bytes=start-[end]`; null when absent. */
@@ -103,92 +143,234 @@ function requestedRange(op: Operation, size: number): { start: number; end: numb
   return { start, end };
 }
 
+/** The MD5 a request's body must have: `Content-MD5` (transport) or, on Put Blob, `x-ms-blob-content-md5`. */
+export function expectedMd5(op: Operation, ...names: string[]): string | undefined {
+  for (const name of names) {
+    const value = header(op, name);
+    if (value === undefined) continue;
+    if (Buffer.from(value, 'base64').length !== 16) throw errors.invalidHeader(name, value);
+    return value;
+  }
+  return undefined;
+}
+
 export async function putBlob(op: Operation, container: string, name: string): Promise<void> {
   await op.authorize('create');
   const type = header(op, 'x-ms-blob-type');
   if (!type) throw errors.missingHeader('x-ms-blob-type');
-  if (type !== 'BlockBlob') throw errors.invalidBlobType();
+  if (type !== 'BlockBlob' && type !== 'AppendBlob') throw errors.invalidHeader('x-ms-blob-type', type);
   const expectedLength = Number(header(op, 'content-length') ?? NaN);
   if (expectedLength > op.limits.maxBlobBytes) throw errors.requestBodyTooLarge();
-  const precondition = writeConditions(op);
+  if (type === 'AppendBlob' && expectedLength > 0) throw errors.invalidHeader('content-length', String(expectedLength));
+  const precondition = writePrecondition(op);
   precondition(op.store.findBlob(container, name));
+  const md5 = expectedMd5(op, 'content-md5', 'x-ms-blob-content-md5');
   const blob = await op.store.putBlob(container, name, body(op), {
     properties: blobProperties(op, true),
     metadata: metadataFromHeaders(op),
     limit: op.limits.maxBlobBytes,
-    expectedMd5: header(op, 'content-md5'),
     precondition,
+    ...(md5 ? { expectedMd5: md5 } : {}),
+    extra: { ...newBlobExtras(op), ...(type === 'AppendBlob' ? { blobType: type, tier: undefined, md5: '' } : {}) },
   });
   op.blobWritten();
   writeResult(op, blob);
   await op.reply.code(201).send();
 }
 
-function blockId(op: Operation): string {
-  const id = op.query.get('blockid') ?? '';
-  // Block ids are base64 of at most 64 bytes.
-  if (!id || !/^[A-Za-z0-9+/]+={0,2}$/.test(id) || Buffer.from(id, 'base64').length > 64) throw errors.invalidBlockId();
-  return id;
+/** The blob a request addresses: the base blob, or the snapshot `?snapshot=` names. */
+function addressedVersion(op: Operation, blob: BlobRecord): BlobVersion {
+  const snapshot = op.query.get('snapshot');
+  if (snapshot === null) return blob;
+  const found = blob.snapshots?.find((s) => s.snapshot === snapshot);
+  if (!found) throw errors.blobNotFound();
+  return found;
 }
 
-export async function putBlock(op: Operation, container: string, name: string): Promise<void> {
-  await op.authorize('write');
-  const id = blockId(op);
-  op.store.getContainer(container);
-  await op.store.putBlock(container, name, id, body(op), op.limits.maxBlockBytes);
-  op.reply.header('x-ms-request-server-encrypted', 'true');
-  await op.reply.code(201).send();
-}
-
-export async function putBlockList(op: Operation, container: string, name: string): Promise<void> {
-  await op.authorize('write');
-  op.store.getContainer(container);
-  const precondition = writeConditions(op);
-  precondition(op.store.findBlob(container, name));
-  const list = parseBlockList(await smallBody(op, MAX_BLOCK_LIST_BYTES));
-  if (!list) throw errors.invalidXml();
-  if (list.some((entry) => !entry.id)) throw errors.invalidBlockList();
-  const blob = await op.store.commitBlockList(container, name, list, {
-    properties: blobProperties(op, false),
-    metadata: metadataFromHeaders(op),
-    limit: op.limits.maxBlobBytes,
-    precondition,
-  });
-  op.blobWritten();
-  writeResult(op, blob);
-  await op.reply.code(201).send();
-}
-
-/** Get Blob (GET, with ranges → 206) and Get Blob Properties (HEAD). */
+/** Get Blob (GET, with ranges → 206) and Get Blob Properties (HEAD), of the blob or one of its snapshots. */
 export async function readBlob(op: Operation, container: string, name: string): Promise<void> {
   await op.authorize('read');
-  const blob = op.store.getBlob(container, name);
-  blobHeaders(op, blob);
+  const base = op.store.getBlob(container, name);
+  const blob = addressedVersion(op, base);
+  const isBase = blob === base;
+  checkReadLease(op, isBase ? base.lease : undefined, op.store.now());
+  if (readConditions(op, blob) === 'not-modified') {
+    op.reply.header('etag', blob.etag).header('last-modified', httpDate(blob.modified));
+    await op.reply.code(304).send();
+    return;
+  }
+  blobHeaders(op, blob, isBase ? base.lease : undefined);
+  if (op.request.method === 'HEAD') {
+    if (blob.md5) op.reply.header('content-md5', blob.md5);
+    op.reply.header('content-length', String(blob.size));
+    await op.reply.code(200).send();
+    return;
+  }
+  if (blob.tier === 'Archive') throw errors.blobArchived();
+  const range = requestedRange(op, blob.size);
+  const path = op.store.dataPath(container, blob);
+  if (!range) {
+    if (blob.md5) op.reply.header('content-md5', blob.md5);
+    op.reply.header('content-length', String(blob.size));
+    await op.reply.code(200).send(blob.size === 0 ? '' : createReadStream(path, { start: 0, end: blob.size - 1 }));
+    return;
+  }
+  op.reply.header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`).header('content-length', String(range.end - range.start + 1));
+  if (blob.md5) {
+    if (header(op, 'x-ms-range-get-content-md5') === 'true') op.reply.header('content-md5', await rangeMd5(path, range));
+    op.reply.header('x-ms-blob-content-md5', blob.md5);
+  }
+  await op.reply.code(206).send(createReadStream(path, { start: range.start, end: range.end }));
+}
+
+function readConditions(op: Operation, blob: BlobVersion) {
+  return checkReadConditions(conditionsOf(op), blob);
+}
+
+/** MD5 of a range (x-ms-range-get-content-md5, ranges up to 4 MiB as the service allows). */
+async function rangeMd5(path: string, range: { start: number; end: number }): Promise<string> {
+  if (range.end - range.start + 1 > 4 * 1024 * 1024) throw errors.outOfRangeInput('x-ms-range-get-content-md5');
+  const md5 = createHash('md5');
+  for await (const chunk of createReadStream(path, { start: range.start, end: range.end })) md5.update(chunk as Buffer);
+  return md5.digest('base64');
+}
+
+/**
+ * Delete Blob: the blob (with `x-ms-delete-snapshots: include` if it has snapshots), only
+ * its snapshots (`only`), or one snapshot (`?snapshot=`); conditions and the lease first.
+ */
+export async function deleteBlob(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('delete');
+  const snapshot = op.query.get('snapshot');
+  const deleteSnapshots = header(op, 'x-ms-delete-snapshots');
+  if (deleteSnapshots !== undefined && deleteSnapshots !== 'include' && deleteSnapshots !== 'only') {
+    throw errors.invalidHeader('x-ms-delete-snapshots', deleteSnapshots);
+  }
+  const conditions = conditionsOf(op);
+  await op.store.updateBlob(container, name, (blob, now) => {
+    if (snapshot !== null) {
+      const target = addressedVersion(op, blob);
+      checkWriteConditions(conditions, target);
+      return { ...blob, snapshots: blob.snapshots!.filter((s) => s !== target) };
+    }
+    checkWriteConditions(conditions, blob);
+    checkLeaseCondition(op, blob.lease, now, 'blob');
+    const hasSnapshots = (blob.snapshots?.length ?? 0) > 0;
+    if (deleteSnapshots === 'only') return { ...blob, snapshots: [] };
+    if (hasSnapshots && deleteSnapshots !== 'include') throw errors.snapshotsPresent();
+    return undefined;
+  });
+  await op.reply.code(202).send();
+}
+
+/** Set Blob Metadata: replaces the metadata (none given clears it). */
+async function setBlobMetadata(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('write');
+  const metadata = metadataFromHeaders(op);
+  const blob = await updateExisting(op, container, name, (current, now) => {
+    if (current.tier === 'Archive') throw errors.blobArchived();
+    return { ...touched(op, current, now), metadata };
+  });
+  changeResult(op, blob);
+  op.reply.header('x-ms-request-server-encrypted', 'true');
+  await op.reply.code(200).send();
+}
+
+/** Get Blob Metadata: the metadata headers, ETag and Last-Modified. */
+async function getBlobMetadata(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('read');
+  const base = op.store.getBlob(container, name);
+  const blob = addressedVersion(op, base);
+  checkReadLease(op, blob === base ? base.lease : undefined, op.store.now());
   if (readConditions(op, blob) === 'not-modified') {
     await op.reply.code(304).send();
     return;
   }
-  const range = requestedRange(op, blob.size);
-  if (op.request.method === 'HEAD') {
-    op.reply.header('content-md5', blob.md5).header('content-length', String(blob.size));
-    await op.reply.code(200).send();
-    return;
-  }
-  const path = op.store.dataPath(container, blob);
-  if (!range) {
-    op.reply.header('content-md5', blob.md5).header('content-length', String(blob.size));
-    await op.reply.code(200).send(blob.size === 0 ? '' : createReadStream(path));
-    return;
-  }
-  op.reply.header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`).header('content-length', String(range.end - range.start + 1));
-  if (range.start === 0 && range.end === blob.size - 1) op.reply.header('x-ms-blob-content-md5', blob.md5);
-  await op.reply.code(206).send(createReadStream(path, { start: range.start, end: range.end }));
+  changeResult(op, blob as BlobRecord);
+  for (const [key, value] of Object.entries(blob.metadata)) op.reply.header(`x-ms-meta-${key}`, value);
+  await op.reply.code(200).send();
 }
 
-export async function deleteBlob(op: Operation, container: string, name: string): Promise<void> {
-  await op.authorize('delete');
-  await op.store.deleteBlob(container, name);
-  await op.reply.code(202).send();
+/**
+ * Set Blob Properties: the content headers are replaced as a set (one not given is
+ * cleared, as the service does), and `x-ms-blob-content-md5` sets the stored MD5.
+ */
+async function setBlobProperties(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('write');
+  const properties = blobProperties(op, false);
+  const md5 = header(op, 'x-ms-blob-content-md5');
+  if (md5 !== undefined && md5 !== '' && Buffer.from(md5, 'base64').length !== 16) throw errors.invalidHeader('x-ms-blob-content-md5', md5);
+  const blob = await updateExisting(op, container, name, (current, now) => {
+    if (current.tier === 'Archive') throw errors.blobArchived();
+    const { contentEncoding: _e, contentLanguage: _l, contentDisposition: _d, cacheControl: _c, ...rest } = current;
+    return { ...touched(op, rest as BlobRecord, now), ...properties, md5: md5 ?? '' };
+  });
+  changeResult(op, blob);
+  await op.reply.code(200).send();
+}
+
+/** Snapshot Blob: the blob as it is now, kept under a time stamp (`x-ms-snapshot`); metadata given replaces the copied one. */
+async function snapshotBlob(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('create');
+  const given = metadataFromHeaders(op);
+  const conditions = conditionsOf(op);
+  let taken = '';
+  const blob = (await op.store.updateBlob(container, name, (current, now) => {
+    checkWriteConditions(conditions, current);
+    if (header(op, 'x-ms-lease-id')) checkLeaseCondition(op, current.lease, now, 'blob');
+    if (current.tier === 'Archive') throw errors.blobArchived();
+    taken = snapshotTime(now, current.snapshots ?? []);
+    const { name: _n, lease: _l, snapshots = [], ...version } = current;
+    const metadata = Object.keys(given).length ? given : version.metadata;
+    return { ...current, snapshots: [...snapshots, { ...version, metadata, snapshot: taken }] };
+  }))!;
+  changeResult(op, blob);
+  op.reply.header('x-ms-snapshot', taken).header('x-ms-request-server-encrypted', 'false');
+  await op.reply.code(201).send();
+}
+
+/** The service's snapshot stamp (ISO time with 7 fractional digits), later than every earlier snapshot of the blob. */
+function snapshotTime(now: number, snapshots: SnapshotRecord[]): string {
+  const stamp = (ticks: number) => `${new Date(Math.floor(ticks / 10_000)).toISOString().slice(0, 20)}${String(ticks % 10_000_000).padStart(7, '0')}Z`;
+  let ticks = now * 10_000;
+  const last = snapshots.at(-1)?.snapshot;
+  while (last !== undefined && stamp(ticks) <= last) ticks++;
+  return stamp(ticks);
+}
+
+/** Set Blob Tier: Hot, Cool, Cold or Archive; leaving Archive answers 202 (rehydration, done at once here). */
+async function setBlobTier(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('write');
+  const tier = accessTierHeader(op);
+  if (!tier) throw errors.missingHeader('x-ms-access-tier');
+  if (op.query.get('snapshot') !== null) throw errors.invalidQuery('snapshot');
+  const { ifTags } = conditionsOf(op);
+  let wasArchived = false;
+  await op.store.updateBlob(container, name, (blob, now) => {
+    if (header(op, 'x-ms-lease-id')) checkLeaseCondition(op, blob.lease, now, 'blob');
+    if (ifTags) checkWriteConditions({ ifTags }, blob);
+    if ((blob.blobType ?? 'BlockBlob') !== 'BlockBlob') throw errors.invalidBlobType();
+    wasArchived = blob.tier === 'Archive';
+    return blob.tier === tier ? blob : { ...blob, tier, tierChanged: now };
+  });
+  await op.reply.code(wasArchived && tier !== 'Archive' ? 202 : 200).send();
+}
+
+/** Lease Blob: acquire, renew, change, release, break (leases.ts); the blob's ETag does not change. */
+async function leaseBlob(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('write');
+  const request = leaseRequest(op);
+  const conditions = conditionsOf(op);
+  let answer: ReturnType<LeaseRequest['apply']> | undefined;
+  const blob = (await op.store.updateBlob(container, name, (current, now) => {
+    checkWriteConditions(conditions, current);
+    answer = request.apply(current.lease, now);
+    const { lease: _previous, ...rest } = current;
+    return answer.lease ? { ...rest, lease: answer.lease } : rest;
+  }))!;
+  changeResult(op, blob);
+  for (const [key, value] of Object.entries(answer!.headers)) op.reply.header(key, value);
+  await op.reply.code(answer!.status).send();
 }
 
 export async function blobOperation(op: Operation, container: string, name: string): Promise<void> {
@@ -196,11 +378,25 @@ export async function blobOperation(op: Operation, container: string, name: stri
   if (name.length > MAX_BLOB_NAME || name.includes('\0') || name.endsWith('/')) throw errors.invalidResourceName();
   const comp = op.query.get('comp');
   const method = op.request.method;
-  if (method === 'PUT' && comp === null) return putBlob(op, container, name);
+  const read = method === 'GET' || method === 'HEAD';
+  if (op.query.get('restype') === 'account' && comp === 'properties' && read) return getAccountInformation(op);
+  if (method === 'PUT' && comp === null) return header(op, 'x-ms-copy-source') === undefined ? putBlob(op, container, name) : copyBlob(op, container, name);
   if (method === 'PUT' && comp === 'block') return putBlock(op, container, name);
   if (method === 'PUT' && comp === 'blocklist') return putBlockList(op, container, name);
-  if ((method === 'GET' || method === 'HEAD') && comp === null) return readBlob(op, container, name);
+  if (method === 'GET' && comp === 'blocklist') return getBlockList(op, container, name);
+  if (method === 'PUT' && comp === 'appendblock') return appendBlock(op, container, name);
+  if (method === 'PUT' && comp === 'seal') return sealAppendBlob(op, container, name);
+  if (read && comp === null) return readBlob(op, container, name);
   if (method === 'DELETE' && comp === null) return deleteBlob(op, container, name);
+  if (method === 'PUT' && comp === 'metadata') return setBlobMetadata(op, container, name);
+  if (read && comp === 'metadata') return getBlobMetadata(op, container, name);
+  if (method === 'PUT' && comp === 'properties') return setBlobProperties(op, container, name);
+  if (method === 'PUT' && comp === 'snapshot') return snapshotBlob(op, container, name);
+  if (method === 'PUT' && comp === 'tier') return setBlobTier(op, container, name);
+  if (method === 'PUT' && comp === 'lease') return leaseBlob(op, container, name);
+  if (method === 'PUT' && comp === 'tags') return setBlobTags(op, container, name);
+  if (method === 'GET' && comp === 'tags') return getBlobTags(op, container, name);
+  if (method === 'PUT' && comp === 'copy') return abortCopyBlob(op, container, name);
   if (comp !== null) throw errors.invalidQuery('comp');
   throw errors.unsupportedOperation();
 }

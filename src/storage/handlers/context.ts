@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { ServicePropertiesStore } from '../persistence/service-properties.ts';
 import type { AccountStore } from '../persistence/store.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 import { errors } from '../errors.ts';
@@ -23,6 +25,12 @@ export interface Operation {
   responseHeaderOverrides: Record<string, string>;
   /** Counts a blob written (Put Blob or Put Block List), for the component's metrics. */
   blobWritten(): void;
+  /** Whether the caller's own credentials (Shared Key, a data role) may read a container's blobs: a copy source read from disk. */
+  mayReadLocally(container: string): Promise<boolean>;
+  /** The HTTP client a copy fetches its source with (trusts the local CA). */
+  sourceDispatcher: Dispatcher;
+  /** The service properties of the account (CORS rules, default version). */
+  serviceProperties: ServicePropertiesStore;
 }
 
 export interface StorageLimits {
@@ -53,14 +61,21 @@ export async function smallBody(op: Operation, limit: number): Promise<string> {
 
 const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** `x-ms-meta-<name>` headers; names must be valid C# identifiers, as the service requires. */
+/**
+ * `x-ms-meta-<name>` headers, names in the case they were sent (the service keeps it);
+ * names must be valid C# identifiers, else `400 InvalidMetadata`, as the service requires.
+ */
 export function metadataFromHeaders(op: Operation): Record<string, string> {
   const metadata: Record<string, string> = {};
-  for (const [name, value] of Object.entries(op.request.headers)) {
-    if (!name.startsWith('x-ms-meta-')) continue;
+  const raw = op.request.raw.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (!name.toLowerCase().startsWith('x-ms-meta-')) continue;
     const key = name.slice('x-ms-meta-'.length);
-    if (!METADATA_NAME.test(key)) throw errors.invalidHeader(name);
-    metadata[key] = Array.isArray(value) ? value.join(',') : String(value);
+    if (!METADATA_NAME.test(key)) throw errors.invalidMetadata(key);
+    const existing = Object.keys(metadata).find((k) => k.toLowerCase() === key.toLowerCase());
+    if (existing !== undefined) metadata[existing] += `,${raw[i + 1]!}`;
+    else metadata[key] = raw[i + 1]!;
   }
   return metadata;
 }
@@ -70,12 +85,15 @@ export function listingQuery(op: Operation) {
   const raw = op.query.get('maxresults');
   const maxResults = raw === null ? 5000 : Number(raw);
   if (!/^\d+$/.test(raw ?? '5000') || maxResults < 1 || maxResults > 5000) throw errors.invalidQuery('maxresults');
-  const include = (op.query.get('include') ?? '').split(',').filter(Boolean);
+  const include = (op.query.get('include') ?? '').toLowerCase().split(',').filter(Boolean);
   return {
     maxResults,
     marker: op.query.get('marker') ?? '',
     prefix: op.query.get('prefix') ?? '',
     includeMetadata: include.includes('metadata'),
+    includeSnapshots: include.includes('snapshots'),
+    includeTags: include.includes('tags'),
+    includeCopy: include.includes('copy'),
   };
 }
 

@@ -1,20 +1,72 @@
-import { containerListXml } from '../xml.ts';
+/**
+ * Account-level operations: List Containers (§4.10), Get/Set Blob Service Properties
+ * (CORS rules enforced by cors.ts), Get Account Information (at any level of the URL) and
+ * Find Blobs by Tags across the account.
+ */
+import { containerListXml, parseXmlBody, xml } from '../xml.ts';
 import { errors } from '../errors.ts';
-import { listingQuery, page, type Operation } from './context.ts';
+import { listingQuery, page, smallBody, type Operation } from './context.ts';
+import { leaseElements } from './leases.ts';
+import { parseCorsRules } from './cors.ts';
+import { findBlobsByTags } from './tags.ts';
+import { isWellFormedVersion } from '../authentication/versions.ts';
+
+const MAX_PROPERTIES_BYTES = 64 * 1024;
+/** Elements of <StorageServiceProperties> a Set may carry. */
+const SERVICE_ELEMENTS = new Set(['Logging', 'HourMetrics', 'MinuteMetrics', 'Cors', 'DefaultServiceVersion', 'DeleteRetentionPolicy', 'StaticWebsite']);
 
 /** List Containers (§4.10): `GET /?comp=list` with prefix, marker/NextMarker paging and include=metadata. */
 export async function listContainers(op: Operation): Promise<void> {
   await op.authorize('list');
   const query = listingQuery(op);
+  const now = op.store.now();
   const matching = op.store.listContainers().filter((c) => c.name.startsWith(query.prefix));
   const result = page(matching, (c) => c.name, query.marker, query.maxResults);
   await op.reply
     .code(200)
     .type('application/xml')
-    .send(containerListXml(op.endpoint, result, query));
+    .send(containerListXml(op.endpoint, result, query, (c) => leaseElements(c.lease, now)));
+}
+
+/** Get Account Information: the SKU and kind the SDK's getAccountInfo reads. */
+export async function getAccountInformation(op: Operation): Promise<void> {
+  await op.authorize('read');
+  op.reply.header('x-ms-sku-name', 'Standard_LRS').header('x-ms-account-kind', 'StorageV2').header('x-ms-is-hns-enabled', 'false');
+  await op.reply.code(200).send();
+}
+
+async function getServiceProperties(op: Operation): Promise<void> {
+  await op.authorize('read');
+  await op.reply
+    .code(200)
+    .type('application/xml')
+    .send(xml({ StorageServiceProperties: op.serviceProperties.current.elements }));
+}
+
+/** Set Blob Service Properties: the elements given replace the stored ones; CORS rules are checked before anything is kept. */
+async function setServiceProperties(op: Operation): Promise<void> {
+  await op.authorize('write');
+  const parsed = parseXmlBody(await smallBody(op, MAX_PROPERTIES_BYTES));
+  const root = parsed?.StorageServiceProperties;
+  if (root === undefined) throw errors.invalidXml();
+  const given = typeof root === 'object' && root !== null ? (root as Record<string, unknown>) : {};
+  for (const name of Object.keys(given)) if (!SERVICE_ELEMENTS.has(name)) throw errors.invalidXmlNodeValue(name);
+  const version = given.DefaultServiceVersion;
+  if (version !== undefined && (typeof version !== 'string' || !isWellFormedVersion(version))) throw errors.invalidXmlNodeValue('DefaultServiceVersion');
+  const cors = 'Cors' in given ? parseCorsRules(given) : undefined;
+  await op.serviceProperties.set(given, cors);
+  await op.reply.code(202).send();
 }
 
 export async function serviceOperation(op: Operation): Promise<void> {
-  if (op.request.method === 'GET' && op.query.get('comp') === 'list') return listContainers(op);
+  const method = op.request.method;
+  const comp = op.query.get('comp');
+  const restype = op.query.get('restype');
+  const read = method === 'GET' || method === 'HEAD';
+  if (method === 'GET' && comp === 'list') return listContainers(op);
+  if (restype === 'account' && comp === 'properties' && read) return getAccountInformation(op);
+  if (restype === 'service' && comp === 'properties' && method === 'GET') return getServiceProperties(op);
+  if (restype === 'service' && comp === 'properties' && method === 'PUT') return setServiceProperties(op);
+  if (method === 'GET' && comp === 'blobs') return findBlobsByTags(op);
   throw errors.invalidQuery('comp');
 }

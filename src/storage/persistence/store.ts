@@ -29,6 +29,30 @@ export interface ContainerRecord {
   modified: number;
   etag: string;
   metadata: Record<string, string>;
+  lease?: LeaseRecord;
+  /** Anonymous read access (Set Container ACL's x-ms-blob-public-access). */
+  publicAccess?: 'blob' | 'container';
+  /** Stored access policies (Set Container ACL), by id. */
+  accessPolicies?: SignedIdentifier[];
+}
+
+/** A lease on a blob or container (see handlers/leases.ts for its states). */
+export interface LeaseRecord {
+  id: string;
+  /** Seconds, or -1 for an infinite lease. */
+  duration: number;
+  /** When a fixed lease runs out (ms). */
+  expires?: number;
+  /** When a lease being broken is broken (ms). */
+  breaks?: number;
+}
+
+/** A stored access policy: what a SAS naming it (`si`) may do, and when. */
+export interface SignedIdentifier {
+  id: string;
+  start?: string;
+  expiry?: string;
+  permission?: string;
 }
 
 export interface BlockRef {
@@ -52,12 +76,15 @@ export interface WriteOptions {
   limit: number;
   /** Throws when the write must not replace this blob (If-Match, If-None-Match); checked as the write commits. */
   precondition?: (existing: BlobRecord | undefined) => void;
+  /** What the write sets besides bytes, properties and metadata (blob type, tier, tags, copy state, a given MD5). */
+  extra?: Partial<Pick<BlobVersion, 'blobType' | 'tier' | 'tierChanged' | 'tags' | 'copy' | 'md5'>>;
 }
 
-export interface BlobRecord extends BlobProperties {
-  name: string;
+/** A blob's state at one moment: its bytes (a data file) and what describes them. */
+export interface BlobVersion extends BlobProperties {
   file: string;
   size: number;
+  /** Base64 MD5 of the content ('' when unknown). */
   md5: string;
   created: number;
   modified: number;
@@ -65,6 +92,51 @@ export interface BlobRecord extends BlobProperties {
   metadata: Record<string, string>;
   /** The committed block list, when the blob was made from blocks. */
   blocks?: BlockRef[];
+  /** Absent: BlockBlob (records written before other types existed). */
+  blobType?: BlobType;
+  /** Set Blob Tier's tier (absent: inferred Hot), and when it was set. */
+  tier?: AccessTier;
+  tierChanged?: number;
+  tags?: Record<string, string>;
+  copy?: CopyRecord;
+  /** Append blobs: blocks appended so far, and whether Append Blob Seal closed it. */
+  appendCount?: number;
+  sealed?: boolean;
+}
+
+export type BlobType = 'BlockBlob' | 'AppendBlob' | 'PageBlob';
+export type AccessTier = 'Hot' | 'Cool' | 'Cold' | 'Archive';
+
+/** The result of the Copy Blob that made this blob. */
+export interface CopyRecord {
+  id: string;
+  source: string;
+  status: 'success' | 'aborted' | 'failed' | 'pending';
+  progress: string;
+  completed: number;
+}
+
+/** A snapshot: the blob as it was at `snapshot` (the service's 7-digit ISO time). */
+export interface SnapshotRecord extends BlobVersion {
+  snapshot: string;
+}
+
+export interface BlobRecord extends BlobVersion {
+  name: string;
+  lease?: LeaseRecord;
+  /** Snapshots, oldest first. */
+  snapshots?: SnapshotRecord[];
+}
+
+/** The data files a blob's record and its snapshots hold. */
+export function dataFilesOf(blob: BlobRecord | undefined): string[] {
+  return blob ? [blob.file, ...(blob.snapshots ?? []).map((s) => s.file)] : [];
+}
+
+/** Files `before` held that `after` does not: removable once the change is durable. */
+function droppedFiles(before: BlobRecord | undefined, after: BlobRecord | undefined): string[] {
+  const kept = new Set(dataFilesOf(after));
+  return [...new Set(dataFilesOf(before))].filter((file) => !kept.has(file));
 }
 
 interface ContainerState {
@@ -112,7 +184,7 @@ async function entries(dir: string): Promise<string[]> {
  * or made obsolete by an index that became durable).
  */
 async function removeLeftovers(dir: string, blobs: ReadonlyMap<string, BlobRecord>): Promise<void> {
-  const referenced = new Set([...blobs.values()].map((b) => b.file));
+  const referenced = new Set([...blobs.values()].flatMap(dataFilesOf));
   const remove = (path: string) => rm(path, { force: true });
   const temporary = (name: string) => name.endsWith('.tmp');
   await Promise.all((await entries(dir)).filter(temporary).map((f) => remove(join(dir, f))));
@@ -129,15 +201,19 @@ export class AccountStore {
   private readonly nameTurns = new Map<string, Promise<void>>();
   private etagCounter = 0;
 
-  /** `compactAfter`: the fewest index changes a container's log holds before it is folded in (see blob-index.ts). */
+  /**
+   * `compactAfter`: the fewest index changes a container's log holds before it is folded in
+   * (see blob-index.ts); `now`: the clock of leases, snapshots and modification times.
+   */
   private constructor(
     readonly root: string,
     private readonly compactAfter: number,
+    readonly now: () => number,
   ) {}
 
   /** Loads an account's containers and blob indexes, and removes leftovers of interrupted writes. */
-  static async open(root: string, options: { compactIndexAfter?: number } = {}): Promise<AccountStore> {
-    const store = new AccountStore(root, options.compactIndexAfter ?? DEFAULT_COMPACT_INDEX_AFTER);
+  static async open(root: string, options: { compactIndexAfter?: number; clock?: () => number } = {}): Promise<AccountStore> {
+    const store = new AccountStore(root, options.compactIndexAfter ?? DEFAULT_COMPACT_INDEX_AFTER, options.clock ?? Date.now);
     await mkdir(root, { recursive: true });
     for (const entry of await readdir(root, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
@@ -158,9 +234,9 @@ export class AccountStore {
   }
 
   /** Etags in the service's style: 0x + a hex number that grows with each change of this account. */
-  private newEtag(): string {
+  newEtag(): string {
     this.etagCounter = (this.etagCounter + 1) % 4096;
-    return `"0x${(Date.now() * 4096 + this.etagCounter).toString(16).toUpperCase()}"`;
+    return `"0x${(this.now() * 4096 + this.etagCounter).toString(16).toUpperCase()}"`;
   }
 
   listContainers(): ContainerRecord[] {
@@ -249,7 +325,7 @@ export class AccountStore {
     return blob;
   }
 
-  dataPath(container: string, blob: BlobRecord): string {
+  dataPath(container: string, blob: BlobVersion): string {
     return join(this.state(container).dir, 'data', blob.file);
   }
 
@@ -259,11 +335,11 @@ export class AccountStore {
    * disk may still point at it. A compaction the change makes due runs after it is
    * acknowledged, before the next change.
    */
-  private async changeIndex<T>(state: ContainerState, change: () => Promise<{ value: T; obsolete?: BlobRecord }>): Promise<T> {
+  private async changeIndex<T>(state: ContainerState, change: () => Promise<{ value: T; dropped?: string[] }>): Promise<T> {
     const run = state.queue.then(async () => {
       if (this.containers.get(state.record.name) !== state) throw errors.containerNotFound();
-      const { value, obsolete } = await change();
-      if (obsolete) await rm(join(state.dir, 'data', obsolete.file), { force: true });
+      const { value, dropped = [] } = await change();
+      await Promise.all(dropped.map((file) => rm(join(state.dir, 'data', file), { force: true })));
       return value;
     });
     // A compaction that fails leaves the log longer; the next change tries again.
@@ -274,8 +350,11 @@ export class AccountStore {
     return run;
   }
 
-  /** Streams a body into `path` through a temporary file, flushed, renamed and its folder synced. */
-  private async writeDurably(source: Readable, path: string, measure: ReturnType<typeof measuring>): Promise<void> {
+  /**
+   * Streams a body into `path` through a temporary file, flushed, renamed and its folder
+   * synced; `verify` (an MD5 check) may refuse the bytes before they take the name.
+   */
+  private async writeDurably(source: Readable, path: string, measure: ReturnType<typeof measuring>, verify?: () => void): Promise<void> {
     const temp = `${path}.${randomUUID()}.tmp`;
     const out = createWriteStream(temp, { flags: 'wx' });
     try {
@@ -286,6 +365,7 @@ export class AccountStore {
       } finally {
         await handle.close();
       }
+      verify?.();
       await rename(temp, path);
       await syncDirectory(dirname(path));
     } catch (err) {
@@ -332,7 +412,7 @@ export class AccountStore {
       return await this.changeIndex(state, async () => {
         const previous = state.index.blobs.get(name);
         options.precondition?.(previous);
-        const now = Date.now();
+        const now = this.now();
         const record: BlobRecord = {
           name,
           file: data.id,
@@ -344,9 +424,13 @@ export class AccountStore {
           metadata: options.metadata,
           ...options.properties,
           ...(blocks ? { blocks } : {}),
+          // A write keeps the blob's lease and snapshots.
+          ...(previous?.lease ? { lease: previous.lease } : {}),
+          ...(previous?.snapshots ? { snapshots: previous.snapshots } : {}),
+          ...options.extra,
         };
         await state.index.put(record);
-        return { value: record, obsolete: previous };
+        return { value: record, dropped: droppedFiles(previous, record) };
       });
     } catch (err) {
       // Bytes no blob points at are removed now rather than at the next start.
@@ -359,11 +443,85 @@ export class AccountStore {
     return join(state.dir, 'blocks', hash(blob));
   }
 
-  async putBlock(container: string, blob: string, blockId: string, body: Readable, limit: number): Promise<void> {
+  /** Stages a block; its MD5 is checked against `expectedMd5` before it counts. */
+  async putBlock(
+    container: string,
+    blob: string,
+    blockId: string,
+    body: Readable,
+    limit: number,
+    expectedMd5?: string,
+  ): Promise<{ size: number; md5: string }> {
     const state = this.state(container);
     const dir = this.blockDir(state, blob);
     await mkdir(dir, { recursive: true });
-    await this.writeDurably(body, join(dir, Buffer.from(blockId, 'base64').toString('hex')), measuring(limit));
+    const measure = measuring(limit);
+    let result = { size: 0, md5: '' };
+    await this.writeDurably(body, join(dir, Buffer.from(blockId, 'base64').toString('hex')), measure, () => {
+      result = measure.result();
+      if (expectedMd5 && expectedMd5 !== result.md5) throw errors.md5Mismatch();
+    });
+    return result;
+  }
+
+  /**
+   * Append Block: the body is staged durably first, then, in the container's turn, `check`
+   * sees the blob as it is (conditions, lease, seal, append position), the bytes are
+   * written after its last byte and flushed, and the new length is recorded. Bytes a crash
+   * leaves past the recorded length are never read and are overwritten by the next append;
+   * a snapshot shares the file and reads only up to its own length.
+   */
+  async appendBlock(
+    container: string,
+    name: string,
+    body: Readable,
+    limit: number,
+    check: (blob: BlobRecord, appending: { size: number; md5: string }) => void,
+  ): Promise<{ blob: BlobRecord; offset: number; md5: string }> {
+    const state = this.state(container);
+    const staged = join(state.dir, `append-${randomUUID()}.tmp`);
+    const measure = measuring(limit);
+    await this.writeDurably(body, staged, measure);
+    const appending = measure.result();
+    try {
+      return await this.changeIndex(state, async () => {
+        const blob = state.index.blobs.get(name);
+        if (!blob) throw errors.blobNotFound();
+        check(blob, appending);
+        const target = await open(join(state.dir, 'data', blob.file), 'r+');
+        try {
+          const bytes = await readFile(staged);
+          await target.write(bytes, 0, bytes.length, blob.size);
+          await target.datasync();
+        } finally {
+          await target.close();
+        }
+        const record: BlobRecord = {
+          ...blob,
+          size: blob.size + appending.size,
+          md5: '',
+          appendCount: (blob.appendCount ?? 0) + 1,
+          etag: this.newEtag(),
+          modified: this.now(),
+        };
+        await state.index.put(record);
+        return { value: { blob: record, offset: blob.size, md5: appending.md5 } };
+      });
+    } finally {
+      await rm(staged, { force: true });
+    }
+  }
+
+  /** The staged (uncommitted) blocks of a blob, in the order they were staged. */
+  async uncommittedBlocks(container: string, blob: string): Promise<BlockRef[]> {
+    const dir = this.blockDir(this.state(container), blob);
+    const blocks: (BlockRef & { staged: number })[] = [];
+    for (const file of await entries(dir)) {
+      if (!/^[0-9a-f]+$/.test(file)) continue;
+      const info = await stat(join(dir, file)).catch(() => undefined);
+      if (info) blocks.push({ id: Buffer.from(file, 'hex').toString('base64'), size: info.size, staged: info.mtimeMs });
+    }
+    return blocks.sort((a, b) => a.staged - b.staged).map(({ id, size }) => ({ id, size }));
   }
 
   /**
@@ -416,14 +574,34 @@ export class AccountStore {
     return record;
   }
 
-  async deleteBlob(container: string, name: string): Promise<void> {
+  /**
+   * Changes a blob's record as one index change, after the writes queued before it:
+   * `change` gets the blob as it is then (it throws to refuse, e.g. a condition not met)
+   * and returns its new record, or undefined to delete the blob.
+   */
+  async updateBlob(container: string, name: string, change: (blob: BlobRecord, now: number) => BlobRecord | undefined): Promise<BlobRecord | undefined> {
     const state = this.state(container);
-    await this.changeIndex(state, async () => {
-      const blob = state.index.blobs.get(name);
-      if (!blob) throw errors.blobNotFound();
-      await state.index.delete(name);
-      return { value: undefined, obsolete: blob };
+    const next = await this.changeIndex(state, async () => {
+      const previous = state.index.blobs.get(name);
+      if (!previous) throw errors.blobNotFound();
+      const record = change(previous, this.now());
+      if (record) await state.index.put(record);
+      else await state.index.delete(name);
+      return { value: record, dropped: droppedFiles(previous, record) };
     });
-    await rm(this.blockDir(state, name), { recursive: true, force: true });
+    if (!next) await rm(this.blockDir(state, name), { recursive: true, force: true });
+    return next;
+  }
+
+  /** Changes a container's record (metadata, lease, access policy) after the writes queued before it. */
+  async updateContainer(name: string, change: (container: ContainerRecord, now: number) => ContainerRecord): Promise<ContainerRecord> {
+    const state = this.state(name);
+    return this.changeIndex(state, async () => {
+      const record = change(state.record, this.now());
+      await writeFileAtomic(join(state.dir, 'container.json'), JSON.stringify(record));
+      await syncDirectory(state.dir);
+      state.record = record;
+      return { value: record };
+    });
   }
 }
