@@ -269,7 +269,7 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
     exports: { blobEndpoint, httpBlobEndpoint: httpEndpoint },
     close: async () => {
       await Promise.all([https.close(), http.close()]);
-      await ctx.sourceDispatcher.close();
+      if (!ctx.sourceDispatcher.closed) await ctx.sourceDispatcher.close();
     },
   };
 }
