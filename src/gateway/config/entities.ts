@@ -3,6 +3,7 @@
  * credentials, plugins) with Kong's defaults. Fields Kong has but this
  * gateway does not act on are refused by name rather than silently ignored.
  */
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { compileRoutePattern } from './route-regex.ts';
 import { unsupported, type ArrayField, type Field, type IntegerField, type NumberField, type StringField } from './schema.ts';
@@ -291,6 +292,13 @@ export const basicauthCredentialFields: Record<string, Field> = {
   username: { type: 'string', required: true },
   password: { type: 'string', required: true },
 };
+
+/** Kong's basic-auth password hash: sha1 of the password followed by the consumer's id, in hex. */
+export function hashBasicauthPassword(password: string, consumerId: string): string {
+  return createHash('sha1')
+    .update(password + consumerId)
+    .digest('hex');
+}
 
 /** Entities that may be nested under a parent, and the foreign key they get. */
 export const NESTED = {

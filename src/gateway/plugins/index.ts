@@ -1,8 +1,13 @@
 /** The plugins this gateway has, by Kong name. A name not here is refused at load. */
+import { acl } from './acl/handler.ts';
+import { basicAuth } from './basic-auth/handler.ts';
 import { cors } from './cors/handler.ts';
 import { jwt } from './jwt/handler.ts';
 import { keyAuth } from './key-auth/handler.ts';
+import { requestTransformer } from './request-transformer/handler.ts';
 import type { PluginDefinition } from './types.ts';
 import { rateLimiting } from './rate-limiting/handler.ts';
 
-export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map([cors, jwt, keyAuth, rateLimiting].map((p) => [p.name, p]));
+export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
+  [acl, basicAuth, cors, jwt, keyAuth, rateLimiting, requestTransformer].map((p) => [p.name, p]),
+);

@@ -23,10 +23,13 @@ export interface ConsumerDirectory {
 
 export interface RequestContext {
   requestId: string;
+  /** The request's method; a plugin may change the one sent upstream (request-transformer's http_method). */
   method: string;
   scheme: 'http' | 'https';
   /** The normalized request path (what routes match against). */
   path: string;
+  /** The path sent upstream instead of the one the route computes (request-transformer's replace.uri), or null. */
+  upstreamPath: string | null;
   /** The raw query string without `?`; plugins that change it write it back. */
   query: string;
   /** The client's headers as received (lower-case names). */

@@ -228,7 +228,7 @@ async function readWholeBody(req: ClientRequest, maxBodySize: number): Promise<B
 /** What plugins see of one request (RequestContext), built once per request. */
 class ProxyContext implements RequestContext {
   readonly requestId: string;
-  readonly method: string;
+  method: string;
   readonly scheme: 'http' | 'https';
   readonly path: string;
   query: string;
@@ -244,6 +244,7 @@ class ProxyContext implements RequestContext {
   body: Buffer | null = null;
   /** The plugin running now: one that throws has refused the request. */
   plugin: string | null = null;
+  upstreamPath: string | null = null;
   /** Plugins that ran and have a header_filter or log phase, in order (null when none: most requests). */
   later: PluginHandler[] | null = null;
   private buffered: Promise<Buffer> | null = null;
@@ -464,7 +465,7 @@ export class Proxy {
       headers['content-length'] = String(ctx.body.length);
       delete headers['transfer-encoding'];
     }
-    const path = upstreamPath(route, service.path, ctx.path, match.matched) + (ctx.query ? `?${ctx.query}` : '');
+    const path = (ctx.upstreamPath ?? upstreamPath(route, service.path, ctx.path, match.matched)) + (ctx.query ? `?${ctx.query}` : '');
 
     const sentAt = performance.now();
     const { traffic } = this.options;
