@@ -11,8 +11,7 @@ import type { PluginDefinition, RequestContext } from '../types.ts';
 
 type Part = 'headers' | 'querystring' | 'body';
 const PARTS: readonly Part[] = ['headers', 'querystring', 'body'];
-const ACTIONS = ['remove', 'rename', 'replace', 'add', 'append'] as const;
-type Action = (typeof ACTIONS)[number];
+type Action = 'remove' | 'rename' | 'replace' | 'add' | 'append';
 
 interface TransformerConfig {
   http_method: string | null;
