@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import * as fs from 'node:fs';
 import { link, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +20,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     await writeFlushed(temp, data, mode);
+    assertLockHeld();
     await rename(temp, path);
   } catch (err) {
     await rm(temp, { force: true });
@@ -86,6 +89,7 @@ export async function createFileExclusive(path: string, content: string, mode: n
   const temp = `${path}.${randomBytes(6).toString('hex')}.new`;
   try {
     await writeFlushed(temp, content, mode);
+    assertLockHeld();
     await link(temp, path);
     return true;
   } catch (err) {
@@ -98,6 +102,42 @@ export async function createFileExclusive(path: string, content: string, mode: n
 
 /** How long a lock whose holder stopped refreshing it (a command killed mid-edit) keeps others out. */
 const LOCK_STALE_MS = 10_000;
+/** A lock this close to stale counts as lost: another process may be taking it over. */
+const LOCK_MARGIN_MS = 2_000;
+
+/** The lock an edit holds, seen by the writes made under it. */
+interface HeldLock {
+  path: string;
+  /** Wall-clock time its mtime was last set by this process: others take it over once that is LOCK_STALE_MS old. */
+  freshAt: number;
+  /** Set when proper-lockfile finds the lock changed or gone (ECOMPROMISED). */
+  lost?: Error;
+}
+
+const heldLocks = new AsyncLocalStorage<HeldLock>();
+
+/** A write under a file lock that this process no longer surely holds: nothing was written. */
+export class LockLostError extends Error {
+  readonly code = 'ELOCKLOST';
+
+  constructor(path: string, why: string) {
+    super(`the lock on ${path} was lost (${why}), so nothing was written; run the command again`);
+  }
+}
+
+/**
+ * Throws LockLostError when called under withFileLock whose lock is lost or
+ * close to stale (the process was stopped or starved, and another may have
+ * taken the lock over and written). writeFileAtomic and createFileExclusive
+ * call it just before their rename or link, so no edit lands under a lost lock.
+ */
+function assertLockHeld(): void {
+  const held = heldLocks.getStore();
+  if (!held) return;
+  if (held.lost) throw new LockLostError(held.path, held.lost.message);
+  const age = Date.now() - held.freshAt;
+  if (age > LOCK_STALE_MS - LOCK_MARGIN_MS) throw new LockLostError(held.path, `not refreshed for ${age} ms`);
+}
 
 /**
  * Runs a read-modify-write of `path` holding its lock, `<path>.lock` (a folder
@@ -105,17 +145,34 @@ const LOCK_STALE_MS = 10_000;
  * editing one file at once each see the others' edits: without it two read the
  * same version and the second write drops the first's edit. Others wait for it
  * up to about twice the stale time, so a lock a killed command left is taken over.
+ * A lock lost during the edit (see assertLockHeld) fails the edit with
+ * LockLostError; it never ends the process.
  */
 export async function withFileLock<T>(path: string, edit: () => Promise<T>): Promise<T> {
   await mkdir(dirname(path), { recursive: true });
+  const held: HeldLock = { path, freshAt: Date.now() };
   const release = await lock(path, {
     realpath: false,
     stale: LOCK_STALE_MS,
     retries: { retries: 200, factor: 1.3, minTimeout: 5, maxTimeout: 100, randomize: true },
+    // Each refresh of the lock's mtime is a moment it was surely ours.
+    fs: {
+      ...fs,
+      utimes: (file: fs.PathLike, atime: Date, mtime: Date, done: fs.NoParamCallback) =>
+        fs.utimes(file, atime, mtime, (err) => {
+          if (!err) held.freshAt = mtime.getTime();
+          done(err);
+        }),
+    },
+    // proper-lockfile throws this from a timer by default, which would end the process.
+    onCompromised: (err) => {
+      held.lost = err;
+    },
   });
+  held.freshAt = Date.now();
   try {
-    return await edit();
+    return await heldLocks.run(held, edit);
   } finally {
-    await release();
+    if (!held.lost) await release();
   }
 }
