@@ -37,6 +37,8 @@ export interface PullOptions {
   /** Download even when a file with the right checksum is already there. */
   force?: boolean;
   progress?: PullProgress;
+  /** Most time one file's download may take, redirects included (default DOWNLOAD_DEADLINE_MS). */
+  deadlineMs?: number;
 }
 
 export interface PullOutcome {
@@ -64,10 +66,24 @@ export function sourceUrl(file: ModelFile, mirror?: string): string {
   return mirror ? `${mirror.replace(/\/+$/, '')}/${file.relativePath}` : file.url;
 }
 
+/** `text` as an http: or https: URL (`base` resolves a relative one), or a one-line error saying what it is. */
+function httpUrl(text: string, what: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(text, base);
+  } catch {
+    throw new StartupError(`${what} ${JSON.stringify(text.slice(0, 200))}: not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new StartupError(`${what} ${url.href.slice(0, 200)}: not an http: or https: URL`);
+  return url;
+}
+
 /** Error codes that mean "no network here" rather than "this server is broken". */
 const OFFLINE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'ECONNREFUSED', 'ETIMEDOUT', 'ECONNRESET']);
 const MAX_REDIRECTS = 5;
 const CONNECT_TIMEOUT_MS = 15_000;
+/** A 4 MB file within this is 7 kB/s: a server slower than that, or trickling for ever, is given up on. */
+export const DOWNLOAD_DEADLINE_MS = 10 * 60_000;
 
 function cannotDownload(url: string, err: NodeJS.ErrnoException, mirror: boolean): StartupError {
   const host = new URL(url).host;
@@ -80,50 +96,73 @@ function cannotDownload(url: string, err: NodeJS.ErrnoException, mirror: boolean
   return new StartupError(`cannot download ${url}: cannot reach ${host} (${err.code}); ${advice}`);
 }
 
-/** GET that follows redirects (GitHub's raw URLs redirect); resolves with a 200 response. */
-function open(url: string, mirror: boolean, redirects = 0): Promise<IncomingMessage> {
+/** GET that follows redirects (GitHub's raw URLs redirect) to http: and https: only; resolves with a 200 response. */
+function open(url: URL, file: ModelFile, mirror: boolean, deadline: { signal: AbortSignal; ms: number }, redirects = 0): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const get = url.startsWith('https:') ? httpsGet : httpGet;
-    const request = get(url, { timeout: CONNECT_TIMEOUT_MS }, (response) => {
+    const get = url.protocol === 'https:' ? httpsGet : httpGet;
+    const request = get(url, { timeout: CONNECT_TIMEOUT_MS, signal: deadline.signal }, (response) => {
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (status >= 300 && status < 400 && location) {
         response.resume();
-        if (redirects >= MAX_REDIRECTS) return reject(new StartupError(`cannot download ${url}: more than ${MAX_REDIRECTS} redirects`));
-        return resolve(open(new URL(location, url).href, mirror, redirects + 1));
+        if (redirects >= MAX_REDIRECTS) return reject(new StartupError(`cannot download ${url.href}: more than ${MAX_REDIRECTS} redirects`));
+        try {
+          return resolve(open(httpUrl(location, `cannot download ${url.href}: it redirects to`, url), file, mirror, deadline, redirects + 1));
+        } catch (err) {
+          return reject(err as Error);
+        }
       }
       if (status !== 200) {
         response.resume();
-        return reject(new StartupError(`cannot download ${url}: the server answered ${status}`));
+        return reject(new StartupError(`cannot download ${url.href}: the server answered ${status}`));
+      }
+      if (Number(response.headers['content-length']) > file.size) {
+        response.destroy();
+        return reject(tooLarge(url, file));
       }
       resolve(response);
     });
     request.on('timeout', () => request.destroy(Object.assign(new Error('no answer'), { code: 'ETIMEDOUT' })));
-    request.on('error', (err) => reject(cannotDownload(url, err, mirror)));
+    request.on('error', (err) => reject(deadline.signal.aborted ? overDeadline(url, deadline.ms) : cannotDownload(url.href, err, mirror)));
   });
 }
 
-async function download(file: ModelFile, url: string, path: string, options: PullOptions): Promise<void> {
-  const response = await open(url, options.mirror !== undefined);
+function tooLarge(url: URL, file: ModelFile): StartupError {
+  return new StartupError(`${url.href}: the server sends more than the catalogued ${file.size} bytes; the file was not saved`);
+}
+
+function overDeadline(url: URL, deadlineMs: number): StartupError {
+  return new StartupError(`cannot download ${url.href}: not done within ${deadlineMs / 1000} s; the file was not saved`);
+}
+
+async function download(file: ModelFile, source: string, path: string, options: PullOptions): Promise<void> {
+  const mirror = options.mirror !== undefined;
+  const url = httpUrl(source, mirror ? 'the mirror URL' : 'the catalogued URL');
+  const ms = options.deadlineMs ?? DOWNLOAD_DEADLINE_MS;
+  const deadline = { signal: AbortSignal.timeout(ms), ms };
+  const response = await open(url, file, mirror, deadline);
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${randomBytes(6).toString('hex')}.download`;
   const hash = createHash('sha256');
   let received = 0;
   const hashing = new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
       received += chunk.length;
+      // An endless body stops at the catalogued size, not at a full disk.
+      if (received > file.size) return done(tooLarge(url, file));
+      hash.update(chunk);
       options.progress?.bytes?.(file, received);
       done(null, chunk);
     },
   });
   try {
-    await pipeline(response, hashing, createWriteStream(temp, { mode: 0o644 })).catch((err: NodeJS.ErrnoException) => {
-      throw cannotDownload(url, err, options.mirror !== undefined);
+    await pipeline(response, hashing, createWriteStream(temp, { mode: 0o644 }), { signal: deadline.signal }).catch((err: NodeJS.ErrnoException) => {
+      if (err instanceof StartupError) throw err;
+      throw deadline.signal.aborted ? overDeadline(url, ms) : cannotDownload(url.href, err, mirror);
     });
     const actual = hash.digest('hex');
     if (actual !== file.sha256) {
-      throw new ChecksumError(`${url}: sha256 is ${actual}, expected ${file.sha256}; the file was not saved`);
+      throw new ChecksumError(`${url.href}: sha256 is ${actual}, expected ${file.sha256}; the file was not saved`);
     }
     await rename(temp, path);
   } finally {

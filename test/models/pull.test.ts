@@ -1,13 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import { join, resolve } from 'node:path';
 import { PACKAGE_ROOT, resolveModelFile } from '../../src/common/models.ts';
-import { FACE_DETECTOR, FACE_DETECTOR_320, MASK_WEIGHTS, MODEL_FILES } from '../../src/models/catalogue.ts';
+import { FACE_DETECTOR, FACE_DETECTOR_320, IMAGENET_LABELS, MASK_WEIGHTS, MODEL_FILES } from '../../src/models/catalogue.ts';
 import { listModels, pullModels, selectModelFiles } from '../../src/models/commands.ts';
-import { ChecksumError, sha256OfFile } from '../../src/models/pull.ts';
-import { UsageError } from '../../src/common/errors.ts';
+import { ChecksumError, pullModelFiles, sha256OfFile } from '../../src/models/pull.ts';
+import { StartupError, UsageError } from '../../src/common/errors.ts';
 import { LineWatcher, tempDataDir } from '../helpers/index.ts';
 
 const PACKAGE_MODELS = resolve(PACKAGE_ROOT, 'models');
@@ -79,4 +82,75 @@ test('models list shows each file, where the lookup finds it, and the real flags
   assert.match(output, new RegExp(`found: ${PACKAGE_MODELS}/face-ultralight-rfb/version-RFB-640\\.onnx; replace with --face-detector-model <file> \\(offcloud up\\) or --detector-model <file> \\(offcloud face\\)`));
   assert.match(output, /missing: `offcloud models pull face-ultralight-rfb\/version-RFB-320\.onnx`/);
   assert.match(output, /--scoring-model <file> \(offcloud up\)/);
+});
+
+/**
+ * A mirror that misbehaves, by the first segment of the path: `endless` sends
+ * bytes until the client hangs up (or 8 MB), `declared` announces a gigabyte,
+ * `trickle` sends a byte every 50 ms for ever, `to-file` and `to-broken`
+ * redirect to a file: URL and to no URL at all.
+ */
+async function hostileMirror(t: { after(fn: () => unknown): void }) {
+  const sent = { endless: 0 };
+  const server = createServer((request, response: ServerResponse) => {
+    const kind = request.url!.split('/')[1];
+    if (kind === 'to-file') return response.writeHead(302, { location: 'file:///etc/passwd' }).end();
+    if (kind === 'to-broken') return response.writeHead(302, { location: 'http://[::1' }).end();
+    if (kind === 'declared') return response.writeHead(200, { 'content-length': String(1e9) }).end('{}');
+    const trickle = kind === 'trickle';
+    response.writeHead(200, { 'content-type': 'application/octet-stream' });
+    const chunk = Buffer.alloc(trickle ? 1 : 64 * 1024, 0x7b);
+    const timer = setInterval(() => {
+      if (!trickle) sent.endless += chunk.length;
+      if (sent.endless > 8e6) return response.end();
+      response.write(chunk);
+    }, trickle ? 50 : 1);
+    response.on('close', () => clearInterval(timer));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  t.after(() => server.closeAllConnections());
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sent };
+}
+
+/** A failure told in one line, as the CLI prints an OffcloudError. */
+function oneLine(pattern: RegExp) {
+  return (err: Error) => err instanceof StartupError && !err.message.includes('\n') && pattern.test(err.message);
+}
+
+test('models pull --mirror: an endless body stops at the catalogued size, a slow one at the deadline; nothing is saved', async (t) => {
+  const mirror = await hostileMirror(t);
+  const target = join(await tempDataDir(t), 'models');
+  await assert.rejects(
+    printed(pullModels, ['imagenet-labels', '--models-dir', target, '--mirror', `${mirror.base}/endless`]),
+    oneLine(/the server sends more than the catalogued 35368 bytes; the file was not saved/),
+  );
+  assert.ok(mirror.sent.endless < IMAGENET_LABELS.size + 1024 * 1024, `the mirror got to send ${mirror.sent.endless} bytes`);
+  await assert.rejects(
+    printed(pullModels, ['imagenet-labels', '--models-dir', target, '--mirror', `${mirror.base}/declared`]),
+    oneLine(/the server sends more than the catalogued 35368 bytes/),
+  );
+  await assert.rejects(
+    pullModelFiles([IMAGENET_LABELS], { targetDir: target, mirror: `${mirror.base}/trickle`, deadlineMs: 500 }),
+    oneLine(/cannot download http:\/\/127\.0\.0\.1:\d+\/trickle\/imagenet-labels\/imagenet_class_index\.json: not done within 0\.5 s; the file was not saved/),
+  );
+  assert.deepEqual(await readdir(join(target, 'imagenet-labels')).catch(() => []), []);
+});
+
+test('models pull --mirror: a redirect to file: or to no URL, and a mirror that is no http URL, are one-line errors', async (t) => {
+  const mirror = await hostileMirror(t);
+  const target = join(await tempDataDir(t), 'models');
+  const pull = (base: string) => printed(pullModels, ['imagenet-labels', '--models-dir', target, '--mirror', base]);
+  await assert.rejects(pull(`${mirror.base}/to-file`), oneLine(/it redirects to file:\/\/\/etc\/passwd: not an http: or https: URL/));
+  await assert.rejects(pull(`${mirror.base}/to-broken`), oneLine(/it redirects to "http:\/\/\[::1": not a URL/));
+  await assert.rejects(pull('not a url'), oneLine(/the mirror URL "not a url\/imagenet-labels\/imagenet_class_index\.json": not a URL/));
+  await assert.rejects(pull('file:///etc'), oneLine(/the mirror URL file:\/\/\/etc\/imagenet-labels\/imagenet_class_index\.json: not an http: or https: URL/));
+  assert.deepEqual(await readdir(join(target, 'imagenet-labels')).catch(() => []), []);
+  // The command itself: one line on stderr, no stack, exit code 1.
+  const cli = promisify(execFile)(process.execPath, [resolve(PACKAGE_ROOT, 'bin/offcloud.js'), 'models', 'pull', 'imagenet-labels', '--models-dir', target, '--mirror', `${mirror.base}/to-file`]);
+  await assert.rejects(cli, (err: { code: number; stderr: string }) => {
+    assert.equal(err.code, 1);
+    assert.match(err.stderr, /^offcloud: cannot download .* it redirects to file:\/\/\/etc\/passwd: not an http: or https: URL\n$/);
+    return true;
+  });
 });
