@@ -4,6 +4,7 @@ import { link, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { lock } from 'proper-lockfile';
+import { OffcloudError } from './errors.ts';
 
 /** Whether a file operation failed because the disk (or the user's disk quota) is full. */
 export function isDiskFull(err: unknown): boolean {
@@ -116,12 +117,10 @@ interface HeldLock {
 
 const heldLocks = new AsyncLocalStorage<HeldLock>();
 
-/** A write under a file lock that this process no longer surely holds: nothing was written. */
-export class LockLostError extends Error {
-  readonly code = 'ELOCKLOST';
-
+/** A write under a file lock that this process no longer surely holds: nothing was written (told in one line). */
+export class LockLostError extends OffcloudError {
   constructor(path: string, why: string) {
-    super(`the lock on ${path} was lost (${why}), so nothing was written; run the command again`);
+    super('LockLost', `the lock on ${path} was lost (${why}), so nothing was written; run the command again`);
   }
 }
 

@@ -31,7 +31,7 @@ test(
 
     const [code] = await closed;
     assert.equal(code, 0, stderr.text);
-    assert.match(stdout.text, /^refused: the lock on .*shared\.txt was lost \(.*\), so nothing was written/m);
+    assert.match(stdout.text, /^refused in one line: the lock on .*shared\.txt was lost \(.*\), so nothing was written/m);
     assert.doesNotMatch(stderr.text, /ECOMPROMISED/);
     assert.equal(await readFile(path, 'utf8'), 'taker\n');
   },
