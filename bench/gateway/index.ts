@@ -3,9 +3,14 @@
  * same load generator (wrk), same run, every target warmed up first, then
  * alternating rounds:
  *   (a) the backend directly, (b) nginx → backend, (c) our gateway with no
- *   plugins, (d) our gateway with key-auth + rate-limiting (limit set high).
+ *   plugins, (d) our gateway with key-auth + rate-limiting (limit set high),
+ *   (e) our gateway with cors + jwt + rate-limiting, (r) our gateway with
+ *   1, 1000 and 5000 services of one prefix route each, requests going to
+ *   the last one.
  * Prints requests/s, p50/p99 and CPU time per request (user and system) for
- * each, then the ratios (c)/(b), (d)/(b) with both sides' CPU per request.
+ * each, then the ratios (c)/(b), (d)/(b), (e)/(b) with both sides' CPU per
+ * request, each route count's rate against the one-route rate, and the time
+ * a 5000-route file takes to load.
  * A round that fails is reported and skipped; the bench stops at the
  * runner's timeout.
  */
@@ -19,10 +24,16 @@ import { promisify } from 'node:util';
 import { loadavg } from 'node:os';
 import { median } from '../common/load.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
+import { performance } from 'node:perf_hooks';
+import { SignJWT } from 'jose';
+import { pino } from 'pino';
+import { CounterStores } from '../../src/gateway/plugins/rate-limiting/policies.ts';
+import { compileConfig } from '../../src/gateway/proxy/compile.ts';
 import { debianProgram } from '../../test/helpers/index.ts';
 import { freePort } from '../../test/gateway/helpers.ts';
 
 const execFileAsync = promisify(execFile);
+const silentLogger = pino({ level: 'silent' });
 const CONNECTIONS = 32;
 const SECONDS = 5;
 const ROUNDS = 3;
@@ -197,6 +208,34 @@ http {
 `;
 }
 
+/** Route counts of the (r) rows; requests go to the last route (`/api/v1/service<N>/items`). */
+const ROUTE_COUNTS = [1, 1000, 5000];
+const JWT_SECRET = 'bench-jwt-secret';
+
+/** N services with one prefix route each, as a microservice project lays them out. */
+function manyRoutesDoc(backendPort: number, count: number): Record<string, unknown> {
+  return {
+    _format_version: '3.0',
+    services: Array.from({ length: count }, (_, i) => ({
+      name: `service${i + 1}`,
+      url: `http://127.0.0.1:${backendPort}/api/getusers`,
+      routes: [{ name: `service${i + 1}`, paths: [`/api/v1/service${i + 1}/items`] }],
+    })),
+  };
+}
+
+/** cors + jwt + rate-limiting on the users route (issue 33's "speed holds" row). */
+function corsJwtDoc(backendPort: number): Record<string, unknown> {
+  const doc = gatewayDoc(backendPort, false);
+  (doc.services as Record<string, unknown>[])[0]!.plugins = [
+    { name: 'cors', config: { origins: ['http://app.bench.test'], credentials: true } },
+    { name: 'jwt' },
+    { name: 'rate-limiting', config: { second: 1e9, policy: 'local' } },
+  ];
+  doc.consumers = [{ username: 'bench', jwt_secrets: [{ key: 'bench-iss', secret: JWT_SECRET }] }];
+  return doc;
+}
+
 function gatewayDoc(backendPort: number, plugins: boolean): Record<string, unknown> {
   return {
     _format_version: '3.0',
@@ -267,29 +306,60 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         .filter(Boolean)
         .map((entry) => ({ label: ` [${entry.slice(0, entry.indexOf('='))}]`, cli: entry.slice(entry.indexOf('=') + 1), workers: [1] })),
     ];
+    /** Starts the gateway CLI on `doc` as a user starts it; its CPU is read from /proc with its worker processes. */
+    const startGatewayProcess = async (cli: string, doc: Record<string, unknown>, workers: number, tag: string) => {
+      const file = join(dir, `kong-${tag}-${workers}.json`);
+      await writeFile(file, JSON.stringify(doc));
+      const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+      const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
+      const runCli = cli.endsWith('.ts') ? ['--import', 'tsx', cli] : [cli];
+      const gw = spawn(process.execPath, [...runCli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], {
+        stdio: 'ignore',
+      });
+      children.push(gw);
+      await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
+      return { base: `http://127.0.0.1:${port}`, cpu: () => processCpu(gw.pid!) };
+    };
     for (const build of builds) {
       for (const workers of build.workers) {
         for (const plugins of [false, true]) {
-          const file = join(dir, `kong-${plugins}-${workers}.json`);
-          await writeFile(file, JSON.stringify(gatewayDoc(backendPort, plugins)));
-          const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-          const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
-          const runCli = build.cli.endsWith('.ts') ? ['--import', 'tsx', build.cli] : [build.cli];
-          const gw = spawn(process.execPath, [...runCli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], {
-            stdio: 'ignore',
-          });
-          children.push(gw);
-          await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
+          const gw = await startGatewayProcess(build.cli, gatewayDoc(backendPort, plugins), workers, String(plugins));
           targets.push({
             name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}${build.label}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
-            url: `http://127.0.0.1:${port}/users`,
-            // The gateway's CPU: its process (with workers: listener and counters) and its worker processes.
-            cpu: () => processCpu(gw.pid!),
+            url: `${gw.base}/users`,
+            cpu: gw.cpu,
             headers: plugins ? [`apikey: ${KEY}`] : [],
           });
         }
       }
     }
+    const ownCli = builds[0]!.cli;
+    const corsJwt = await startGatewayProcess(ownCli, corsJwtDoc(backendPort), 1, 'cors-jwt');
+    const token = await new SignJWT({ iss: 'bench-iss' }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(JWT_SECRET));
+    targets.push({
+      name: '(e) gateway + cors + jwt + rate-limiting, 1 process',
+      url: `${corsJwt.base}/users`,
+      cpu: corsJwt.cpu,
+      headers: [`Authorization: Bearer ${token}`, 'Origin: http://app.bench.test'],
+    });
+    for (const count of ROUTE_COUNTS) {
+      const gw = await startGatewayProcess(ownCli, manyRoutesDoc(backendPort, count), 1, `routes-${count}`);
+      targets.push({ name: `(r) gateway, ${count} routes, 1 process`, url: `${gw.base}/api/v1/service${count}/items`, cpu: gw.cpu });
+    }
+    const loadStarted = performance.now();
+    compileConfig(manyRoutesDoc(backendPort, 5000), { counters: new CounterStores(silentLogger), logger: silentLogger });
+    const loadMs = performance.now() - loadStarted;
+    console.log(`loading a 5000-route file (validate and compile, in this process): ${loadMs.toFixed(0)} ms`);
+    report(
+      result({
+        name: 'gateway: loading a 5000-route declarative file',
+        unit: 'ms',
+        ours: loadMs,
+        baseline: 'the 1 s limit',
+        baselineValue: 1000,
+        better: 'lower',
+      }),
+    );
 
     for (const target of targets) {
       if (signal.aborted) break;
@@ -315,7 +385,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
           `CPU ${s.cpuUsPerRequest.toFixed(1)} µs/request (user ${s.userUsPerRequest.toFixed(1)}, system ${s.systemUsPerRequest.toFixed(1)})`,
       );
     }
-    return compareWithNginx(summary, report);
+    return [...compareWithNginx(summary, report), ...compareRouteCounts(summary, report)];
   } finally {
     for (const child of children) {
       if (child.exitCode !== null || child.signalCode !== null) continue;
@@ -325,6 +395,27 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     }
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Each (r) row's requests/s against the one-route rate (issue 33: at 5000 routes at least 0.9). */
+function compareRouteCounts(summary: Summary, report: BenchContext['report']): BenchResult[] {
+  const one = summary[`(r) gateway, ${ROUTE_COUNTS[0]} routes, 1 process`];
+  if (!one) return [];
+  return ROUTE_COUNTS.slice(1).flatMap((count) => {
+    const ours = summary[`(r) gateway, ${count} routes, 1 process`];
+    if (!ours) return [];
+    console.log(`${count} routes: ${(ours.rps / one.rps).toFixed(2)} of the one-route rate (${ours.rps.toFixed(0)} vs ${one.rps.toFixed(0)} req/s)`);
+    const row = result({
+      name: `gateway, ${count} routes vs 1 route, requests/s`,
+      unit: 'req/s',
+      ours: ours.rps,
+      baseline: 'the same gateway with one route',
+      baselineValue: one.rps,
+      better: 'higher',
+    });
+    report(row);
+    return [row];
+  });
 }
 
 type Summary = Record<string, Omit<Figures, 'rps'> & { rps: number; rounds: Figures[] }>;
@@ -360,7 +451,7 @@ function compareWithNginx(summary: Summary, report: BenchContext['report']): Ben
   const results: BenchResult[] = [];
   for (const [target, ours] of Object.entries(summary)) {
     // "(c) gateway, no plugins, 1 process" → "(c) no plugins, 1 process"; "(d) gateway + key-auth…" → "(d) key-auth…".
-    const line = /^\([cd]\) gateway/.test(target) ? target.replace(/^(\([cd]\)) gateway(?:, | \+ )/, '$1 ') : null;
+    const line = /^\([cde]\) gateway/.test(target) ? target.replace(/^(\([cde]\)) gateway(?:, | \+ )/, '$1 ') : null;
     if (line === null) continue;
     const pair = [
       result({

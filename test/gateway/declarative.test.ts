@@ -7,7 +7,7 @@ import { ConfigError, UsageError } from '../../src/common/errors.ts';
 import { gateway } from '../../src/gateway/index.ts';
 import { checkDeclarativeFile } from '../../src/gateway/config/parse-command.ts';
 import { parseDeclarativeText } from '../../src/gateway/config/declarative.ts';
-import { matchRoute, normalizePath, upstreamPath } from '../../src/gateway/proxy/router.ts';
+import { normalizePath, upstreamPath } from '../../src/gateway/proxy/router.ts';
 import { PLUGINS } from '../../src/gateway/plugins/index.ts';
 import { startGateway } from '../../src/gateway/server.ts';
 import { quiet, tempDataDir } from '../helpers/index.ts';
@@ -46,7 +46,7 @@ consumers:
 const load = loadDoc;
 
 test("the reference's Kong 3.0 example loads unchanged, with Kong's defaults filled in", () => {
-  const { entities, candidates } = load(KONG_EXAMPLE);
+  const { entities, routes } = load(KONG_EXAMPLE);
   const [users, calc] = entities.services;
   assert.deepEqual(
     { protocol: users!.protocol, host: users!.host, port: users!.port, path: users!.path, retries: users!.retries, connect_timeout: users!.connect_timeout },
@@ -94,7 +94,7 @@ test("the reference's Kong 3.0 example loads unchanged, with Kong's defaults fil
   });
   assert.equal(entities.keyauth_credentials[0]!.key, 'alice-secret-key');
   assert.equal(entities.keyauth_credentials[0]!.consumer.id, entities.consumers[0]!.id);
-  const match = matchRoute(candidates, { method: 'GET', host: 'x', path: '/calc/v1/add/-2/40', headers: {} });
+  const match = routes.match({ method: 'GET', host: 'x', path: '/calc/v1/add/-2/40', headers: {} });
   assert.equal(match?.candidate.route.name, 'calc-add');
 });
 
@@ -260,7 +260,7 @@ test('request paths are normalized like nginx; escapes that change the path stru
 });
 
 test("routes are tried in Kong's priority order", () => {
-  const { candidates } = load({
+  const { routes } = load({
     _format_version: '3.0',
     services: [
       {
@@ -280,7 +280,7 @@ test("routes are tried in Kong's priority order", () => {
     ],
   });
   const route = (method: string, path: string, host = 'other', headers: Record<string, string> = {}) =>
-    matchRoute(candidates, { method, path, host, headers })?.candidate.route.name;
+    routes.match({ method, path, host, headers })?.candidate.route.name;
   assert.equal(route('POST', '/api/x'), 'short');
   assert.equal(route('POST', '/api/v1/x'), 'long', 'the longer plain path wins');
   assert.equal(route('GET', '/api/v1/x'), 'get-only', 'a route with more criteria comes first');

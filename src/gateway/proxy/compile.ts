@@ -11,6 +11,7 @@ import type { FieldError } from '../config/schema.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment, PluginInstance, PluginSlot } from '../plugins/types.ts';
 import { Balancer } from './balancer.ts';
+import { RouteTable } from './route-table.ts';
 import { compileRoutes, type RouteCandidate } from './router.ts';
 
 /** One configuration, compiled: requests keep the one they started with across a reload. */
@@ -21,6 +22,8 @@ export interface LoadedConfig {
   /** md5 of the document, Kong's `configuration_hash`. */
   hash: string;
   candidates: RouteCandidate[];
+  /** The candidates compiled for lookup. */
+  routes: RouteTable;
   directory: ConsumerDirectory;
 }
 
@@ -106,6 +109,7 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
     warnings,
     hash: documentHash(doc),
     candidates,
+    routes: new RouteTable(candidates),
     directory: buildDirectory(entities, now),
   };
 }

@@ -26,7 +26,7 @@ import {
 } from '../plugins/types.ts';
 import { getHeader } from '../plugins/headers.ts';
 import type { LoadedConfig } from './compile.ts';
-import { matchRoute, normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
+import { normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
 import type { ProxyTraffic } from './traffic.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
@@ -354,7 +354,7 @@ export class Proxy {
     const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const path = normalizePath(rawPath);
     const method = req.method;
-    const match = matchRoute(config.candidates, { method, host: req.headers.host, path, headers: req.headers });
+    const match = config.routes.match({ method, host: req.headers.host, path, headers: req.headers });
     if (!match) throw new GatewayError(404, MESSAGES.notFound);
 
     const address = clientAddress(req);

@@ -147,25 +147,22 @@ function headerMatches(wanted: [string, ReadonlySet<string>][], headers: MatchIn
   });
 }
 
-/** The first candidate every criterion of which the request meets; methods and hosts are criteria, so a miss is 404. */
-export function matchRoute(candidates: readonly RouteCandidate[], input: MatchInput): RouteMatch | undefined {
-  for (const candidate of candidates) {
-    if (candidate.methods && !candidate.methods.has(input.method)) continue;
-    if (candidate.hosts && !hostMatches(candidate.hosts, input.host)) continue;
-    if (candidate.headers && !headerMatches(candidate.headers, input.headers)) continue;
-    if (candidate.prefix !== null) {
-      // A plain path is a string prefix, not a segment prefix: /users also matches /usersX (Kong/kong#6585).
-      if (!input.path.startsWith(candidate.prefix)) continue;
-      return { candidate, matched: candidate.prefix };
-    }
-    if (candidate.regex) {
-      const matched = candidate.regex.matchedPrefix(input.path);
-      if (matched === null) continue;
-      return { candidate, matched };
-    }
-    return { candidate, matched: '/' };
+/**
+ * Whether one candidate takes the request: the part of the path it matched,
+ * or null. Methods and hosts are criteria, so a miss is a 404, not a 405.
+ * `prefixChecked` skips the plain path comparison (the route table's prefix
+ * tree has made it).
+ */
+export function matchCandidate(candidate: RouteCandidate, input: MatchInput, prefixChecked = false): string | null {
+  if (candidate.methods && !candidate.methods.has(input.method)) return null;
+  if (candidate.hosts && !hostMatches(candidate.hosts, input.host)) return null;
+  if (candidate.headers && !headerMatches(candidate.headers, input.headers)) return null;
+  if (candidate.prefix !== null) {
+    // A plain path is a string prefix, not a segment prefix: /users also matches /usersX (Kong/kong#6585).
+    return prefixChecked || input.path.startsWith(candidate.prefix) ? candidate.prefix : null;
   }
-  return undefined;
+  if (candidate.regex) return candidate.regex.matchedPrefix(input.path);
+  return '/';
 }
 
 /** Kong's get_upstream_uri_v0: joins the service path and what is left of the request path. */
