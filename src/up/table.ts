@@ -7,6 +7,7 @@
  * connection string); `offcloud env` gives every value unbroken.
  */
 import type { RunningComponent } from '../common/component.ts';
+import { envHint } from './container.ts';
 
 export const TABLE_WIDTH = 100;
 const NAME_WIDTH = 18;
@@ -79,6 +80,6 @@ export function formatStartTable(started: ReadonlyMap<string, RunningComponent>,
   for (const [name, failure] of failed) lines.push(...block(name, ['NOT STARTED'], [`reason: ${failure.reason}`, `fix: ${failure.fix}`]));
   lines.push('-'.repeat(TABLE_WIDTH));
   for (const path of caFiles) lines.push(...wrap(`CA file (trust it for the https:// and mqtts:// URLs): ${path}`, TABLE_WIDTH));
-  if (notes.envHint) lines.push('Every value above as shell variables: eval "$(npx offcloud env)"');
+  if (notes.envHint) lines.push(envHint());
   return lines.join('\n');
 }

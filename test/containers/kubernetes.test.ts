@@ -10,12 +10,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments, stringify } from 'yaml';
-import { freePort } from '../helpers/index.ts';
+import { freePort, tempDataDir } from '../helpers/index.ts';
 import { BASE_IMAGE, BUILD_TIMEOUT, ensureImage, ensureStandIns, podman, podmanStatus, removeContainer, ROOT } from './podman.ts';
 
 const MANIFEST = join(ROOT, 'deploy/kubernetes/offcloud.yaml');
@@ -107,13 +106,15 @@ before(async () => {
     }
   }
   await podman(['network', 'create', NETWORK]);
+  // The files podman reads (secrets, the manifest played), removed when the test process exits.
+  const dir = await tempDataDir({ after });
 
   for (const secret of resources.filter((r) => r.kind === 'Secret')) {
     const data = Object.fromEntries(Object.entries(secret.stringData ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
     // Podman 4 reads a secretKeyRef from a podman secret holding {key: base64 value} as JSON.
-    const dir = await mkdtemp(join(tmpdir(), 'offcloud-kube-'));
-    await writeFile(join(dir, 'secret.json'), JSON.stringify(data));
-    await podman(['secret', 'create', secret.metadata.name, join(dir, 'secret.json')]);
+    const file = join(dir, `secret-${secret.metadata.name}.json`);
+    await writeFile(file, JSON.stringify(data));
+    await podman(['secret', 'create', secret.metadata.name, file]);
     secrets.push(secret.metadata.name);
   }
 
@@ -144,22 +145,13 @@ before(async () => {
 
   // kube play takes Deployments, ConfigMaps and claims; Services and Secrets are stood in for above.
   const playable = resources.filter((r) => !['Service', 'Secret'].includes(r.kind));
-  const dir = await mkdtemp(join(tmpdir(), 'offcloud-kube-'));
   playFile = join(dir, 'offcloud.yaml');
   await writeFile(playFile, playable.map((r) => stringify(r)).join('---\n'));
   await podman(['kube', 'play', '--network', NETWORK, playFile], { timeoutMs: 600_000 });
 }, BUILD_TIMEOUT);
 
 after(async () => {
-  // kube down leaves the anonymous volumes of the image's VOLUMEs (/models) behind: note them first.
-  const containers = resources
-    .filter((r) => r.kind === 'Deployment')
-    .flatMap((d) => podsOf(d).flatMap((pod) => d.spec!.template!.spec.containers.map((c) => `${pod}-${c.name}`)));
-  const mounts = podmanStatus(['inspect', '--format', '{{range .Mounts}}{{.Name}} {{end}}', ...containers])
-    .stdout.split(/\s+/)
-    .filter(Boolean);
   if (playFile) await podman(['kube', 'down', playFile]).catch(() => undefined);
-  for (const volume of new Set(mounts)) await podman(['volume', 'rm', '--force', volume]).catch(() => undefined);
   for (const name of forwarders) await removeContainer(name);
   for (const name of secrets) await podman(['secret', 'rm', name]).catch(() => undefined);
   for (const claim of resources.filter((r) => r.kind === 'PersistentVolumeClaim')) {

@@ -1,34 +1,49 @@
 /**
  * Test set-up for the container suites: podman configured for this kind of
- * machine, the Containerfile's base image made locally when no registry is
- * reachable, and the offcloud image built once from the repository's files and
- * shared by every suite (a lock file serialises concurrent test files).
- * Nothing here is part of the user's path: the Containerfile builds unchanged
- * on a machine with a registry.
+ * machine, and the images built the way `npm run image -- --offline` builds
+ * them (scripts/image.ts: the Node base from Debian packages, the offcloud
+ * image from the clone's files and installed production packages, stand-ins
+ * for compose's Redis and etcd), once, shared by every suite (a lock file
+ * serialises concurrent test files and runs). Nothing here needs a registry.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { debianProgram } from '../helpers/index.ts';
+import {
+  buildDebianImage,
+  buildNodeBase,
+  buildOfflineImage,
+  composeDefault,
+  contextFiles,
+  OFFLINE_BASE,
+  productionPackages,
+  STAND_INS,
+} from '../../scripts/image.ts';
 
+export { composeDefault } from '../../scripts/image.ts';
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const IMAGE = 'localhost/offcloud:test';
+/** The Node base image the offcloud image and the stand-ins are built on. */
+export const BASE_IMAGE = OFFLINE_BASE;
 /**
  * For the hooks that may build: on a clean machine the base image, the
  * offcloud image and compose's stand-ins take minutes (the suites' default
  * test timeout is 5).
  */
 export const BUILD_TIMEOUT = { timeout: 1_800_000 };
-const WORK = join(tmpdir(), 'offcloud-containers');
+/**
+ * Kept between runs and shared by every clone on the machine (the images are
+ * too): the build lock and podman's settings for the tests. Not under the
+ * temporary folder, which `npm test` checks is left empty.
+ */
+const WORK = '/var/tmp/offcloud-containers';
 const CONTEXT_LABEL = 'offcloud.test.context';
 const run = promisify(execFile);
-
-/** The Containerfile's default base image (its `ARG NODE_IMAGE=`). */
-export const BASE_IMAGE = /^ARG NODE_IMAGE=(\S+)$/m.exec(readFileSync(join(ROOT, 'Containerfile'), 'utf8'))![1]!;
+const QUIET = { quiet: true };
 
 /**
  * As root on a CI machine podman needs two settings this test set-up writes
@@ -67,113 +82,40 @@ export function podmanStatus(args: string[]): { status: number | null } & Output
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-async function exists(kind: 'image' | 'container', name: string): Promise<boolean> {
+function exists(kind: 'image' | 'container', name: string): boolean {
   return spawnSync('podman', [kind, 'exists', name]).status === 0;
 }
 
-/**
- * No registry answers here, so the base image is made the way the public one
- * is: a Debian bookworm root filesystem (mmdebstrap) with this machine's Node 20
- * in /usr/local/bin, imported under the public name. Kept between runs.
- */
+/** The Node base, made from Debian packages the first time (kept between runs); the caller holds the build lock. */
 async function ensureBaseImage(): Promise<void> {
-  if (await exists('image', BASE_IMAGE)) return;
-  const mmdebstrap = debianProgram('mmdebstrap', '/usr/bin/mmdebstrap');
-  const tar = join(WORK, 'base.tar');
-  await podman(
-    [
-      '--variant=minbase',
-      '--mode=root',
-      '--format=tar',
-      `--customize-hook=copy-in ${process.execPath} /usr/local/bin`,
-      'bookworm',
-      tar,
-      'http://deb.debian.org/debian',
-    ],
-    { program: mmdebstrap, timeoutMs: 900_000 },
-  );
-  await podman(['import', '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', '--change', 'CMD ["node"]', tar, BASE_IMAGE]);
-  rmSync(tar, { force: true });
+  if (!exists('image', BASE_IMAGE)) await buildNodeBase(BASE_IMAGE, QUIET);
+}
+
+/** The Node base image: a minimal Debian bookworm with Node and nothing else installed. */
+export function ensureBase(): Promise<string> {
+  return withLock('build', async () => (await ensureBaseImage(), BASE_IMAGE));
 }
 
 /**
- * Stand-ins for a public image another file names (compose.yaml's redis and
- * etcd): the base image with the Debian packages that provide the programs.
+ * A folder kept between runs (not under the temporary folder `npm test` checks):
+ * e.g. the Debian archives a container downloaded, so the next run need not.
  */
-async function ensureDebianImage(image: string, debianPackages: string[]): Promise<void> {
-  await withLock('build', async () => {
-    if (await exists('image', image)) return;
-    await ensureBaseImage();
-    const dir = join(WORK, `stand-in-${debianPackages[0]}`);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(dir, 'Containerfile'),
-      `FROM ${BASE_IMAGE}\nRUN apt-get update && apt-get install -y --no-install-recommends ${debianPackages.join(' ')} && apt-get clean && rm -rf /var/lib/apt/lists/*\n`,
-    );
-    await podman(['build', '--pull=never', '-t', image, dir], { timeoutMs: 900_000 });
-  });
-}
-
-const COMPOSE_TEXT = readFileSync(join(ROOT, 'compose.yaml'), 'utf8');
-
-/** The image compose.yaml names by default for `${VARIABLE:-image}`. */
-export function composeDefault(variable: string): string {
-  return new RegExp(`\\$\\{${variable}:-([^}]+)\\}`).exec(COMPOSE_TEXT)![1]!;
+export function cacheDir(name: string): string {
+  const dir = join(WORK, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }
 
 /** The public images compose.yaml and the Kubernetes manifests use besides offcloud, made here from Debian packages. */
 export async function ensureStandIns(): Promise<void> {
-  await ensureDebianImage(composeDefault('REDIS_IMAGE'), ['redis-server']);
-  await ensureDebianImage(composeDefault('ETCD_IMAGE'), ['etcd-server', 'etcd-client']);
-}
-
-/**
- * The files of a clone (tracked, or new and not ignored) that the build
- * context holds: the ones .containerignore lets in (its `!path` lines).
- */
-function contextFiles(): string[] {
-  const allowed = readFileSync(join(ROOT, '.containerignore'), 'utf8')
-    .split('\n')
-    .filter((line) => line.startsWith('!'))
-    .map((line) => line.slice(1).replace(/\/$/, ''));
-  const listed = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
-  if (listed.status !== 0) throw new Error(`git ls-files failed: ${listed.stderr}`);
-  return listed.stdout
-    .split('\0')
-    .filter((path) => allowed.some((prefix) => path === prefix || path.startsWith(`${prefix}/`)))
-    .filter((path) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isFile())
-    .concat('Containerfile');
-}
-
-/** The installed packages `npm ci --omit=dev` would install, as paths under the repository. */
-function productionPackages(): string[] {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-  return Object.entries(lock.packages)
-    .filter(([path, entry]) => path.startsWith('node_modules/') && !entry.dev && existsSync(join(ROOT, path)))
-    .map(([path]) => path)
-    .filter((path, _i, all) => !all.some((other) => path.startsWith(`${other}/`)));
-}
-
-/**
- * A build context as a clean clone plus its production dependencies: the
- * repository's files, and the packages the host already installed (hard links,
- * so nothing is copied), so the build needs no registry (DEPENDENCIES=context).
- */
-function stageContext(files: string[]): string {
-  const context = join(WORK, 'context');
-  rmSync(context, { recursive: true, force: true });
-  for (const path of files) {
-    mkdirSync(dirname(join(context, path)), { recursive: true });
-    cpSync(join(ROOT, path), join(context, path), { verbatimSymlinks: true });
-  }
-  const modules = realpathSync(join(ROOT, 'node_modules'));
-  for (const path of productionPackages()) {
-    const to = join(context, path);
-    mkdirSync(dirname(to), { recursive: true });
-    const copied = spawnSync('cp', ['-al', join(modules, path.slice('node_modules/'.length)), to]);
-    if (copied.status !== 0) throw new Error(`cp -al ${path} failed: ${copied.stderr}`);
-  }
-  return context;
+  await withLock('build', async () => {
+    for (const { variable, packages } of STAND_INS) {
+      const image = composeDefault(variable);
+      if (exists('image', image)) continue;
+      await ensureBaseImage();
+      await buildDebianImage(image, BASE_IMAGE, packages, QUIET);
+    }
+  });
 }
 
 function contextHash(files: string[]): string {
@@ -227,18 +169,11 @@ export interface BuiltImage {
 export function ensureImage(): Promise<BuiltImage> {
   return withLock('build', async () => {
     await ensureBaseImage();
-    const files = contextFiles();
-    const hash = contextHash(files);
+    const hash = contextHash(await contextFiles());
     let built = false;
-    const current = (await exists('image', IMAGE))
-      ? (await podman(['image', 'inspect', '--format', `{{index .Labels "${CONTEXT_LABEL}"}}`, IMAGE])).stdout.trim()
-      : '';
+    const current = exists('image', IMAGE) ? (await podman(['image', 'inspect', '--format', `{{index .Labels "${CONTEXT_LABEL}"}}`, IMAGE])).stdout.trim() : '';
     if (current !== hash) {
-      const context = stageContext(files);
-      await podman(['build', '--pull=never', '--build-arg', 'DEPENDENCIES=context', '--label', `${CONTEXT_LABEL}=${hash}`, '-t', IMAGE, context], {
-        timeoutMs: 1_200_000,
-      });
-      rmSync(context, { recursive: true, force: true });
+      await buildOfflineImage({ tag: IMAGE, base: BASE_IMAGE, labels: { [CONTEXT_LABEL]: hash }, options: QUIET });
       // The image this one replaces, now untagged.
       await podman(['image', 'prune', '--force', '--filter', `label=${CONTEXT_LABEL}`]);
       built = true;
@@ -280,7 +215,7 @@ export async function printedKeyInLogs(container: string, label: string, timeout
 
 /** Removes a container (if it is there) when the test ends. */
 export async function removeContainer(name: string): Promise<void> {
-  if (await exists('container', name)) await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => undefined);
+  if (exists('container', name)) await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => undefined);
 }
 
 /** Waits until a URL answers 2xx (the component's /ready), or fails naming the container's logs. */
