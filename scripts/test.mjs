@@ -2,10 +2,14 @@
 // `npm test`: runs every test/**/*.test.ts with node:test through tsx;
 // `npm test -- test/calculator` runs one folder (or file) instead.
 // What the suites need installed comes first, from `npm run setup`.
+// At the end it checks that the suites left nothing behind: their temporary
+// folders (the run gives them one of its own as TMPDIR), and, when container
+// suites ran, podman's containers, volumes, networks, pods, secrets and conmon
+// processes that were not there before.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { cpus } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 
 const root = new URL('..', import.meta.url).pathname;
 process.chdir(root);
@@ -22,23 +26,94 @@ function findTests(path) {
     .flatMap((name) => findTests(join(path, name)));
 }
 
+/** A process's command name, or '' once it has gone. */
+function commandName(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** What podman holds now, by kind ("container foo", "conmon 1234"), when podman is installed. */
+function podmanObjects() {
+  const kinds = {
+    container: ['ps', '--all'],
+    volume: ['volume', 'ls'],
+    network: ['network', 'ls'],
+    pod: ['pod', 'ps'],
+    secret: ['secret', 'ls'],
+  };
+  const objects = Object.entries(kinds).flatMap(([kind, args]) => {
+    const listed = spawnSync('podman', [...args, '--format', '{{.Name}}'], { encoding: 'utf8' });
+    return listed.status === 0
+      ? listed.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((name) => `${kind} ${name}`)
+      : [];
+  });
+  // Each container and exec session has a conmon; one left running outlives what it watched.
+  const conmons = readdirSync('/proc')
+    .filter((pid) => /^\d+$/.test(pid) && commandName(pid) === 'conmon')
+    .map((pid) => `conmon process ${pid}`);
+  return new Set([...objects, ...conmons]);
+}
+
 const targets = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const files = (targets.length ? targets : ['test']).flatMap(findTests);
 if (!files.length) {
   console.error('test: no test files found');
   process.exit(1);
 }
+// The container suites import their podman helpers; only their runs compare podman's objects
+// (another run on the same machine may be creating its own meanwhile).
+const containerSuites = files.some((file) => readFileSync(file, 'utf8').includes('containers/podman.ts'));
+const podmanBefore = containerSuites ? podmanObjects() : new Set();
+const runTmp = mkdtempSync(join(tmpdir(), 'offcloud-run-'));
+const env = { ...process.env, TMPDIR: runTmp, OFFCLOUD_TESTING: '1' };
+
+/** podman's objects the run made and left; a conmon still exiting from a container just removed is given 10 s. */
+function newPodmanObjects() {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const left = [...podmanObjects()].filter((object) => !podmanBefore.has(object));
+    if (!left.every((object) => object.startsWith('conmon ')) || !left.length || Date.now() > deadline) return left;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
+  }
+}
+
+/** What the run left behind (and the run's temporary folder removed). */
+function leftBehind() {
+  // Libraries keep files of their own there, which no suite made: tsx its compile cache,
+  // Testcontainers the lock its processes share.
+  const left = readdirSync(runTmp)
+    .filter((name) => !/^(tsx-\d+|testcontainers-node-\d+\.lock)$/.test(name))
+    .map((name) => `temporary ${join(runTmp, name)}`);
+  rmSync(runTmp, { recursive: true, force: true });
+  if (containerSuites) left.push(...newPodmanObjects());
+  return left;
+}
+
+/** Exits with the suites' status, or 1 when they passed but left something behind. */
+function finish(status) {
+  const left = leftBehind();
+  if (left.length) console.error(`test: the suites left behind (not there before the run):\n  ${left.join('\n  ')}`);
+  process.exit(status !== 0 ? status : left.length ? 1 : 0);
+}
+
 // A folder's own set-up (test/<folder>/setup.ts, e.g. container images to build) runs once
 // before its suites, outside the runner's per-file timeout.
 for (const setup of new Set(files.map((file) => join(dirname(file), 'setup.ts')))) {
-  if (existsSync(setup) && run(process.execPath, ['--import', 'tsx', setup]) !== 0) process.exit(1);
+  if (existsSync(setup)) {
+    const status = run(process.execPath, ['--import', 'tsx', setup], { env });
+    if (status !== 0) finish(status);
+  }
 }
 const concurrency = process.env.OFFCLOUD_TEST_CONCURRENCY ?? String(Math.max(2, cpus().length));
-process.exit(
+finish(
   // --test-force-exit: a file ends when its tests and hooks are done, even if a library
   // (a browser driver, a gRPC channel) keeps a handle open; seen with the console's
   // browser suite beside the container suites, where a file then sat until its 300 s limit.
-  run(process.execPath, ['--import', 'tsx', '--test', '--test-force-exit', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files], {
-    env: { ...process.env, OFFCLOUD_TESTING: '1' },
-  }),
+  run(process.execPath, ['--import', 'tsx', '--test', '--test-force-exit', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files], { env }),
 );
