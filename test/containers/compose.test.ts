@@ -8,12 +8,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
-import { debianProgram, freePort } from '../helpers/index.ts';
+import { debianProgram, freePort, tempDataDir } from '../helpers/index.ts';
 import { restClient, serviceToken } from '../hub/helpers.ts';
 import { BUILD_TIMEOUT, ensureImage, ensureStandIns, podman, printedKeyInLogs, ROOT, waitReady } from './podman.ts';
 
@@ -38,10 +37,19 @@ before(async () => {
   await compose(['up', '-d', 'gateway-1', 'gateway-2', 'hub-1', 'hub-2', 'devdata']);
 }, BUILD_TIMEOUT);
 after(async () => {
+  // The last test took it down; this is for a run that failed before it.
   await compose(['down', '-v', '-t', '10']).catch((err: unknown) => console.log(`# compose down: ${(err as Error).message}`));
-  // podman-compose 1.0 leaves the project's network behind.
+  // podman-compose 1.0 leaves the project's network behind (the README says to remove it).
   await podman(['network', 'rm', '--force', `${PROJECT}_default`]).catch(() => undefined);
 });
+
+/** The project's containers and volumes podman still has. */
+async function projectLeftovers(): Promise<string[]> {
+  const label = `label=io.podman.compose.project=${PROJECT}`;
+  const containers = (await podman(['ps', '--all', '--filter', label, '--format', '{{.Names}}'])).stdout;
+  const volumes = (await podman(['volume', 'ls', '--format', '{{.Name}}'])).stdout;
+  return [...containers.split('\n'), ...volumes.split('\n').filter((name) => name.startsWith(`${PROJECT}_`))].filter(Boolean);
+}
 
 test('R-GW-1 R-GW-4 R-GW-6 /users through either gateway with the key; the two gateways share one rate-limit counter in Redis', async () => {
   const one = `http://127.0.0.1:${ports.GATEWAY_PORT}/users?apikey=compose-test-key`;
@@ -68,10 +76,10 @@ test('R-GW-1 R-GW-4 R-GW-6 /users through either gateway with the key; the two g
   assert.ok(refused, 'gateway 2 never refused a request right after gateway 1 served one');
 });
 
-test('R-TWIN-5 a device on hub replica 1 receives a C2D message sent through replica 2', async () => {
+test('R-TWIN-5 a device on hub replica 1 receives a C2D message sent through replica 2', async (t) => {
   const { key: deviceKey } = await printedKeyInLogs(container('hub-1'), 'DeviceId=demo-device;SharedAccessKey=');
   const { key: ownerKey } = await printedKeyInLogs(container('hub-1'), 'SharedAccessKeyName=iothubowner;SharedAccessKey=');
-  const dir = await mkdtemp(join(tmpdir(), 'offcloud-ca-'));
+  const dir = await tempDataDir(t);
   await podman(['cp', `${container('hub-1')}:/data/ca/ca.crt`, join(dir, 'ca.crt')]);
   const ca = await readFile(join(dir, 'ca.crt'), 'utf8');
 
@@ -105,4 +113,14 @@ test('R-DEV-4 R-DEV-7 /data/<device> through DevSvc replicas registered in etcd'
   assert.match(answer, /^Device active: {2}true/);
   const registered = await podman(['exec', container('etcd'), 'etcdctl', 'get', '--prefix', '--keys-only', '']);
   assert.equal(registered.stdout.split('\n').filter((key) => key.includes('devsvc')).length, 2, registered.stdout);
+});
+
+test('podman-compose down -v removes every container of the project and its named volume, and no anonymous volume was made', async () => {
+  const volumesBefore = (await podman(['volume', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean);
+  const mounts = (await podman(['inspect', '--format', '{{range .Mounts}}{{.Type}}:{{.Name}} {{end}}', container('hub-1'), container('redis')])).stdout;
+  // Only the named data volume: the image declares no VOLUME, redis's stand-in none either.
+  assert.deepEqual([...new Set(mounts.split(/\s+/).filter(Boolean))], [`volume:${PROJECT}_offcloud-data`]);
+  assert.ok(volumesBefore.includes(`${PROJECT}_offcloud-data`));
+  await compose(['down', '-v', '-t', '10']);
+  assert.deepEqual(await projectLeftovers(), []);
 });
