@@ -7,53 +7,33 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
 import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { TextAnalyticsClient, type TextAnalyticsModels } from '@azure/cognitiveservices-textanalytics';
 import { ApiKeyCredentials } from '@azure/ms-rest-js';
 import { Agent, request } from 'undici';
 import { OffcloudContainer, type OffcloudComponent, type StartedOffcloudContainer } from '../../packages/testcontainers/src/index.ts';
+import { reachableHost } from '../../packages/testcontainers/src/offcloud-container.ts';
 import { BUILD_TIMEOUT, ensureImage, removeContainer } from '../containers/podman.ts';
+import { startDockerApi, type DockerApi } from './docker-api.ts';
 
 const COMPONENTS: OffcloudComponent[] = ['storage', 'identity', 'calculator', 'sentiment'];
 /** Named, so that `after` removes it even when start() failed (no Ryuk here to do it). */
 const NAME = `offcloud-testcontainers-${process.pid}`;
 let work: string;
-let service: ChildProcess | undefined;
+let api: DockerApi | undefined;
 let offcloud: StartedOffcloudContainer | undefined;
-
-/** Resolves once the API socket answers `GET /_ping`. */
-async function pinged(socketPath: string): Promise<void> {
-  for (let i = 0; i < 240; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const req = httpRequest({ socketPath, path: '/_ping' }, (res) => (res.resume(), resolve(res.statusCode === 200)));
-      req.on('error', () => resolve(false));
-      req.end();
-    });
-    if (ok) return;
-    if (service?.exitCode != null) break;
-    await sleep(250);
-  }
-  throw new Error(`podman system service did not answer on ${socketPath}`);
-}
 
 before(async () => {
   const { image } = await ensureImage();
   work = await mkdtemp(join(tmpdir(), 'offcloud-tc-'));
-  const socket = join(work, 'podman.sock');
-  // podman.ts has pointed CONTAINERS_CONF at the settings this machine needs; the service inherits them.
-  service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { stdio: 'ignore' });
-  await pinged(socket);
-  process.env.DOCKER_HOST = `unix://${socket}`;
+  api = await startDockerApi(work);
+  process.env.DOCKER_HOST = api.dockerHost;
   process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
-  // This machine is itself a container, where Testcontainers would answer the bridge's gateway
-  // address as the host; the published ports are on this machine and the certificates name localhost.
-  process.env.TESTCONTAINERS_HOST_OVERRIDE = 'localhost';
+  // No TESTCONTAINERS_HOST_OVERRIDE: where Testcontainers answers the bridge's gateway (this
+  // machine has a /.dockerenv), the module hands back localhost, the name the certificates carry.
   // The data dir is a host folder the image's user (uid 10001) can write to.
   const dataDir = join(work, 'data');
   await mkdir(dataDir);
@@ -64,7 +44,7 @@ before(async () => {
 after(async () => {
   await offcloud?.stop();
   await removeContainer(NAME);
-  service?.kill();
+  api?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -80,6 +60,13 @@ test('withComponents refuses a name that is no component, and devsvc, saying why
   );
   assert.throws(() => new OffcloudContainer().withComponents(['devsvc' as OffcloudComponent]), /devsvc listens on a free port .*through devdata/);
   assert.throws(() => new OffcloudContainer().withComponents([]), /name at least one component/);
+});
+
+test('the host handed back is localhost for an address of this machine (the CA names it), and the runtime host otherwise', () => {
+  const own = () => ['127.0.0.1', '10.88.0.1', '::1'];
+  assert.equal(reachableHost('10.88.0.1', own), 'localhost');
+  assert.equal(reachableHost('10.1.2.3', own), '10.1.2.3');
+  assert.equal(reachableHost('build-server', own), 'build-server');
 });
 
 test('only the components asked for run, with what they need (billing for sentiment); another is refused by name', () => {

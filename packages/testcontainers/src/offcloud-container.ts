@@ -11,7 +11,10 @@
  */
 import { request as httpGet } from 'node:http';
 import { request as httpsGet } from 'node:https';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { extract } from 'tar-stream';
 import { AbstractStartedContainer, GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 
 export const OFFCLOUD_IMAGE = 'localhost/offcloud:dev';
@@ -133,10 +136,25 @@ async function waitReady(component: string, urls: Endpoint[], ca: string | undef
   }
 }
 
+/**
+ * A file's text, through the engine's archive API (as `podman cp` takes it): an exec session
+ * (`cat`) through podman's API service leaves its conmon process running after it ends.
+ */
 async function readFileIn(container: StartedTestContainer, path: string): Promise<string> {
-  const { exitCode, stdout, stderr } = await container.exec(['cat', path]);
-  if (exitCode !== 0) throw new Error(`OffcloudContainer: cannot read ${path} in the container: ${stderr.trim()}`);
-  return stdout;
+  let archive: NodeJS.ReadableStream;
+  try {
+    archive = await container.copyArchiveFromContainer(path);
+  } catch (err) {
+    throw new Error(`OffcloudContainer: cannot read ${path} in the container: ${(err as Error).message}`);
+  }
+  const entries = extract();
+  archive.pipe(entries);
+  for await (const entry of entries) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+  throw new Error(`OffcloudContainer: the container's archive of ${path} is empty`);
 }
 
 /**
@@ -204,6 +222,20 @@ export class OffcloudContainer extends GenericContainer {
   }
 }
 
+/**
+ * The host a client reaches the published ports by. Testcontainers answers the
+ * container network's gateway when it believes it runs inside a container (a
+ * `/.dockerenv` on a CI machine); when that address is this machine's own, the
+ * ports are reached on `localhost` as well, the name the CA's certificates carry.
+ */
+export function reachableHost(host: string, localAddresses: () => string[] = ownAddresses): string {
+  return isIP(host) && localAddresses().includes(host) ? 'localhost' : host;
+}
+
+function ownAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((addresses) => (addresses ?? []).map(({ address }) => address));
+}
+
 export class StartedOffcloudContainer extends AbstractStartedContainer {
   constructor(
     startedTestContainer: StartedTestContainer,
@@ -211,6 +243,11 @@ export class StartedOffcloudContainer extends AbstractStartedContainer {
     private readonly ca: string | undefined,
   ) {
     super(startedTestContainer);
+  }
+
+  /** The host the container's ports are reached by: Testcontainers' own, or `localhost` for an address of this machine (see reachableHost). */
+  override getHost(): string {
+    return reachableHost(super.getHost());
   }
 
   /** The components running in the container: the ones named and those they need. */
