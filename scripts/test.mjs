@@ -85,10 +85,11 @@ function newPodmanObjects() {
 
 /** What the run left behind (and the run's temporary folder removed). */
 function leftBehind() {
-  // Libraries keep files of their own there, which no suite made: tsx its compile cache,
-  // Testcontainers the lock its processes share.
+  // Libraries keep files of their own there, which no suite made (removed with the folder):
+  // tsx its compile cache, Testcontainers the lock its processes share, ONNX Runtime an empty
+  // mat-debug-<pid>.log and .ses per process that loads it.
   const left = readdirSync(runTmp)
-    .filter((name) => !/^(tsx-\d+|testcontainers-node-\d+\.lock)$/.test(name))
+    .filter((name) => !/^(tsx-\d+|testcontainers-node-\d+\.lock|mat-debug-\d+\.log|\.ses)$/.test(name))
     .map((name) => `temporary ${join(runTmp, name)}`);
   rmSync(runTmp, { recursive: true, force: true });
   if (containerSuites) left.push(...newPodmanObjects());
