@@ -173,6 +173,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
           account,
           container: target.container,
           blob: target.blob,
+          accessPolicy: (id) => (target.container === undefined ? undefined : store.findContainer(target.container)?.accessPolicies?.find((p) => p.id === id)),
         }));
       const scope = `/storage/${account.name}${target.container ? `/${target.container}` : ''}`;
       const op: Operation = {
@@ -195,6 +196,8 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         },
         sourceDispatcher: ctx.sourceDispatcher,
         serviceProperties,
+        serviceVersion: version.effective,
+        ...(principal.scheme === 'Bearer' ? { tokenIdentity: { objectId: principal.principalId, tenantId: principal.tenantId } } : {}),
       };
       if (!target.container) return serviceOperation(op);
       if (!target.blob) return containerOperation(op, target.container);

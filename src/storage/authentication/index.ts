@@ -22,6 +22,7 @@ import {
 import { errors } from '../errors.ts';
 import { isSasRequest, verifySas, type ResourceLevel, type SasGrant } from './sas.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
+import type { SignedIdentifier } from '../persistence/store.ts';
 import { checkBearerVersion, type ServiceVersion } from './versions.ts';
 
 /**
@@ -34,7 +35,7 @@ export type Action = 'read' | 'list' | 'create' | 'write' | 'append' | 'delete' 
 
 export type Principal =
   | { scheme: 'SharedKey' }
-  | { scheme: 'Bearer'; principalId: string }
+  | { scheme: 'Bearer'; principalId: string; tenantId: string }
   | ({ scheme: 'SAS' } & SasGrant)
   /** A request without credentials to a container with public access: `r` (blob), `rl` (container). */
   | { scheme: 'Anonymous'; permissions: string };
@@ -78,6 +79,8 @@ export interface AuthRequest {
   account: StorageAccount;
   container: string | undefined;
   blob: string | undefined;
+  /** The stored access policy of the addressed container with this id, for a SAS naming one. */
+  accessPolicy?: (id: string) => SignedIdentifier | undefined;
 }
 
 export interface AuthenticatorOptions {
@@ -253,7 +256,7 @@ export class StorageAuthenticator {
           `https://${account}.blob.localhost`,
         ],
       });
-      return { scheme: 'Bearer', principalId: verified.principalId };
+      return { scheme: 'Bearer', principalId: verified.principalId, tenantId: verified.tenantId };
     } catch (err) {
       if (err instanceof TokenVerificationError) throw errors.authenticationFailed(authenticationDetail(err));
       throw err;
@@ -270,9 +273,11 @@ export class StorageAuthenticator {
     if (principal.scheme === 'SAS') {
       const letters = SAS_PERMISSIONS[principal.kind][principal.level][action] ?? '';
       if (![...letters].some((letter) => principal.permissions.includes(letter))) throw errors.permissionMismatch();
-      return;
+      // A user delegation SAS may do no more than the identity that asked for its key, now.
+      if (principal.delegatedBy === undefined) return;
     }
-    const assignments = dataRoleAssignmentsFor(await this.directory.current(), principal.principalId, target);
+    const principalId = principal.scheme === 'SAS' ? principal.delegatedBy! : principal.principalId;
+    const assignments = dataRoleAssignmentsFor(await this.directory.current(), principalId, target);
     const allowed = action === 'read' || action === 'list' ? READER_ROLES : WRITER_ROLES;
     if (!assignments.some((a) => allowed.has(a.role))) throw errors.permissionMismatch();
   }

@@ -45,3 +45,23 @@ export function accountSasStringToSign(q: SasField, account: string): string {
   if (version >= '2020-12-06') fields.push(q('ses'));
   return [...fields, ''].join('\n');
 }
+
+/**
+ * A user delegation SAS (2018-11-09 and later), signed with a user delegation key: the
+ * key's fields (skoid … skv) follow the resource; 2020-02-10 added the authorized and
+ * unauthorized object ids and the correlation id, 2020-12-06 the encryption scope,
+ * 2025-07-05 the delegated user's tenant and object id, 2026-04-06 the signed request
+ * headers and query parameters.
+ */
+export function userDelegationSasStringToSign(q: SasField, canonicalResource: string, snapshot: string): string {
+  const version = q('sv');
+  const key = [q('skoid'), q('sktid'), q('skt'), q('ske'), q('sks'), q('skv')];
+  const fields = [q('sp'), q('st'), q('se'), canonicalResource, ...key];
+  if (version >= '2020-02-10') fields.push(q('saoid'), q('suoid'), q('scid'));
+  if (version >= '2025-07-05') fields.push(q('skdutid'), q('sduoid'));
+  fields.push(q('sip'), q('spr'), version, q('sr'), snapshot);
+  if (version >= '2020-12-06') fields.push(q('ses'));
+  if (version >= '2026-04-06') fields.push(q('srh'), q('srq'));
+  fields.push(...RESPONSE_HEADER_FIELDS.map((name) => q(name)));
+  return fields.join('\n');
+}

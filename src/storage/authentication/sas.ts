@@ -2,17 +2,25 @@
  * Shared access signatures signed with an account key: service SAS (a container or
  * one blob) and account SAS (the blob service), of every signed version the service
  * accepts (sas-string-to-sign.ts), as the storage SDK's generateSasUrl and
- * generateAccountSasUrl make them. offcloud
- * keeps no stored access policies and issues no user delegation keys, so SAS that
- * name either are refused. A service SAS's response-header overrides (rscc, rscd, rsce,
+ * generateAccountSasUrl make them; service SAS naming a container's stored access policy
+ * (`si`), and user delegation SAS (`skoid`…, signed with a key from Get User Delegation
+ * Key, user-delegation.ts). A service SAS's response-header overrides (rscc, rscd, rsce,
  * rscl, rsct) are part of what it signs, and replace those headers of the blob it reads.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import { errors } from '../errors.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
+import type { SignedIdentifier } from '../persistence/store.ts';
 import { isWellFormedVersion } from './versions.ts';
-import { accountSasStringToSign, canonicalSasResource, RESPONSE_HEADER_FIELDS, serviceSasStringToSign } from './sas-string-to-sign.ts';
+import {
+  accountSasStringToSign,
+  canonicalSasResource,
+  RESPONSE_HEADER_FIELDS,
+  serviceSasStringToSign,
+  userDelegationSasStringToSign,
+} from './sas-string-to-sign.ts';
+import { userDelegationKeyValue } from './user-delegation.ts';
 
 export interface SasRequest {
   query: URLSearchParams;
@@ -22,6 +30,8 @@ export interface SasRequest {
   account: StorageAccount;
   container: string | undefined;
   blob: string | undefined;
+  /** The stored access policy of the addressed container with this id (Set Container ACL). */
+  accessPolicy?: (id: string) => SignedIdentifier | undefined;
 }
 
 /** The level a request addresses, as an account SAS's `srt` letters name it: the service, a container, a blob (object). */
@@ -34,6 +44,8 @@ export interface SasGrant {
   permissions: string;
   /** Header name → value, from a service SAS's rscc…rsct. */
   responseHeaders: Record<string, string>;
+  /** A user delegation SAS: the object id whose data roles also bound what it may do. */
+  delegatedBy?: string;
 }
 
 /** The query parameters of a service SAS that override a read blob's response headers. */
@@ -62,9 +74,10 @@ function ipAllowed(ip: string, range: string): boolean {
   return n >= ipv4Number(from) && n <= ipv4Number(to);
 }
 
-function signatureMatches(account: StorageAccount, stringToSign: string, signature: string): boolean {
+/** Whether one of the keys (base64: the account's, or user delegation keys) signed `stringToSign`. */
+function signatureMatches(keys: string[], stringToSign: string, signature: string): boolean {
   const given = Buffer.from(signature, 'base64');
-  return account.keys.some((key) => {
+  return keys.some((key) => {
     const expected = createHmac('sha256', Buffer.from(key, 'base64')).update(stringToSign, 'utf8').digest();
     return expected.length === given.length && timingSafeEqual(expected, given);
   });
@@ -96,10 +109,32 @@ function checkFields(q: (name: string) => string, isAccountSas: boolean): void {
   if (!SIGNATURE.test(q('sig'))) throw refuse('sig');
   if (q('spr') && q('spr') !== 'https' && q('spr') !== 'https,http') throw refuse('spr');
   if (q('st') && !isSasTime(q('st'))) throw refuse('st');
-  if (!isSasTime(q('se'))) throw refuse('se');
-  if (!FIELD_LETTERS.sp.test(q('sp'))) throw refuse('sp');
+  // A SAS naming a stored access policy may leave its expiry and permissions to the policy.
+  if (!(q('si') && !q('se')) && !isSasTime(q('se'))) throw refuse('se');
+  if (!(q('si') && !q('sp')) && !FIELD_LETTERS.sp.test(q('sp'))) throw refuse('sp');
   if (isAccountSas && !FIELD_LETTERS.ss.test(q('ss'))) throw refuse('ss');
   if (isAccountSas && !FIELD_LETTERS.srt.test(q('srt'))) throw refuse('srt');
+}
+
+/**
+ * The permissions and time window of a SAS: its own, or those of the stored access policy
+ * it names (`si`). A field may be in the SAS or in the policy, not both, as the service says;
+ * a policy that is gone (or never was) revokes every SAS naming it.
+ */
+function withAccessPolicy(request: SasRequest, q: (name: string) => string): { permissions: string; start: string; expiry: string } {
+  const own = { permissions: q('sp'), start: q('st'), expiry: q('se') };
+  if (!q('si')) return own;
+  const policy = request.accessPolicy?.(q('si'));
+  if (!policy) throw errors.authenticationFailed(`The stored access policy '${q('si')}' does not exist on this container.`);
+  const pick = (field: string, given: string, stored: string | undefined) => {
+    if (given && stored) throw errors.authenticationFailed(`The SAS and its stored access policy both give ${field}.`);
+    return given || (stored ?? '');
+  };
+  return {
+    permissions: pick('sp', own.permissions, policy.permission),
+    start: pick('st', own.start, policy.start),
+    expiry: pick('se', own.expiry, policy.expiry),
+  };
 }
 
 /** Checks a SAS request and returns what it grants. */
@@ -112,8 +147,10 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   }
   const isAccountSas = request.query.has('ss') || request.query.has('srt');
   checkFields(q, isAccountSas);
-  if (q('si') || q('skoid')) throw errors.authenticationFailed('Stored access policies and user delegation keys are not supported.');
+  const delegated = request.query.has('skoid');
+  if (isAccountSas && (q('si') || delegated)) throw errors.authenticationFailed('An account SAS names no stored access policy or user delegation key.');
   let stringToSign: string;
+  let keys: string[] = request.account.keys;
   if (isAccountSas) {
     stringToSign = accountSasStringToSign(q, request.account.name);
   } else {
@@ -122,16 +159,28 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
       throw errors.resourceTypeMismatch();
     }
     const canonical = canonicalSasResource(version, request.account.name, request.container!, resource === 'b' ? request.blob : undefined);
-    stringToSign = serviceSasStringToSign(q, canonical, '');
+    if (delegated) {
+      stringToSign = userDelegationSasStringToSign(q, canonical, '');
+      const fields = { objectId: q('skoid'), tenantId: q('sktid'), start: q('skt'), expiry: q('ske'), service: q('sks'), version: q('skv') };
+      keys = request.account.keys.map((_, index) => userDelegationKeyValue(request.account, fields, index));
+      const keyStart = Date.parse(fields.start);
+      const keyExpiry = Date.parse(fields.expiry);
+      if (fields.service !== 'b' || Number.isNaN(keyStart) || Number.isNaN(keyExpiry) || now < keyStart || now > keyExpiry) {
+        throw errors.authenticationFailed('The user delegation key is not valid now or not for the blob service.');
+      }
+    } else {
+      stringToSign = serviceSasStringToSign(q, canonical, '');
+    }
   }
-  if (!signatureMatches(request.account, stringToSign, q('sig'))) {
+  if (!signatureMatches(keys, stringToSign, q('sig'))) {
     throw errors.authenticationFailed(`Signature did not match. String to sign used was ${stringToSign}`);
   }
-  const start = q('st') ? Date.parse(q('st')) : -Infinity;
-  const expiry = Date.parse(q('se'));
-  if (now < start || now > expiry) {
+  const { permissions, start: startText, expiry: expiryText } = withAccessPolicy(request, q);
+  const start = startText ? Date.parse(startText) : -Infinity;
+  const expiry = Date.parse(expiryText);
+  if (!(now >= start && now <= expiry)) {
     throw errors.authenticationFailed(
-      `Signature not valid in the specified time frame: Start [${q('st')}] - Expiry [${q('se')}] - Current [${new Date(now).toUTCString()}]`,
+      `Signature not valid in the specified time frame: Start [${startText}] - Expiry [${expiryText}] - Current [${new Date(now).toUTCString()}]`,
     );
   }
   if (q('spr') === 'https' && !request.secure) throw errors.protocolMismatch();
@@ -146,7 +195,8 @@ export function verifySas(request: SasRequest, now = Date.now()): SasGrant {
   return {
     kind: isAccountSas ? 'account' : 'service',
     level,
-    permissions: q('sp'),
+    permissions,
     responseHeaders: Object.fromEntries(overrides.map((parameter) => [RESPONSE_HEADER_OVERRIDES[parameter], q(parameter)])),
+    ...(delegated ? { delegatedBy: q('skoid') } : {}),
   };
 }

@@ -31,6 +31,10 @@ export interface Operation {
   sourceDispatcher: Dispatcher;
   /** The service properties of the account (CORS rules, default version). */
   serviceProperties: ServicePropertiesStore;
+  /** The version the request is served as (versions.ts). */
+  serviceVersion: string;
+  /** Who a bearer token names (the only callers that may get a user delegation key). */
+  tokenIdentity?: { objectId: string; tenantId: string };
 }
 
 export interface StorageLimits {

@@ -1,7 +1,7 @@
 /**
  * Account-level operations: List Containers (§4.10), Get/Set Blob Service Properties
- * (CORS rules enforced by cors.ts), Get Account Information (at any level of the URL) and
- * Find Blobs by Tags across the account.
+ * (CORS rules enforced by cors.ts), Get Account Information (at any level of the URL),
+ * Find Blobs by Tags across the account and Get User Delegation Key.
  */
 import { containerListXml, parseXmlBody, xml } from '../xml.ts';
 import { errors } from '../errors.ts';
@@ -10,6 +10,7 @@ import { leaseElements } from './leases.ts';
 import { parseCorsRules } from './cors.ts';
 import { findBlobsByTags } from './tags.ts';
 import { isWellFormedVersion } from '../authentication/versions.ts';
+import { MAX_USER_DELEGATION_KEY_MS, userDelegationKeyValue } from '../authentication/user-delegation.ts';
 
 const MAX_PROPERTIES_BYTES = 64 * 1024;
 /** Elements of <StorageServiceProperties> a Set may carry. */
@@ -58,6 +59,45 @@ async function setServiceProperties(op: Operation): Promise<void> {
   await op.reply.code(202).send();
 }
 
+/**
+ * Get User Delegation Key: for a bearer token only, a key valid from `Start` (default now)
+ * to `Expiry` (at most seven days on), signed for the token's object id and tenant.
+ */
+async function getUserDelegationKey(op: Operation): Promise<void> {
+  if (!op.tokenIdentity) throw errors.authenticationFailed('Only a bearer token may request a user delegation key.');
+  await op.authorize('read');
+  const keyInfo = parseXmlBody(await smallBody(op, MAX_PROPERTIES_BYTES))?.KeyInfo as { Start?: unknown; Expiry?: unknown } | undefined;
+  if (!keyInfo || typeof keyInfo !== 'object') throw errors.invalidXml();
+  const now = op.store.now();
+  const time = (value: unknown, node: string) => {
+    const ms = typeof value === 'string' ? Date.parse(value) : NaN;
+    if (Number.isNaN(ms)) throw errors.invalidXmlNodeValue(node);
+    return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+  };
+  const start = keyInfo.Start === undefined || keyInfo.Start === '' ? new Date(now).toISOString().replace(/\.\d+Z$/, 'Z') : time(keyInfo.Start, 'Start');
+  const expiry = time(keyInfo.Expiry, 'Expiry');
+  if (Date.parse(expiry) <= Date.parse(start) || Date.parse(expiry) <= now || Date.parse(expiry) > now + MAX_USER_DELEGATION_KEY_MS) {
+    throw errors.invalidXmlNodeValue('Expiry');
+  }
+  const fields = { ...op.tokenIdentity, start, expiry, service: 'b', version: op.serviceVersion };
+  await op.reply
+    .code(200)
+    .type('application/xml')
+    .send(
+      xml({
+        UserDelegationKey: {
+          SignedOid: fields.objectId,
+          SignedTid: fields.tenantId,
+          SignedStart: start,
+          SignedExpiry: expiry,
+          SignedService: 'b',
+          SignedVersion: fields.version,
+          Value: userDelegationKeyValue(op.account, fields),
+        },
+      }),
+    );
+}
+
 export async function serviceOperation(op: Operation): Promise<void> {
   const method = op.request.method;
   const comp = op.query.get('comp');
@@ -68,5 +108,6 @@ export async function serviceOperation(op: Operation): Promise<void> {
   if (restype === 'service' && comp === 'properties' && method === 'GET') return getServiceProperties(op);
   if (restype === 'service' && comp === 'properties' && method === 'PUT') return setServiceProperties(op);
   if (method === 'GET' && comp === 'blobs') return findBlobsByTags(op);
+  if (restype === 'service' && comp === 'userdelegationkey' && method === 'POST') return getUserDelegationKey(op);
   throw errors.invalidQuery('comp');
 }

@@ -243,6 +243,10 @@ export class AccountStore {
     return [...this.containers.values()].map((c) => c.record).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  findContainer(name: string): ContainerRecord | undefined {
+    return this.containers.get(name)?.record;
+  }
+
   getContainer(name: string): ContainerRecord {
     return this.state(name).record;
   }
