@@ -1,7 +1,8 @@
 /**
- * The face attributes of Face v1.0 detect: which ones this container can
- * estimate, and how a measured face becomes the reference's JSON (field
- * order and value vocabularies of the reference, §2.3 types).
+ * The face attributes of Face v1.0 and v1.2 detect: which ones each version
+ * names and this container can estimate, and how a measured face becomes
+ * the reference's JSON (field order and value vocabularies of the reference,
+ * §2.3 types; v1.2 writes its values in camelCase).
  */
 import { badArgument } from './errors.ts';
 import type { GlassesProbabilities } from './models/glasses.ts';
@@ -44,14 +45,53 @@ export const SUPPORTED_ATTRIBUTES: readonly FaceAttribute[] = [
   'mask',
 ];
 
-/** What detection_02/03 can return, as in the real service (detection_02: none). */
-const ATTRIBUTES_OF_DETECTION_MODEL: Record<string, readonly FaceAttribute[]> = {
-  detection_01: ALL_ATTRIBUTES,
-  detection_02: [],
-  detection_03: ['headPose', 'mask', 'qualityForRecognition'],
+export type UnsupportedAttributes = 'refuse' | 'omit';
+
+/** What one API version accepts and answers. */
+export interface FaceApiProfile {
+  version: 'v1.0' | 'v1.2';
+  /** The names returnFaceAttributes accepts. */
+  names: readonly FaceAttribute[];
+  /** Those with an estimator here. */
+  supported: readonly FaceAttribute[];
+  /** What each detection model can return, as in the real service (detection_02: none). */
+  byDetectionModel: Record<string, readonly FaceAttribute[]>;
+  /** v1.0 answers `NoGlasses`, `Low`, `GoodExposure`; v1.2 `noGlasses`, `low`, `goodExposure`. */
+  camelCaseValues: boolean;
+}
+
+export const FACE_V1_0: FaceApiProfile = {
+  version: 'v1.0',
+  names: ALL_ATTRIBUTES,
+  supported: SUPPORTED_ATTRIBUTES,
+  byDetectionModel: { detection_01: ALL_ATTRIBUTES, detection_02: [], detection_03: ['headPose', 'mask', 'qualityForRecognition'] },
+  camelCaseValues: false,
 };
 
-export type UnsupportedAttributes = 'refuse' | 'omit';
+/** v1.2 retired emotion and gender and limited age, smile, facialHair, hair and makeup; these are what it names. */
+const V1_2_ATTRIBUTES: readonly FaceAttribute[] = [
+  'glasses',
+  'headPose',
+  'occlusion',
+  'accessories',
+  'blur',
+  'exposure',
+  'noise',
+  'mask',
+  'qualityForRecognition',
+];
+
+export const FACE_V1_2: FaceApiProfile = {
+  version: 'v1.2',
+  names: V1_2_ATTRIBUTES,
+  supported: V1_2_ATTRIBUTES,
+  byDetectionModel: {
+    detection_01: V1_2_ATTRIBUTES.filter((a) => a !== 'mask'),
+    detection_02: [],
+    detection_03: ['headPose', 'blur', 'mask', 'qualityForRecognition'],
+  },
+  camelCaseValues: true,
+};
 
 /**
  * Parses returnFaceAttributes (comma-separated, names matched without regard
@@ -59,7 +99,7 @@ export type UnsupportedAttributes = 'refuse' | 'omit';
  * without an estimator here are refused naming them, or dropped under
  * `--unsupported-attributes omit`.
  */
-export function parseAttributeList(raw: string, detectionModel: string, unsupported: UnsupportedAttributes): FaceAttribute[] {
+export function parseAttributeList(raw: string, detectionModel: string, unsupported: UnsupportedAttributes, api: FaceApiProfile = FACE_V1_0): FaceAttribute[] {
   const names = raw
     .split(',')
     .map((n) => n.trim())
@@ -68,21 +108,23 @@ export function parseAttributeList(raw: string, detectionModel: string, unsuppor
   for (const name of names) {
     const known = ALL_ATTRIBUTES.find((a) => a.toLowerCase() === name.toLowerCase());
     if (!known) throw badArgument('Argument returnFaceAttributes is not valid.');
+    if (!api.names.includes(known)) {
+      throw badArgument(`Attribute ${known} is retired or limited in Face ${api.version}; it accepts ${api.names.join(', ')}.`);
+    }
     wanted.add(known);
   }
-  const allowed = ATTRIBUTES_OF_DETECTION_MODEL[detectionModel] ?? ALL_ATTRIBUTES;
+  const allowed = api.byDetectionModel[detectionModel] ?? api.names;
   const notForModel = [...wanted].filter((a) => !allowed.includes(a));
   if (notForModel.length) {
     throw badArgument(`Attribute ${notForModel.join(', ')} is not supported by detection model ${detectionModel}.`);
   }
-  const missing = [...wanted].filter((a) => !SUPPORTED_ATTRIBUTES.includes(a));
+  const missing = [...wanted].filter((a) => !api.supported.includes(a));
   if (missing.length && unsupported === 'refuse') {
     throw badArgument(
-      `Attribute ${missing.join(', ')} is not supported by this container: no estimator for it can run here. ` +
-        `Supported: ${SUPPORTED_ATTRIBUTES.join(', ')}.`,
+      `Attribute ${missing.join(', ')} is not supported by this container: no estimator for it can run here. ` + `Supported: ${api.supported.join(', ')}.`,
     );
   }
-  return ALL_ATTRIBUTES.filter((a) => wanted.has(a) && SUPPORTED_ATTRIBUTES.includes(a));
+  return ALL_ATTRIBUTES.filter((a) => wanted.has(a) && api.supported.includes(a));
 }
 
 /** The models a set of attributes (and landmarks) needs: the mesh only for landmarks and head pose. */
@@ -92,9 +134,9 @@ export function measurementsFor(attributes: readonly FaceAttribute[], landmarks:
     mesh: landmarks || has('headPose'),
     ageAndGender: has('age', 'gender'),
     emotion: has('emotion', 'smile'),
-    glasses: has('glasses', 'accessories'),
-    mask: has('accessories', 'mask'),
-    quality: has('blur', 'exposure', 'noise'),
+    glasses: has('glasses', 'accessories', 'occlusion'),
+    mask: has('accessories', 'mask', 'occlusion'),
+    quality: has('blur', 'exposure', 'noise', 'qualityForRecognition'),
   };
 }
 
@@ -132,10 +174,28 @@ export function exposureLevelOf(value: number): 'UnderExposure' | 'GoodExposure'
 
 const round = (x: number, digits: number) => Number(x.toFixed(digits));
 
+/** v1.2's spelling of a v1.0 value: `NoGlasses` → `noGlasses`. */
+const camel = (value: string) => value[0]!.toLowerCase() + value.slice(1);
+
 /** `{blurLevel, value}`, `{noiseLevel, value}` or `{exposureLevel, value}`, value to two decimals. */
-function measuredLevel(quality: QualityValues, attribute: 'blur' | 'noise' | 'exposure'): Record<string, string | number> {
+function measuredLevel(quality: QualityValues, attribute: 'blur' | 'noise' | 'exposure', spell: (value: string) => string): Record<string, string | number> {
   const value = round(quality[attribute], 2);
-  return { [`${attribute}Level`]: attribute === 'exposure' ? exposureLevelOf(value) : levelOf(value), value };
+  return { [`${attribute}Level`]: spell(attribute === 'exposure' ? exposureLevelOf(value) : levelOf(value)), value };
+}
+
+/**
+ * Whether a face is good enough to attempt recognition on, from what is
+ * measured here: its size (the service asks for 200 px for the best results)
+ * and the blur, noise and exposure of its pixels. No model of the service's
+ * own judgement can be had; the rule is documented in docs/face.md.
+ */
+export function qualityForRecognition(width: number, quality: QualityValues): 'low' | 'medium' | 'high' {
+  const blur = levelOf(quality.blur);
+  const noise = levelOf(quality.noise);
+  const exposure = exposureLevelOf(quality.exposure);
+  if (width < 50 || blur === 'High' || noise === 'High' || exposure !== 'GoodExposure') return 'low';
+  if (width >= 200 && blur === 'Low' && noise === 'Low') return 'high';
+  return 'medium';
 }
 
 function required<T>(value: T | undefined, what: string): T {
@@ -143,8 +203,9 @@ function required<T>(value: T | undefined, what: string): T {
   return value;
 }
 
-/** faceAttributes of one face, only the requested attributes, in the reference's order. */
-export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttribute[]): Record<string, unknown> {
+/** faceAttributes of one face, only the requested attributes, in the reference's order and the version's spelling. */
+export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttribute[], api: FaceApiProfile = FACE_V1_0): Record<string, unknown> {
+  const spell = api.camelCaseValues ? camel : (value: string) => value;
   const out: Record<string, unknown> = {};
   for (const attribute of attributes) {
     switch (attribute) {
@@ -159,7 +220,7 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
         break;
       case 'glasses': {
         const p = glassesOf(face);
-        out.glasses = p.sunglasses > GLASSES_SURE ? 'Sunglasses' : p.eyeglasses > GLASSES_SURE ? 'ReadingGlasses' : 'NoGlasses';
+        out.glasses = spell(p.sunglasses > GLASSES_SURE ? 'Sunglasses' : p.eyeglasses > GLASSES_SURE ? 'ReadingGlasses' : 'NoGlasses');
         break;
       }
       case 'headPose': {
@@ -195,7 +256,19 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
       case 'blur':
       case 'noise':
       case 'exposure':
-        out[attribute] = measuredLevel(required(face.quality, 'quality'), attribute);
+        out[attribute] = measuredLevel(required(face.quality, 'quality'), attribute, spell);
+        break;
+      case 'occlusion':
+        // Sunglasses hide the eyes and a mask the mouth, by the same classifiers and rules as glasses and mask;
+        // nothing here sees a forehead covered (a hat, hair), so it is never reported occluded.
+        out.occlusion = {
+          foreheadOccluded: false,
+          eyeOccluded: glassesOf(face).sunglasses > GLASSES_SURE,
+          mouthOccluded: required(face.mask, 'mask') >= MASK_SURE,
+        };
+        break;
+      case 'qualityForRecognition':
+        out.qualityForRecognition = qualityForRecognition(face.rectangle.width, required(face.quality, 'quality'));
         break;
       case 'mask': {
         const p = required(face.mask, 'mask');

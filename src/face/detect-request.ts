@@ -1,8 +1,9 @@
 /**
- * The query options of POST /face/v1.0/detect, as the official client sends
- * them (every one, with its defaults), validated as the reference does.
+ * The query options of POST /face/v1.x/detect, as the official clients send
+ * them (the v1.0 client every one, with its defaults), validated as the
+ * reference does.
  */
-import { parseAttributeList, type FaceAttribute, type UnsupportedAttributes } from './attributes.ts';
+import { FACE_V1_0, parseAttributeList, type FaceApiProfile, type FaceAttribute, type UnsupportedAttributes } from './attributes.ts';
 import { badArgument } from './errors.ts';
 
 export const RECOGNITION_MODELS = ['recognition_01', 'recognition_02', 'recognition_03', 'recognition_04'] as const;
@@ -21,6 +22,7 @@ export interface DetectOptions {
   returnRecognitionModel: boolean;
   detectionModel: string;
   faceIdTimeToLive: number;
+  api: FaceApiProfile;
 }
 
 type Query = Record<string, string | string[] | undefined>;
@@ -49,7 +51,10 @@ function choice(query: Query, name: string, choices: readonly string[], fallback
   return found;
 }
 
-export function parseDetectOptions(query: Query, unsupported: UnsupportedAttributes): DetectOptions {
+/** Recognition models whose features qualityForRecognition judges, as the service documents. */
+const QUALITY_RECOGNITION_MODELS = ['recognition_03', 'recognition_04'];
+
+export function parseDetectOptions(query: Query, unsupported: UnsupportedAttributes, api: FaceApiProfile = FACE_V1_0): DetectOptions {
   const detectionModel = choice(query, 'detectionModel', DETECTION_MODELS, 'detection_01');
   const returnFaceLandmarks = flag(query, 'returnFaceLandmarks', false);
   if (returnFaceLandmarks && detectionModel === 'detection_02') {
@@ -61,14 +66,20 @@ export function parseDetectOptions(query: Query, unsupported: UnsupportedAttribu
     throw badArgument('Argument faceIdTimeToLive is invalid.');
   }
   const attributeList = lookup(query, 'returnFaceAttributes') ?? '';
+  const attributes = parseAttributeList(attributeList, detectionModel, unsupported, api);
+  const recognitionModel = choice(query, 'recognitionModel', RECOGNITION_MODELS, 'recognition_01');
+  if (attributes.includes('qualityForRecognition') && !QUALITY_RECOGNITION_MODELS.includes(recognitionModel)) {
+    throw badArgument(`Attribute qualityForRecognition is only supported with recognitionModel ${QUALITY_RECOGNITION_MODELS.join(' or ')}.`);
+  }
   return {
     returnFaceId: flag(query, 'returnFaceId', true),
     returnFaceLandmarks,
-    attributes: parseAttributeList(attributeList, detectionModel, unsupported),
+    attributes,
     attributesRequested: attributeList.trim() !== '',
-    recognitionModel: choice(query, 'recognitionModel', RECOGNITION_MODELS, 'recognition_01'),
+    recognitionModel,
     returnRecognitionModel: flag(query, 'returnRecognitionModel', false),
     detectionModel,
     faceIdTimeToLive,
+    api,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Detect (Face v1.0): an image in, the faces found in it out, largest first,
+ * Detect (Face v1.0 and v1.2): an image in, the faces found in it out, largest first,
  * at most MAX_FACES, each with only what the request asked for.
  */
 import { randomUUID } from 'node:crypto';
@@ -46,7 +46,7 @@ function toWire(face: MeasuredFace, options: DetectOptions): DetectedFace {
     if (!landmarks) throw new Error('landmarks were not measured');
     out.faceLandmarks = Object.fromEntries(Object.entries(landmarks).map(([name, p]) => [name, { x: Number(p.x.toFixed(1)), y: Number(p.y.toFixed(1)) }]));
   }
-  if (options.attributesRequested) out.faceAttributes = faceAttributes(face, options.attributes);
+  if (options.attributesRequested) out.faceAttributes = faceAttributes(face, options.attributes, options.api);
   return out;
 }
 

@@ -1,8 +1,10 @@
 /**
  * The face detection container (§1, §4.4): POST /face/v1.0/detect on port
- * 5000, with raw image bytes or a JSON `{"url"}`, answered from real models
- * running in worker threads.
+ * 5000, and beside it /face/v1.2/detect (and its previews), which
+ * @azure-rest/ai-vision-face calls, with raw image bytes or a JSON
+ * `{"url"}`, answered from real models running in worker threads.
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
@@ -26,13 +28,20 @@ import { badArgument, FaceApiError, invalidUrl, toWireError } from './errors.ts'
 import { faceOptions } from './options.ts';
 import { ModelPool } from './pool.ts';
 import type { ModelPaths } from './models/index.ts';
-import { SUPPORTED_ATTRIBUTES, type UnsupportedAttributes } from './attributes.ts';
+import { FACE_V1_0, FACE_V1_2, type FaceApiProfile, type UnsupportedAttributes } from './attributes.ts';
 
 export type FaceOptions = OptionValues<typeof faceOptions>;
 
 /** A `{"url"}` body is a few hundred bytes; a generous limit still stops abuse early. */
 const JSON_BODY_LIMIT = 64 * 1024;
 const DETECT_PATH = '/face/v1.0/detect';
+/** Every detect route and the API version it speaks; the previews are the other apiVersion values the v1.2 SDK offers. */
+const DETECT_ROUTES: [string, FaceApiProfile][] = [
+  [DETECT_PATH, FACE_V1_0],
+  ['/face/v1.2/detect', FACE_V1_2],
+  ['/face/v1.2-preview.1/detect', FACE_V1_2],
+  ['/face/v1.1-preview.1/detect', FACE_V1_2],
+];
 const FACE_CONTAINER_VERSION = '1.0.0';
 
 const flagParameter = (name: string, fallback: boolean, description: string) => ({
@@ -42,40 +51,40 @@ const flagParameter = (name: string, fallback: boolean, description: string) => 
   description,
 });
 
-const openApiPaths: OpenApiPaths = {
-  [DETECT_PATH]: {
-    post: {
-      summary: 'Detect faces: rectangles, 27 landmarks and attributes from real models',
-      parameters: [
-        flagParameter('returnFaceId', true, 'return a faceId (GUID) per face'),
-        flagParameter('returnFaceLandmarks', false, 'return the 27 landmarks'),
-        {
-          name: 'returnFaceAttributes',
-          in: 'query',
-          schema: { type: 'string' },
-          description: `comma-separated; supported: ${SUPPORTED_ATTRIBUTES.join(', ')}`,
-        },
-        { name: 'recognitionModel', in: 'query', schema: { type: 'string', enum: [...RECOGNITION_MODELS] } },
-        flagParameter('returnRecognitionModel', false, 'echo the recognition model'),
-        { name: 'detectionModel', in: 'query', schema: { type: 'string', enum: [...DETECTION_MODELS] } },
-        { name: 'faceIdTimeToLive', in: 'query', schema: { type: 'integer', minimum: 60, maximum: 86400, default: 86400 } },
-      ],
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': { example: { url: 'https://example.com/photo.jpg' } },
-          'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
-        },
+const detectOperation = (api: FaceApiProfile) => ({
+  post: {
+    summary: `Detect faces (Face ${api.version}): rectangles, 27 landmarks and attributes from real models`,
+    parameters: [
+      flagParameter('returnFaceId', true, 'return a faceId (GUID) per face'),
+      flagParameter('returnFaceLandmarks', false, 'return the 27 landmarks'),
+      {
+        name: 'returnFaceAttributes',
+        in: 'query',
+        schema: { type: 'string' },
+        description: `comma-separated; supported: ${api.supported.join(', ')}`,
       },
-      responses: {
-        '200': { description: 'The faces, largest first (at most 100)' },
-        '400': { description: '{"error":{"code","message"}}: BadArgument, InvalidURL, InvalidImage, InvalidImageSize' },
-        '415': { description: 'Content-Type other than application/octet-stream or application/json' },
-        '503': { description: 'Billing unreachable (Retry-After) or models still loading' },
+      { name: 'recognitionModel', in: 'query', schema: { type: 'string', enum: [...RECOGNITION_MODELS] } },
+      flagParameter('returnRecognitionModel', false, 'echo the recognition model'),
+      { name: 'detectionModel', in: 'query', schema: { type: 'string', enum: [...DETECTION_MODELS] } },
+      { name: 'faceIdTimeToLive', in: 'query', schema: { type: 'integer', minimum: 60, maximum: 86400, default: 86400 } },
+    ],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': { example: { url: 'https://example.com/photo.jpg' } },
+        'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
       },
     },
+    responses: {
+      '200': { description: 'The faces, largest first (at most 100)' },
+      '400': { description: '{"error":{"code","message"}}: BadArgument, InvalidURL, InvalidImage, InvalidImageSize' },
+      '415': { description: 'Content-Type other than application/octet-stream or application/json' },
+      '503': { description: 'Billing unreachable (Retry-After) or models still loading' },
+    },
   },
-};
+});
+
+const openApiPaths: OpenApiPaths = Object.fromEntries(DETECT_ROUTES.map(([path, api]) => [path, detectOperation(api)]));
 
 function modelPaths(options: FaceOptions): ModelPaths {
   const find = (file: ModelFile, explicit: string) => resolveModelFile({ ...file, explicit, dataDir: options.dataDir });
@@ -105,7 +114,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const analysed = metrics.histogram('face_detect_seconds', 'time to detect and measure the faces of one image (download excluded)');
   const found = metrics.counter('face_faces_detected_total', 'faces answered by detect');
   const app = createHttpServer({ logger, tls, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
-  registerContainerSurface(app, { connection: billing, title: 'Face (v1.0)', version: '1.0', paths: openApiPaths });
+  registerContainerSurface(app, { connection: billing, title: 'Face (v1.0 and v1.2)', version: '1.2', paths: openApiPaths });
 
   // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.
   app.removeAllContentTypeParsers();
@@ -118,8 +127,8 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     }
   });
 
-  app.post(DETECT_PATH, { preHandler: billingGate(billing) }, async (request, reply) => {
-    const detectOptions = parseDetectOptions(request.query as Record<string, string>, options.unsupportedAttributes as UnsupportedAttributes);
+  const detect = (api: FaceApiProfile) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const detectOptions = parseDetectOptions(request.query as Record<string, string>, options.unsupportedAttributes as UnsupportedAttributes, api);
     if (!pool) throw new FaceApiError(503, 'InternalServerError', 'The models are still loading.');
     let image: Uint8Array;
     if (Buffer.isBuffer(request.body)) {
@@ -139,7 +148,8 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     // One transaction per image analysed, as the real service bills detect; counts only.
     billing.record({ [CONTAINER_KINDS.face.billedMeter]: 1 });
     return reply.send(faces);
-  });
+  };
+  for (const [path, api] of DETECT_ROUTES) app.post(path, { preHandler: billingGate(billing) }, detect(api));
 
   app.setNotFoundHandler(async (request) => {
     throw new FaceApiError(404, 'NotFound', `No resource at ${request.method} ${request.url.split('?')[0]}.`);
@@ -160,6 +170,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   return {
     urls: [
       { label: 'Face detect (v1.0)', url: `${url}${DETECT_PATH}` },
+      { label: 'Face detect (v1.2)', url: `${url}/face/v1.2/detect` },
       { label: 'Face status / swagger', url: `${url}/status` },
     ],
     caCertPath: tls?.caCertPath ?? null,

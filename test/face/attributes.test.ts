@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { exposureLevelOf, levelOf, measurementsFor, parseAttributeList } from '../../src/face/attributes.ts';
+import { exposureLevelOf, FACE_V1_0, levelOf, measurementsFor, parseAttributeList } from '../../src/face/attributes.ts';
 import { parseDetectOptions } from '../../src/face/detect-request.ts';
 import { FaceApiError } from '../../src/face/errors.ts';
 
@@ -53,6 +53,7 @@ test('R-FACE-4 query defaults as the official client sends them, and what each a
     returnRecognitionModel: false,
     detectionModel: 'detection_01',
     faceIdTimeToLive: 86400,
+    api: FACE_V1_0,
   });
   const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false };
   assert.deepEqual(measurementsFor([], false), none);
