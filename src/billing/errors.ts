@@ -4,6 +4,7 @@
  * apiStatusMessage}`; a malformed call gets `{error:{code,message}}`.
  */
 import { clientErrorStatus, type WireAnswer, WireError } from '../common/errors.ts';
+import { isDiskFull } from '../common/files.ts';
 import { API_STATUS_MESSAGES, type ApiStatus } from '../cognitive/protocol.ts';
 
 /** A key or quota refusal; its code is the billing status the container acts on. */
@@ -54,5 +55,11 @@ export function toWireError(error: unknown): WireAnswer {
   if (error instanceof WireError) return { status: error.status, body: { error: { code: error.code, message: error.message } } };
   const status = clientErrorStatus(error);
   if (status !== undefined) return { status, body: { error: { code: 'InvalidRequest', message: (error as Error).message } } };
+  if (isDiskFull(error)) {
+    return {
+      status: 503,
+      body: { error: { code: 'ServiceUnavailable', message: "Billing's disk is full: the report was not recorded. Send it again once space is freed." } },
+    };
+  }
   return { status: 500, body: { error: { code: 'InternalError', message: 'internal error' } } };
 }

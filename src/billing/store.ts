@@ -6,9 +6,9 @@
  * when the log is opened.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { open, readFile, stat, truncate } from 'node:fs/promises';
+import { readFile, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
+import { removeStaleTemporaries, writeFileAtomic, writeWholeAt } from '../common/files.ts';
 import { CONTAINER_KINDS, type ContainerKind, type UsageReport } from '../cognitive/protocol.ts';
 import { QuotaExceededError, UnknownResourceError } from './errors.ts';
 
@@ -67,6 +67,8 @@ export class BillingStore {
   /** `<resource id> <report id>` of every recorded report: ids are unique per resource, not across resources. */
   #reportIds = new Set<string>();
   #appending: Promise<void> = Promise.resolve();
+  /** Bytes of whole lines in the usage log: the next report is written there. */
+  #usageLength = 0;
 
   private constructor(readonly dir: string) {}
 
@@ -80,7 +82,8 @@ export class BillingStore {
       throw err;
     });
     const complete = log.slice(0, log.lastIndexOf('\n') + 1);
-    if (complete.length < log.length) await truncate(store.#usagePath, Buffer.byteLength(complete));
+    store.#usageLength = Buffer.byteLength(complete);
+    if (complete.length < log.length) await truncate(store.#usagePath, store.#usageLength);
     for (const line of complete.split('\n')) {
       if (!line) continue;
       const record = JSON.parse(line) as UsageRecord;
@@ -168,13 +171,9 @@ export class BillingStore {
       const key = reportKey(resource.id, report.reportId);
       if (this.#reportIds.has(key) || report.meters.length === 0) return;
       const record: UsageRecord = { ...report, resourceId: resource.id, receivedAt: new Date().toISOString() };
-      const handle = await open(this.#usagePath, 'a', 0o600);
-      try {
-        await handle.write(JSON.stringify(record) + '\n');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      const line = Buffer.from(JSON.stringify(record) + '\n');
+      await writeWholeAt(this.#usagePath, this.#usageLength, line, 0o600);
+      this.#usageLength += line.length;
       this.#usage.push(record);
       this.#reportIds.add(key);
     });

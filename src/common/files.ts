@@ -13,6 +13,30 @@ export function isDiskFull(err: unknown): boolean {
 }
 
 /**
+ * Writes `bytes` at `offset` of the file at `path` (made if missing) and flushes them, whole
+ * or not at all: the loop goes on after a short write, and when the disk refuses the rest
+ * (ENOSPC) the file is cut back to `offset` and the error thrown. For append-only logs that
+ * keep their own length: nothing is acknowledged that is not whole on disk, and the next
+ * line goes where the refused one would have.
+ */
+export async function writeWholeAt(path: string, offset: number, bytes: Uint8Array, mode = 0o644): Promise<void> {
+  const handle = await open(path, fs.constants.O_WRONLY | fs.constants.O_CREAT, mode);
+  try {
+    for (let written = 0; written < bytes.length;) {
+      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, offset + written);
+      if (bytesWritten === 0) throw new Error(`${path}: the file system took no byte of a write`);
+      written += bytesWritten;
+    }
+    await handle.datasync();
+  } catch (err) {
+    await handle.truncate(offset).catch(() => undefined);
+    throw err;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * Writes a file so that a crash at any moment leaves either the old or the new
  * content: write a temporary file beside it, flush it, then rename over.
  */

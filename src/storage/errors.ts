@@ -158,7 +158,14 @@ export function toWireError(error: unknown, request: FastifyRequest): WireAnswer
   const requestId = requestIds.get(request) ?? randomUUID();
   return {
     status: storageError.status,
-    headers: { 'x-ms-request-id': requestId, 'x-ms-error-code': storageError.code, ...storageError.headers, 'content-type': 'application/xml' },
+    headers: {
+      'x-ms-request-id': requestId,
+      'x-ms-error-code': storageError.code,
+      ...storageError.headers,
+      'content-type': 'application/xml',
+      // Answered before the body was read whole (a refused upload): the rest is not read, so the connection ends here.
+      ...(request.raw.complete ? {} : { connection: 'close' }),
+    },
     body: request.method === 'HEAD' ? '' : errorXml(storageError, requestId),
   };
 }

@@ -13,6 +13,13 @@
  *                          writers.signal)`, so the kill reaches them too
  *   check(server, round, dataDir)  reads everything back from the restarted child
  * Acknowledgements accumulate over the rounds, so later rounds check earlier ones too.
+ *
+ * The disk-full fault (`diskFullRound`) runs a component on a small tmpfs instead: it fills
+ * up mid-traffic, then gets its space back. A step the component refused for the full disk
+ * checks that the refusal is its interface's error and calls `writers.refused()`; `check`
+ * then finds every acknowledged write and no refused one, after space returned and after
+ * a restart. A restart on the full disk either fails with one line that names the full
+ * disk, or serves what is stored.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,6 +29,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { smallDisk } from '../helpers/small-disk.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -98,6 +106,17 @@ export class Writers {
   get count(): number {
     return this.acknowledged;
   }
+
+  private refusals = 0;
+
+  /** A step calls this when the component refused its write for the full disk, with its interface's error. */
+  refused(): void {
+    this.refusals++;
+  }
+
+  get refusedCount(): number {
+    return this.refusals;
+  }
 }
 
 /**
@@ -155,4 +174,89 @@ export async function crashRounds<Server extends Child>(t: { after(fn: () => unk
     assert.deepEqual(await temporaryFiles(dataDir), [], `round ${round}: no temporary files after a restart`);
     await spec.check(server, round, dataDir);
   }
+}
+
+export interface DiskFullCase<Server extends Child> {
+  /** Size of the small disk the component's data dir is on (default 32 MiB). */
+  diskBytes?: number;
+  start(dataDir: string): Promise<Server>;
+  /** Drives writes as CrashCase.load does; a step refused for the full disk checks the error's shape and calls `writers.refused()`. */
+  load(server: Server, writers: Writers, dataDir: string): Promise<void>;
+  /** Every acknowledged write is there, no refused one is. */
+  check(server: Server, stage: string, dataDir: string): Promise<void>;
+}
+
+/** Polls `ready` until it holds, while `running` has not failed. */
+async function until(ready: () => boolean, running: Promise<void>, what: string, timeoutMs = 60_000): Promise<void> {
+  const failed = running.then(() => undefined);
+  for (const deadline = Date.now() + timeoutMs; !ready(); await Promise.race([delay(20), failed])) {
+    if (Date.now() > deadline) throw new Error(`within ${timeoutMs} ms: ${what}`);
+  }
+}
+
+async function stopChild(child: Child): Promise<void> {
+  if (child.process.exitCode !== null) return;
+  child.process.kill('SIGTERM');
+  await once(child.process, 'exit');
+}
+
+/** The lines a start that exited before it was ready wrote to stderr (startChild's error carries them). */
+function failedStart(err: unknown): { code: string; stderr: string } | undefined {
+  const match = /exited \((\S+)\) before it was ready:\n([\s\S]*)$/.exec((err as Error).message);
+  return match ? { code: match[1]!, stderr: match[2]! } : undefined;
+}
+
+/** One line, naming the full disk, as the CLI says it. */
+export const DISK_FULL_LINE = /^offcloud: .*disk .* is full.*$/;
+
+export async function diskFullRound<Server extends Child>(
+  t: { after(fn: () => unknown): void; diagnostic(text: string): void },
+  spec: DiskFullCase<Server>,
+): Promise<void> {
+  const began = Date.now();
+  const mark = (what: string) => t.diagnostic(`${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
+  const disk = await smallDisk(t, spec.diskBytes ?? 32 * 1024 * 1024);
+  const dataDir = disk.path;
+  let server = await spec.start(dataDir);
+  t.after(() => server.process.kill('SIGKILL'));
+  const stop = new AbortController();
+  const writers = new Writers(stop.signal);
+  const loading = spec.load(server, writers, dataDir);
+  await Promise.race([writers.firstAcknowledged, loading]);
+  mark('first write acknowledged');
+  await disk.fill();
+  mark('disk full');
+  await until(() => writers.refusedCount > 0, loading, 'a write refused while the disk is full');
+  const ackedWhileFull = writers.count;
+  await delay(200);
+  await disk.free();
+  mark('space back');
+  const freedAt = writers.count;
+  await until(() => writers.count > freedAt + 5, loading, 'writes acknowledged again once space returned');
+  mark('writes acknowledged again');
+  stop.abort();
+  await loading;
+  mark('writers stopped');
+  t.diagnostic(`acknowledged ${writers.count} (${ackedWhileFull} before space returned), refused ${writers.refusedCount}`);
+  await spec.check(server, 'after space returned', dataDir);
+  mark('checked');
+
+  await stopChild(server);
+  await disk.fill();
+  mark('stopped, disk full again');
+  try {
+    server = await spec.start(dataDir);
+    await spec.check(server, 'started on a full disk', dataDir);
+    await stopChild(server);
+  } catch (err) {
+    const failed = failedStart(err);
+    if (!failed) throw err;
+    assert.equal(failed.code, '1', 'a start on a full disk exits with code 1');
+    assert.match(failed.stderr.trim(), DISK_FULL_LINE, `a start on a full disk says so in one line, got:\n${failed.stderr}`);
+  }
+  mark('start on a full disk done');
+  await disk.free();
+  server = await spec.start(dataDir);
+  await spec.check(server, 'restarted once space returned', dataDir);
+  mark('restarted and checked');
 }

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { crashRounds, startChild, type Child } from './harness.ts';
+import { BlobServiceClient, RestError, StorageSharedKeyCredential } from '@azure/storage-blob';
+import { crashRounds, diskFullRound, startChild, type Child } from './harness.ts';
 
 const ACCOUNT = 'devstoreaccount1';
 const WRITERS = 8;
@@ -167,4 +167,63 @@ test('crash: storage keeps every acknowledged blob and deletion over kill -9 whi
     },
   });
   t.diagnostic(`containers a kill left between a change and the end of its compaction: ${cutCompactions}`);
+});
+
+test('disk full: storage refuses writes with 503 ServerBusy while its disk is full, shows none of them, takes writes again once space returns, and keeps every acknowledged one over restarts', async (t) => {
+  // Per blob: the last acknowledged version (0: none yet) and the versions refused; containers likewise.
+  const acked = new Map<string, number>();
+  const refused = new Map<string, Set<number>>();
+  const containers = { acked: new Set<string>(), refused: new Set<string>() };
+  let next = 0;
+  const refusal = (err: unknown) => err instanceof RestError && err.statusCode === 503 && err.code === 'ServerBusy';
+
+  await diskFullRound(t, {
+    start: (dataDir) => startStorageChild(dataDir),
+    async load({ service }, writers) {
+      const data = service.getContainerClient('full');
+      await data.createIfNotExists();
+      await writers.run(WRITERS + 1, async (writer) => {
+        try {
+          if (writer === WRITERS) {
+            const name = `box-${next++}`;
+            await service
+              .getContainerClient(name)
+              .create()
+              .catch((err: unknown) => {
+                if (refusal(err)) containers.refused.add(name);
+                throw err;
+              });
+            containers.acked.add(name);
+            return;
+          }
+          const name = `blob-${writer}`;
+          const version = ++next;
+          const bytes = content(name, version);
+          try {
+            await data.getBlockBlobClient(name).upload(bytes, bytes.length, { metadata: { version: String(version) } });
+          } catch (err) {
+            if (refusal(err)) refused.set(name, (refused.get(name) ?? new Set()).add(version));
+            throw err;
+          }
+          acked.set(name, version);
+        } catch (err) {
+          if (!refusal(err)) throw err;
+          writers.refused();
+        }
+      });
+    },
+    async check({ service }, stage) {
+      const listed: string[] = [];
+      for await (const c of service.listContainers()) listed.push(c.name);
+      for (const name of containers.acked) assert.ok(listed.includes(name), `${stage}: acknowledged container ${name} is there`);
+      for (const name of containers.refused) assert.ok(!listed.includes(name), `${stage}: refused container ${name} is not there`);
+      const data = service.getContainerClient('full');
+      for (const [name, version] of acked) {
+        const blob = data.getBlockBlobClient(name);
+        assert.equal(versionOf(name, await blob.downloadToBuffer()), version, `${stage}: ${name} is its last acknowledged version, v${version}`);
+        assert.equal((await blob.getProperties()).metadata?.version, String(version));
+        assert.ok(!refused.get(name)?.has(version), `${stage}: v${version} of ${name} was acknowledged, not refused`);
+      }
+    },
+  });
 });

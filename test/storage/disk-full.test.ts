@@ -42,6 +42,10 @@ test('on a full disk storage refuses writes with 503 ServerBusy, shows nothing i
 
   await disk.fill();
   assert.equal(await refusal(container.getBlockBlobClient('new').upload(bytes(64 * 1024, 3), 64 * 1024)), '503 ServerBusy');
+  // A body still arriving when the write fails: the refusal is answered, not lost with the connection.
+  for (const size of [200_000, 1_000_000, 4_000_000]) {
+    assert.equal(await refusal(container.getBlockBlobClient('new').upload(bytes(size, 3), size)), '503 ServerBusy', `an upload of ${size} bytes`);
+  }
   assert.equal(await refusal(container.getBlockBlobClient('victim').upload(bytes(64 * 1024, 4), 64 * 1024)), '503 ServerBusy');
   assert.equal(await refusal(service.getContainerClient('more').create()), '503 ServerBusy');
   // Many small overwrites: each either lands whole or is refused, whatever room the log's last page has.

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ServicePropertiesStore } from '../persistence/service-properties.ts';
 import type { AccountStore } from '../persistence/store.ts';
@@ -47,8 +47,12 @@ export function header(op: Operation, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * The request body, piped rather than handed over: a write that fails (a full disk) stops
+ * reading it without destroying the request, so the error can still be answered.
+ */
 export function body(op: Operation): Readable {
-  return op.request.raw;
+  return op.request.raw.pipe(new PassThrough());
 }
 
 /** Reads a small request body (a block list) into a string, up to `limit` bytes. */

@@ -17,10 +17,9 @@
  * its whole line is on disk. A line the disk did not take whole (a short write, ENOSPC) is
  * cut off the log again and the change refused with the file system's error.
  */
-import { constants } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
+import { syncDirectory, writeFileAtomic, writeWholeAt } from '../../common/files.ts';
 import type { BlobRecord } from './store.ts';
 
 type IndexChange = { put: BlobRecord } | { delete: string };
@@ -123,20 +122,14 @@ export class BlobIndex {
   /** Writes a change's line whole and flushes it, or cuts the log back to its acknowledged end and throws. */
   private async append(change: IndexChange): Promise<void> {
     const line = Buffer.from(JSON.stringify(change) + '\n');
-    const handle = await open(this.logPath, constants.O_WRONLY | constants.O_CREAT);
-    try {
-      for (let written = 0; written < line.length;) {
-        const { bytesWritten } = await handle.write(line, written, line.length - written, this.logLength + written);
-        if (bytesWritten === 0) throw new Error(`${this.logPath}: the file system took no byte of an index change`);
-        written += bytesWritten;
+    await writeWholeAt(this.logPath, this.logLength, line);
+    if (!this.logOnDisk) {
+      try {
+        await syncDirectory(this.dir);
+      } catch (err) {
+        await truncate(this.logPath, this.logLength).catch(() => undefined);
+        throw err;
       }
-      await handle.datasync();
-      if (!this.logOnDisk) await syncDirectory(this.dir);
-    } catch (err) {
-      await handle.truncate(this.logLength).catch(() => undefined);
-      throw err;
-    } finally {
-      await handle.close();
     }
     this.logOnDisk = true;
     this.logLength += line.length;
