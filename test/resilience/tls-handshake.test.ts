@@ -33,7 +33,7 @@ const FIN_ONLY = 10;
 const withTls = components.filter((c) => 'tlsHandshakeTimeout' in c.options);
 
 test('every component that serves TLS has the shared --tls-handshake-timeout option, default 10 s', () => {
-  assert.deepEqual(withTls.map((c) => c.name).sort(), ['gateway', 'hub', 'identity', 'scoring-frontend', 'scripts', 'storage']);
+  assert.deepEqual(withTls.map((c) => c.name).sort(), ['face', 'gateway', 'hub', 'identity', 'scoring-frontend', 'scripts', 'sentiment', 'storage']);
   for (const component of withTls) assert.equal(component.options.tlsHandshakeTimeout!.default, 10_000, component.name);
 });
 
@@ -45,6 +45,8 @@ async function startWithBound(name: string, dataDir: string): Promise<RunningCom
     if (spec.type === 'integer' && /^(port|.*Port)$/.test(key)) given[key] = 0;
   }
   if ('tls' in component.options) given.tls = true;
+  // The cognitive containers start with their container parameters; billing need not answer for /health.
+  if ('eula' in component.options) Object.assign(given, { eula: 'accept', billing: 'http://127.0.0.1:9', apiKey: 'resilience', env: {} });
   return component.start(withDefaults(component.options, given as Partial<OptionValues<typeof component.options>>));
 }
 
