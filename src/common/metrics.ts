@@ -61,9 +61,21 @@ export class ComponentMetrics {
     this.listeners.add(server);
   }
 
+  private readonly appended: (() => Promise<string>)[] = [];
+
+  /**
+   * Metrics the component renders itself after its own, for names that are
+   * not offcloud's (the gateway's Kong-compatible `kong_*`, which carry no
+   * prefix and no component label, as Kong's Prometheus plugin names them).
+   */
+  append(render: () => Promise<string>): void {
+    this.appended.push(render);
+  }
+
   /** The text exposition format, as GET /metrics answers it. */
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const extra = await Promise.all(this.appended.map((render) => render()));
+    return { contentType: this.registry.contentType, body: (await this.registry.metrics()) + extra.join('') };
   }
 }
 

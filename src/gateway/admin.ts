@@ -25,6 +25,7 @@ import type { Consumer, Entities } from './config/model.ts';
 import { GatewayError, toWireError } from './errors.ts';
 import type { ConnectionCounters } from './http/server.ts';
 import { PLUGINS } from './plugins/index.ts';
+import { renderKongMetrics } from './plugins/prometheus/handler.ts';
 import { consumerRateLimits } from './plugins/rate-limiting/state.ts';
 import type { PluginEnvironment } from './plugins/types.ts';
 import type { LoadedConfig } from './proxy/compile.ts';
@@ -162,6 +163,12 @@ function proxyMetrics(runtime: GatewayRuntime): ComponentMetrics {
       for (const { plugin, service, route, status, count } of rejections) counter.inc({ plugin, service, route, status: String(status) }, count);
     },
   );
+  // Kong's prometheus plugin exposes its metrics on the admin /metrics while it is configured.
+  metrics.append(async () => {
+    if (!runtime.config.entities.plugins.some((p) => p.name === 'prometheus' && p.enabled)) return '';
+    const stats = runtime.stats();
+    return renderKongMetrics((await tally()).series, { requests: stats.total, active: stats.active, accepted: stats.accepted });
+  });
   return metrics;
 }
 

@@ -21,6 +21,7 @@ import { specDeployment } from './config/default-config.ts';
 import { DeclarativeConfigError, findingLine } from './errors.ts';
 import { gatewayOptions } from './options.ts';
 import { CounterStores } from './plugins/rate-limiting/policies.ts';
+import { PluginSeries } from './plugins/series.ts';
 import { WorkerPool } from './processes/pool.ts';
 import { ProxyService, type ProxySettings, type Scheme } from './processes/service.ts';
 import { compileConfig, type LoadedConfig } from './proxy/compile.ts';
@@ -97,7 +98,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   const options = withDefaults(gatewayOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'gateway');
   const counters = new CounterStores(logger);
-  const env = { counters, logger };
+  const env = { counters, logger, series: new PluginSeries() };
 
   let config: LoadedConfig;
   let loaded: { doc: unknown; source: string };
@@ -122,7 +123,8 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     tlsHandshakeTimeout: options.tlsHandshakeTimeout,
     tls: { cert: tls.cert, key: tls.key },
   };
-  const service = options.workers === 1 ? new ProxyService({ ...proxySettings, config: () => runtime.config, httpsPort: () => httpsPort, logger }) : null;
+  const service =
+    options.workers === 1 ? new ProxyService({ ...proxySettings, config: () => runtime.config, httpsPort: () => httpsPort, logger, series: env.series }) : null;
   let workers: WorkerPool | null = null;
   const accept = (scheme: Scheme) => (socket: Socket) => (service ? service.accept(socket, scheme) : workers?.dispatch(socket, scheme));
   // With workers, no byte is read here: the socket goes to a worker as it is. (Half-open

@@ -14,6 +14,7 @@ import { parseDeclarativeText } from '../../src/gateway/config/declarative.ts';
 import { compileConfig } from '../../src/gateway/proxy/compile.ts';
 import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
 import { CounterStores } from '../../src/gateway/plugins/rate-limiting/policies.ts';
+import { PluginSeries } from '../../src/gateway/plugins/series.ts';
 import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/users/server.ts';
 import { debianProgram, freePort, quiet, tempDataDir } from '../helpers/index.ts';
@@ -140,7 +141,11 @@ const silent = pino({ level: 'silent' });
 
 /** Loads a declarative document (YAML/JSON text or an object) the way the gateway does. */
 export function loadDoc(doc: unknown) {
-  return compileConfig(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, { counters: new CounterStores(silent), logger: silent });
+  return compileConfig(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, {
+    counters: new CounterStores(silent),
+    logger: silent,
+    series: new PluginSeries(),
+  });
 }
 
 /** The errors a document is refused with, as `path: message` lines; fails the test when it loads. */

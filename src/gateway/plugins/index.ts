@@ -4,10 +4,11 @@ import { basicAuth } from './basic-auth/handler.ts';
 import { cors } from './cors/handler.ts';
 import { jwt } from './jwt/handler.ts';
 import { keyAuth } from './key-auth/handler.ts';
+import { prometheus } from './prometheus/handler.ts';
 import { requestTransformer } from './request-transformer/handler.ts';
 import type { PluginDefinition } from './types.ts';
 import { rateLimiting } from './rate-limiting/handler.ts';
 
 export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
-  [acl, basicAuth, cors, jwt, keyAuth, rateLimiting, requestTransformer].map((p) => [p.name, p]),
+  [acl, basicAuth, cors, jwt, keyAuth, prometheus, rateLimiting, requestTransformer].map((p) => [p.name, p]),
 );

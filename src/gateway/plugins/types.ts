@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Field, FieldError } from '../config/schema.ts';
 import type { BasicauthCredential, Consumer, Credential, JwtSecret, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
 import type { CounterStores } from './rate-limiting/policies.ts';
+import type { PluginSeries } from './series.ts';
 
 /** What the configuration offers a plugin at request time. */
 export interface ConsumerDirectory {
@@ -81,6 +82,8 @@ export interface PluginHandler {
 /** What the log phase knows of an answer. */
 export interface AnswerLog {
   status: number;
+  /** Who answered: the service, or the gateway itself (Kong's `source` label: `service` or `kong`). */
+  source: 'service' | 'kong';
   /** From the request's arrival to the answer's head, ms. */
   latency: number;
   /** The service's share of it (0 when the gateway answered itself), ms. */
@@ -96,6 +99,8 @@ export interface AnswerLog {
 export interface PluginEnvironment {
   counters: CounterStores;
   logger: Logger;
+  /** This process's counters under other products' metric names (prometheus's kong_*). */
+  series: PluginSeries;
 }
 
 export interface PluginDefinition {

@@ -47,7 +47,7 @@ const WORKER_ENTRY = new URL('./worker.ts', import.meta.url);
 const STOP_GRACE_MS = 10_000;
 /** How long a worker may take to send its traffic report before its last one is used. */
 const TRAFFIC_WAIT_MS = 1000;
-const NO_TALLY: Tally = { answers: [], rejections: [] };
+const NO_TALLY: Tally = { answers: [], rejections: [], series: [] };
 
 interface Worker {
   child: ChildProcess;

@@ -13,6 +13,7 @@ import { UpstreamPools } from '../http/upstream.ts';
 import type { LoadedConfig } from '../proxy/compile.ts';
 import { Proxy } from '../proxy/proxy.ts';
 import { ProxyTraffic } from '../proxy/traffic.ts';
+import type { PluginSeries } from '../plugins/series.ts';
 
 /** Largest request head (request line and headers), bytes: Node's default, which the gateway has always had. */
 const MAX_HEADER_SIZE = 16 * 1024;
@@ -36,19 +37,22 @@ export interface ProxyServiceOptions extends ProxySettings {
   /** The HTTPS listener's port, for https_redirect_status_code redirects. */
   httpsPort(): number | null;
   logger: Logger;
+  /** Where this process's plugins keep their own counters (PluginEnvironment.series). */
+  series: PluginSeries;
 }
 
 export type Scheme = 'http' | 'https';
 
 export class ProxyService {
   /** What this process's proxy has answered (the admin API's counts and last requests). */
-  readonly traffic = new ProxyTraffic();
+  readonly traffic: ProxyTraffic;
   private readonly pools: UpstreamPools;
   private readonly plain: Http1Server;
   private readonly secure: Http1Server;
   private readonly tls: TlsServer;
 
   constructor(options: ProxyServiceOptions) {
+    this.traffic = new ProxyTraffic(options.series);
     // One llhttp instance for both sides of every connection of this process's proxy.
     const parsers = new HttpParsers();
     this.pools = new UpstreamPools(parsers);

@@ -7,6 +7,7 @@
 import type { Socket } from 'node:net';
 import { createLogger } from '../../common/log.ts';
 import { CounterStores, type Counter, type CounterResult, type CounterStore } from '../plugins/rate-limiting/policies.ts';
+import { PluginSeries } from '../plugins/series.ts';
 import { compileConfig, type LoadedConfig } from '../proxy/compile.ts';
 import type { FromWorker, ToWorker, WorkerSettings } from './pool.ts';
 import { ProxyService } from './service.ts';
@@ -51,9 +52,9 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
   const logger = createLogger(settings.logLevel, 'gateway');
   const counted = new ListenerCounters();
   const counters = new CounterStores(logger, counted);
-  const env = { counters, logger };
+  const env = { counters, logger, series: new PluginSeries() };
   let config: LoadedConfig = compileConfig(settings.doc, env);
-  const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger });
+  const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger, series: env.series });
   const report = setInterval(() => tell({ type: 'stats', counters: service.counters(), tally: service.traffic.tally() }), STATS_INTERVAL_MS);
   report.unref();
   return {

@@ -194,11 +194,34 @@ function runPlugins(ctx: ProxyContext, slots: readonly PluginSlot[], scheme: 'ht
   return undefined;
 }
 
+/**
+ * The plugins whose later phases see the gateway's own answer: those that
+ * ran, and those of the chain a refusal kept from running that have a log
+ * phase (Kong logs every request with every plugin configured for it).
+ */
+function withLogPhases(ctx: ProxyContext): PluginHandler[] | null {
+  let later = ctx.later;
+  for (const slot of ctx.slots) {
+    const handler = pluginFor(slot, ctx.consumer)?.handler;
+    if (handler?.log && !later?.includes(handler)) (later ??= []).push(handler);
+  }
+  return later;
+}
+
 /** The header_filter phases of the plugins that ran (`headers` editable), then their log phases. */
-function afterAnswer(ctx: ProxyContext, plugins: PluginHandler[], status: number, headers: string[], latency: number, upstreamLatency: number): void {
+function afterAnswer(
+  ctx: ProxyContext,
+  plugins: PluginHandler[],
+  status: number,
+  headers: string[],
+  latency: number,
+  upstreamLatency: number,
+  source: AnswerLog['source'],
+): void {
   for (const plugin of plugins) plugin.header?.(ctx, status, headers);
   const entry: AnswerLog = {
     status,
+    source,
     latency,
     upstreamLatency,
     requestSize: Number(first(ctx.clientHeaders['content-length']) ?? 0) || 0,
@@ -245,6 +268,8 @@ class ProxyContext implements RequestContext {
   /** The plugin running now: one that throws has refused the request. */
   plugin: string | null = null;
   upstreamPath: string | null = null;
+  /** The route's plugin chain. */
+  readonly slots: readonly PluginSlot[];
   /** Plugins that ran and have a header_filter or log phase, in order (null when none: most requests). */
   later: PluginHandler[] | null = null;
   private buffered: Promise<Buffer> | null = null;
@@ -275,6 +300,7 @@ class ProxyContext implements RequestContext {
     const realIp = given.trusted ? (first(req.headers['x-real-ip']) ?? first(req.headers['x-forwarded-for'])?.split(',')[0]?.trim()) : undefined;
     this.forwardedIp = realIp || given.address;
     this.route = match.candidate.route;
+    this.slots = match.candidate.plugins;
     this.service = match.candidate.service;
     this.directory = config.directory;
   }
@@ -483,7 +509,7 @@ export class Proxy {
         const answeredAt = performance.now();
         traffic.answered(ctx, status, info.started, answeredAt - info.started);
         const headers = responseHeaders(upstream, ctx, Math.round(answeredAt - sentAt), Math.round(sentAt - info.started));
-        if (ctx.later !== null) afterAnswer(ctx, ctx.later, status, headers, answeredAt - info.started, answeredAt - sentAt);
+        if (ctx.later !== null) afterAnswer(ctx, ctx.later, status, headers, answeredAt - info.started, answeredAt - sentAt, 'service');
         res.writeHead(status, headers);
       },
     });
@@ -540,9 +566,10 @@ export class Proxy {
     if (contentType) headers['Content-Type'] = contentType;
     // A body the gateway did not read would otherwise be drained from the socket first.
     if (!req.complete) headers.Connection = 'close';
-    if (ctx?.later) {
+    const later = ctx && withLogPhases(ctx);
+    if (ctx && later) {
       const pairs = Object.entries(headers).flat();
-      afterAnswer(ctx, ctx.later, error.status, pairs, latency, 0);
+      afterAnswer(ctx, later, error.status, pairs, latency, 0, 'kong');
       res.writeHead(error.status, pairs).end(body);
       return;
     }

@@ -8,6 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Consumer, Route, Service } from '../config/model.ts';
+import { mergeSeries, type PluginSeries, type Series } from '../plugins/series.ts';
 
 /** How many of the last requests each proxy process keeps. */
 export const RECENT_REQUESTS = 200;
@@ -39,6 +40,8 @@ export interface RejectionCount extends AnswerCount {
 export interface Tally {
   answers: AnswerCount[];
   rejections: RejectionCount[];
+  /** Plugins' counters under other products' names (prometheus's kong_*). */
+  series: Series[];
 }
 
 /** One proxied request, as GET /_offcloud/requests lists it. */
@@ -80,6 +83,9 @@ interface Slot extends AnsweredRequest {
 }
 
 export class ProxyTraffic {
+  /** `series`: where this process's plugins keep their own counters, reported with the rest. */
+  constructor(private readonly series: PluginSeries) {}
+
   /** By route id (`''`: no route matched); labels are the route's and service's when first counted. */
   private readonly answers = new Map<string, Bucket>();
   private readonly rejections = new Map<string, RejectionCount>();
@@ -133,7 +139,7 @@ export class ProxyTraffic {
     for (const { service, route, statuses } of this.answers.values()) {
       for (const [status, count] of statuses) answers.push({ service, route, status, count });
     }
-    return { answers, rejections: [...this.rejections.values()].map((r) => ({ ...r })) };
+    return { answers, rejections: [...this.rejections.values()].map((r) => ({ ...r })), series: this.series.snapshot() };
   }
 
   /** The last requests, newest first. */
@@ -187,6 +193,7 @@ export function mergeTraffic(reports: TrafficReport[]): TrafficReport {
         reports.map((r) => r.tally.rejections),
         (c) => `${c.plugin}\n${c.service}\n${c.route}\n${c.status}`,
       ),
+      series: mergeSeries(reports.map((r) => r.tally.series)),
     },
     recent: reports.flatMap((r) => r.recent).sort((a, b) => b.time - a.time),
   };

@@ -5,8 +5,7 @@
  * secret's algorithm, then `exp`/`nbf` and `maximum_expiration` checked.
  * Messages, statuses and WWW-Authenticate challenges are Kong 3.x's.
  */
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { compactVerify, decodeJwt, decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import { compactVerify, decodeJwt, decodeProtectedHeader, importSPKI, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { GatewayError, PluginAnswer } from '../../errors.ts';
 import type { JwtSecret } from '../../config/model.ts';
 import { alreadyAuthenticated, failOrAnonymous, setConsumer } from '../authentication.ts';
@@ -69,13 +68,19 @@ export const jwt: PluginDefinition = {
     const challenge = conf.realm ? `Bearer realm="${conf.realm}"` : 'Bearer';
     const invalid = `${challenge} error="invalid_token"`;
     const refuse = (message: string, www = invalid) => new GatewayError(401, message, { 'WWW-Authenticate': www });
-    /** Verification keys, made once per secret of this configuration. */
-    const keys = new WeakMap<JwtSecret, Uint8Array | KeyObject>();
-    const keyOf = (secret: JwtSecret): Uint8Array | KeyObject => {
+    /**
+     * Verification keys, imported once per secret of this configuration as
+     * WebCrypto keys (what jose verifies with; importing one for each token
+     * cost more than the verification itself).
+     */
+    const keys = new WeakMap<JwtSecret, Promise<CryptoKey>>();
+    const keyOf = (secret: JwtSecret): Promise<CryptoKey> => {
       let key = keys.get(secret);
       if (!key) {
-        if (secret.algorithm.startsWith('HS')) key = conf.secret_is_base64 ? Buffer.from(secret.secret, 'base64') : Buffer.from(secret.secret);
-        else key = createPublicKey(conf.secret_is_base64 ? Buffer.from(secret.rsa_public_key!, 'base64') : secret.rsa_public_key!);
+        const decode = (value: string) => (conf.secret_is_base64 ? Buffer.from(value, 'base64') : Buffer.from(value));
+        key = secret.algorithm.startsWith('HS')
+          ? crypto.subtle.importKey('raw', decode(secret.secret), { name: 'HMAC', hash: `SHA-${secret.algorithm.slice(2)}` }, false, ['verify'])
+          : importSPKI(decode(secret.rsa_public_key!).toString('utf8'), secret.algorithm);
         keys.set(secret, key);
       }
       return key;
@@ -110,7 +115,7 @@ export const jwt: PluginDefinition = {
       if (found instanceof GatewayError) throw found;
       const { secret, claims } = found;
       try {
-        await compactVerify(token, keyOf(secret), { algorithms: [secret.algorithm] });
+        await compactVerify(token, await keyOf(secret), { algorithms: [secret.algorithm] });
       } catch {
         throw refuse('Invalid signature');
       }
