@@ -40,3 +40,23 @@ export function serviceErrorBody(err: HubError): { Message: string; ExceptionMes
     ExceptionMessage: `Tracking ID:${randomUUID().replace(/-/g, '')}-TimeStamp:${new Date().toISOString()}`,
   };
 }
+
+/** The AMQP error conditions the SDKs translate (azure-iot-amqp-base), by hub error code. */
+const AMQP_CONDITIONS: Partial<Record<HubError['code'], string>> = {
+  ArgumentInvalid: 'com.microsoft:argument-error',
+  MessageTooLarge: 'amqp:link:message-size-exceeded',
+  IotHubUnauthorizedAccess: 'amqp:unauthorized-access',
+  DeviceMaximumQueueDepthExceeded: 'amqp:resource-limit-exceeded',
+  DeviceNotFound: 'amqp:not-found',
+  ModuleNotFound: 'amqp:not-found',
+  DeviceNotOnline: 'amqp:not-found',
+  DeviceAlreadyExists: 'com.microsoft:device-already-exists',
+  PreconditionFailed: 'com.microsoft:precondition-failed',
+  DeviceMessageLockLost: 'com.microsoft:message-lock-lost',
+};
+
+/** An AMQP error (a link's detach, a rejected delivery) for any failure. */
+export function amqpCondition(error: unknown): { condition: string; description: string } {
+  const hubError = toHubError(error);
+  return { condition: AMQP_CONDITIONS[hubError.code] ?? 'amqp:internal-error', description: hubError.message };
+}

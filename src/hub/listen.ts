@@ -2,10 +2,21 @@
 import type { AddressInfo, Server } from 'node:net';
 import { translateListenError } from '../common/http.ts';
 
-export async function listenOn(server: Server, host: string, port: number, portKey: string): Promise<number> {
+export function listenOn(server: Server, host: string, port: number, portKey: string): Promise<number> {
+  const listened = listening(server, host, port, portKey);
+  server.listen(port, host);
+  return listened;
+}
+
+/** Waits for a server that was told to listen (by a library) to listen or fail. */
+export async function listening(server: Server, host: string, port: number, portKey: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(translateListenError(err, { host, port, component: 'hub', portKey })));
-    server.listen(port, host, () => resolve());
+    const onError = (err: Error) => reject(translateListenError(err, { host, port, component: 'hub', portKey }));
+    server.once('error', onError);
+    server.once('listening', () => {
+      server.off('error', onError);
+      resolve();
+    });
   });
   return (server.address() as AddressInfo).port;
 }

@@ -15,6 +15,7 @@ export const hubOptions = {
     'HTTPS port of the REST API, also serving MQTT and AMQP over WebSockets (default 443 as root, else 8884; 0 = any free port)',
   ),
   webSocketPort: portOption(HTTPS_PORT, 'port for MQTT and AMQP over WebSockets (/$iothub/websocket); the REST port (one listener) unless another is given'),
+  amqpPort: portOption(5671, 'AMQP 1.0 over TLS port for devices and the service SDK (0 = any free port)'),
   hostName: {
     type: 'string',
     default: 'localhost',

@@ -10,6 +10,7 @@ import { DeviceHub, type HubActivity } from './domain/hub.ts';
 import { connectionString, identityKey } from './domain/registry.ts';
 import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
 import { startMqttEndpoint } from './mqtt/endpoint.ts';
+import { AMQP_MAX_FRAME_BYTES, startAmqpEndpoint } from './amqp/endpoint.ts';
 import { DEFAULT_CLIENT_LIMITS } from './mqtt/limits.ts';
 import { hubOptions } from './options.ts';
 import { openState } from './persistence/open.ts';
@@ -54,15 +55,21 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     logger,
   );
   let mqtt;
+  let amqp;
   let rest;
   let webSocketListener: WebSocketListener | undefined;
   let webSocketUrl: string;
   try {
     const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
     mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger, limits });
+    amqp = await startAmqpEndpoint(hub, { host: options.host, port: options.amqpPort, tls, logger, connectTimeoutMs: options.connectTimeoutMs });
     rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger, metrics });
-    // One MQTT packet's worth per WebSocket message.
-    const webSockets = new DeviceWebSockets({ logger, acceptors: { mqtt: mqtt.acceptWebSocket }, maxPayload: limits.maxPacketBytes + 8 });
+    // One MQTT packet's worth per WebSocket message, or a few AMQP frames (AMQP_MAX_FRAME_BYTES each).
+    const webSockets = new DeviceWebSockets({
+      logger,
+      acceptors: { mqtt: mqtt.acceptWebSocket, AMQPWSB10: amqp.acceptWebSocket },
+      maxPayload: limits.maxPacketBytes + 4 * AMQP_MAX_FRAME_BYTES,
+    });
     if (options.webSocketPort === options.restPort) {
       webSockets.attach(rest.app.server as Server);
       webSocketUrl = `${rest.url.replace(/^https:/, 'wss:')}${WEBSOCKET_PATH}`;
@@ -72,7 +79,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
       webSocketUrl = `wss://${formatHost(options.host)}:${port}${WEBSOCKET_PATH}`;
     }
   } catch (err) {
-    await Promise.allSettled([mqtt?.close(), rest?.app.close(), closeWebSocketListener(webSocketListener)]);
+    await Promise.allSettled([mqtt?.close(), amqp?.close(), rest?.app.close(), closeWebSocketListener(webSocketListener)]);
     await hub.close();
     throw err;
   }
@@ -82,18 +89,19 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
   }
   credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`);
-  logger.info({ mqtt: mqtt.url, webSocket: webSocketUrl, rest: rest.url }, 'hub listening');
+  logger.info({ mqtt: mqtt.url, amqp: amqp.url, webSocket: webSocketUrl, rest: rest.url }, 'hub listening');
   return {
     urls: [
       { label: 'MQTT over TLS (devices)', url: mqtt.url },
       { label: 'REST (service, SAS iothubowner)', url: rest.url },
-      { label: 'MQTT over WebSockets (devices)', url: webSocketUrl },
+      { label: 'MQTT and AMQP over WebSockets (devices)', url: webSocketUrl },
+      { label: 'AMQP over TLS (devices, service C2D and feedback)', url: amqp.url },
     ],
     credentials,
     caCertPath: tls.caCertPath,
-    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: webSocketUrl },
+    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: webSocketUrl, hubAmqpUrl: amqp.url },
     async close() {
-      await Promise.allSettled([mqtt.close(), rest.app.close(), closeWebSocketListener(webSocketListener)]);
+      await Promise.allSettled([mqtt.close(), amqp.close(), rest.app.close(), closeWebSocketListener(webSocketListener)]);
       await hub.close();
     },
   };

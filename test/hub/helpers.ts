@@ -1,6 +1,7 @@
 /** Starting a hub on port 0 and talking to its REST API, for the hub suites. */
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
+import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -14,8 +15,10 @@ import { createSasToken } from '../../src/hub/domain/sas.ts';
 export interface TestHub {
   host: string;
   mqttPort: number;
-  /** MQTT over WebSockets (`wss://…/$iothub/websocket`). */
+  /** MQTT and AMQP over WebSockets (`wss://…/$iothub/websocket`). */
   webSocketPort: number;
+  /** AMQP over TLS. */
+  amqpPort: number;
   restUrl: string;
   dataDir: string;
   ca: string;
@@ -66,10 +69,11 @@ export async function restClient(restUrl: string, ca: string, token: () => strin
 
 export async function startTestHub(t: TestContext | { after(fn: () => unknown): void }, given: Partial<HubOptions> = {}): Promise<TestHub> {
   const dataDir = given.dataDir ?? (await tempDataDir(t));
-  const running = await startHub({ ...quiet, restPort: 0, webSocketPort: 0, demoDevice: '', dataDir, ...given });
+  const running = await startHub({ ...quiet, restPort: 0, webSocketPort: 0, amqpPort: 0, demoDevice: '', dataDir, ...given });
   const mqttPort = Number(new URL(running.urls[0]!.url).port);
   const restUrl = running.urls[1]!.url;
   const webSocketPort = Number(new URL(running.urls[2]!.url).port);
+  const amqpPort = Number(new URL(running.urls[3]!.url).port);
   const caPath = running.caCertPath!;
   const ca = await readFile(caPath, 'utf8');
   const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(running.credentials!.join('\n'))![1]!;
@@ -80,6 +84,7 @@ export async function startTestHub(t: TestContext | { after(fn: () => unknown): 
     host,
     mqttPort,
     webSocketPort,
+    amqpPort,
     restUrl,
     dataDir,
     ca,
@@ -216,6 +221,7 @@ export async function spawnHub(options: Partial<HubOptions> & { dataDir: string 
       host,
       mqttPort,
       webSocketPort: Number(new URL(started.urls[2]!.url).port),
+      amqpPort: Number(new URL(started.urls[3]!.url).port),
       restUrl,
       dataDir: options.dataDir,
       ca,
@@ -264,21 +270,30 @@ export class PortAgent extends https.Agent {
 }
 
 /**
- * The service SDK (azure-iothub) dials `https://<HostName>:443` with an agent of its own and takes
- * neither a port nor a CA. In a test its connections to `localhost:443` go to the hub's REST port,
- * trusting the hub's CA: what a hub on 443 and a trusted CA (`NODE_EXTRA_CA_CERTS`) give a user.
- * The SDK itself is untouched; undo with the function returned.
+ * The service SDK (azure-iothub) dials `https://<HostName>:443` and `amqps://<HostName>` and takes
+ * no CA (its REST client takes no port either). In a test its TLS connections to localhost trust
+ * the hub's CA, and those to port 443 go to the hub's REST port: what a hub on 443 and a trusted CA
+ * (`NODE_EXTRA_CA_CERTS`) give a user. The SDK itself is untouched; undo with the function returned.
  */
 export function routeServiceSdkTo(hub: Pick<TestHub, 'restUrl' | 'ca'>): () => void {
-  const port = Number(new URL(hub.restUrl).port);
-  type CreateConnection = (this: https.Agent, options: Record<string, unknown>, callback?: unknown) => Duplex;
-  const prototype = https.Agent.prototype as unknown as { createConnection: CreateConnection };
-  const original = prototype.createConnection;
-  prototype.createConnection = function (options, callback) {
-    const local = options.host === 'localhost' && (options.port === undefined || Number(options.port) === 443);
-    return original.call(this, local ? { ...options, port, ca: hub.ca } : options, callback);
+  const restPort = Number(new URL(hub.restUrl).port);
+  const original = tls.connect;
+  const connect = original as (...args: unknown[]) => tls.TLSSocket;
+  const toHub = (given: tls.ConnectionOptions) => ({
+    ...given,
+    port: given.port === undefined || Number(given.port) === 443 ? restPort : given.port,
+    ca: given.ca ?? hub.ca,
+  });
+  // tls.connect(options[, callback]) (node:https) or tls.connect(port, host, options[, callback]) (rhea).
+  const patched = (...args: unknown[]) => {
+    const [first, second, third] = args;
+    if (typeof first === 'object' && first !== null && (first as tls.ConnectionOptions).host === 'localhost') return connect(toHub(first), ...args.slice(1));
+    if ((typeof first === 'number' || typeof first === 'string') && second === 'localhost')
+      return connect(toHub({ ...(third as tls.ConnectionOptions), host: second, port: Number(first) }), ...args.slice(3));
+    return connect(...args);
   };
+  (tls as { connect: unknown }).connect = patched;
   return () => {
-    prototype.createConnection = original;
+    (tls as { connect: unknown }).connect = original;
   };
 }

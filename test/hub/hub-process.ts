@@ -5,7 +5,7 @@
  */
 import { startHub } from '../../src/hub/server.ts';
 
-const running = await startHub({ logLevel: 'silent', port: 0, restPort: 0, webSocketPort: 0, ...(JSON.parse(process.argv[2] ?? '{}') as object) });
+const running = await startHub({ logLevel: 'silent', port: 0, restPort: 0, webSocketPort: 0, amqpPort: 0, ...(JSON.parse(process.argv[2] ?? '{}') as object) });
 process.stdout.write(`${JSON.stringify({ urls: running.urls, credentials: running.credentials, caCertPath: running.caCertPath })}\n`);
 process.on('SIGTERM', () => {
   void running.close().then(() => process.exit(0));

@@ -32,7 +32,7 @@ export const COMPONENT_PORTS = {
   storage: [10000, 10443],
   devdata: [8081],
   scripts: [8080],
-  hub: [8883, 8884],
+  hub: [8883, 8884, 5671],
   billing: [5100],
   sentiment: [5000],
   face: [5005],

@@ -5,6 +5,7 @@
  * pub/sub (both in ../persistence). Every replica (the sender included) receives every event.
  */
 import type { TelemetryMessage } from './messages.ts';
+import type { FeedbackRecord } from './service-queue.ts';
 import type { JsonObject, JsonValue } from './twin.ts';
 
 export type HubEvent =
@@ -18,7 +19,9 @@ export type HubEvent =
   /** A device connected somewhere: older connections of the same identity close. */
   | { type: 'connected'; key: string; connectionId: string }
   /** An identity was deleted or disabled: its connections close. */
-  | { type: 'revoked'; key: string };
+  | { type: 'revoked'; key: string }
+  /** A C2D message whose sender asked for an acknowledgement was settled: the service side's feedback. */
+  | { type: 'feedback'; record: FeedbackRecord };
 
 export type HubEventHandler = (event: HubEvent) => void;
 

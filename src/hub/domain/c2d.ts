@@ -1,15 +1,18 @@
 /**
  * Cloud-to-device delivery to one device connection: one message in flight at
- * a time (sent at QoS 1), completed, that is removed from the device's queue,
- * by the device's acknowledgement. One never acknowledged stays queued and
- * goes out again on the device's next connection.
+ * a time, settled by the device: completed or rejected (removed from the
+ * device's queue) or abandoned (pending again, sent again). One never settled
+ * stays queued and goes out again on the device's next connection.
  */
 import type { Logger } from 'pino';
 import type { C2dMessage } from './messages.ts';
 import type { HubStore } from './store.ts';
 
+/** How a device settles a cloud-to-device message. */
+export type C2dOutcome = 'complete' | 'reject' | 'abandon';
+
 export class C2dDelivery {
-  private inflight: string | undefined;
+  private inflight: C2dMessage | undefined;
   private pumping = false;
   private subscribed = false;
   private closed = false;
@@ -19,6 +22,8 @@ export class C2dDelivery {
     private readonly deviceId: string,
     private readonly send: (message: C2dMessage) => void,
     private readonly logger: Logger,
+    /** Told of each message settled for good (completed or rejected), for delivery feedback. */
+    private readonly settled: (message: C2dMessage, outcome: C2dOutcome) => Promise<void>,
   ) {}
 
   /** The device subscribed (or its kept subscription resumed): pending messages start to flow. */
@@ -43,7 +48,7 @@ export class C2dDelivery {
     try {
       const message = await this.store.nextC2d(this.deviceId);
       if (!message || this.closed) return;
-      this.inflight = message.id;
+      this.inflight = message;
       this.send(message);
     } catch (err) {
       this.logger.error({ err, deviceId: this.deviceId }, 'cloud-to-device delivery failed');
@@ -52,13 +57,21 @@ export class C2dDelivery {
     }
   }
 
-  /** The device acknowledged the message in flight: it is complete, and the next one may go. */
-  async acknowledged(): Promise<void> {
-    const id = this.inflight;
-    if (!id) return;
+  /** The device acknowledged the message in flight (an MQTT PUBACK): it is complete. */
+  acknowledged(): Promise<void> {
+    return this.settle('complete');
+  }
+
+  /** The device settled the message in flight; the next one (or this one again, when abandoned) may go. */
+  async settle(outcome: C2dOutcome): Promise<void> {
+    const message = this.inflight;
+    if (!message) return;
     try {
-      await this.store.completeC2d(this.deviceId, id);
-      if (this.inflight === id) this.inflight = undefined;
+      if (outcome !== 'abandon') {
+        await this.store.completeC2d(this.deviceId, message.id);
+        await this.settled(message, outcome);
+      }
+      if (this.inflight === message) this.inflight = undefined;
       await this.pump();
     } catch (err) {
       this.logger.error({ err, deviceId: this.deviceId }, 'cloud-to-device completion failed');

@@ -8,9 +8,10 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
-import { C2dDelivery } from './c2d.ts';
+import { C2dDelivery, type C2dOutcome } from './c2d.ts';
 import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
 import { hasRight, type Right } from './policies.ts';
+import { ServiceQueue, type FeedbackRecord } from './service-queue.ts';
 import { parseQuery, runQuery } from './query.ts';
 import {
   createIdentityRecord,
@@ -78,9 +79,8 @@ export class ServiceRefused extends HubError {
 const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
 /** How long a received C2D message stays locked for its device, as the real hub's default lock timeout. */
 const C2D_LOCK_MS = 60_000;
-
-/** How a device settles a cloud-to-device message. */
-export type C2dOutcome = 'complete' | 'reject' | 'abandon';
+/** Feedback records kept for a receiver that has not come yet (the oldest go first). */
+const MAX_FEEDBACK_RECORDS = 10_000;
 /** A Digital Twins model id (`dtmi:com:example:Thermostat;1`), as the real hub accepts it. */
 const MODEL_ID_PATTERN = /^dtmi:[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?(?::[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?)*;[1-9][0-9]{0,8}$/;
 
@@ -127,9 +127,11 @@ interface PendingMethod {
 
 export class DeviceHub {
   readonly telemetry: TelemetryLog;
+  /** Delivery feedback waiting for the service side's feedback receiver. */
+  readonly feedback = new ServiceQueue<FeedbackRecord>(MAX_FEEDBACK_RECORDS);
   private readonly pendingMethods = new Map<string, PendingMethod>();
   /** The C2D message a polling device received and has not settled, by device (on this replica). */
-  private readonly c2dLocks = new Map<string, { messageId: string; lockToken: string; until: number }>();
+  private readonly c2dLocks = new Map<string, { message: C2dMessage; lockToken: string; until: number }>();
 
   constructor(
     private readonly store: HubStore,
@@ -143,6 +145,7 @@ export class DeviceHub {
 
   private handleEvent(event: HubEvent): void {
     if (event.type === 'telemetry') this.telemetry.append(event.message);
+    if (event.type === 'feedback') this.feedback.add(event.record);
     if (event.type === 'method-response' && event.origin === this.settings.replicaId) {
       const pending = this.pendingMethods.get(event.rid);
       if (!pending) return;
@@ -264,7 +267,7 @@ export class DeviceHub {
 
   /** The C2D delivery of one connection: `send` puts a message on the wire, an acknowledgement completes it. */
   c2dDelivery(deviceId: string, send: (message: C2dMessage) => void): C2dDelivery {
-    return new C2dDelivery(this.store, deviceId, send, this.logger);
+    return new C2dDelivery(this.store, deviceId, send, this.logger, (message, outcome) => this.c2dSettled(deviceId, message, outcome));
   }
 
   /** Events for the device endpoint (desired pushes, method requests, C2D, connection takeovers). */
@@ -286,9 +289,9 @@ export class DeviceHub {
     const message = await this.store.nextC2d(deviceId, now);
     if (!message) return undefined;
     const lock = this.c2dLocks.get(deviceId);
-    if (lock && lock.messageId === message.id && lock.until > now) return undefined;
+    if (lock && lock.message.id === message.id && lock.until > now) return undefined;
     const lockToken = randomUUID();
-    this.c2dLocks.set(deviceId, { messageId: message.id, lockToken, until: now + C2D_LOCK_MS });
+    this.c2dLocks.set(deviceId, { message, lockToken, until: now + C2D_LOCK_MS });
     return { message, lockToken };
   }
 
@@ -299,7 +302,32 @@ export class DeviceHub {
       throw new HubError('DeviceMessageLockLost', 'the lock token is not the one of a message locked for this device (expired, settled or never given)');
     }
     this.c2dLocks.delete(deviceId);
-    if (outcome !== 'abandon') await this.store.completeC2d(deviceId, lock.messageId);
+    if (outcome === 'abandon') return;
+    await this.store.completeC2d(deviceId, lock.message.id);
+    await this.c2dSettled(deviceId, lock.message, outcome);
+  }
+
+  /**
+   * A message settled for good: when its sender asked for an acknowledgement (`iothub-ack`:
+   * positive or full for a completion, negative or full for a rejection), a feedback record
+   * goes to the service side's feedback receivers.
+   */
+  private async c2dSettled(deviceId: string, message: C2dMessage, outcome: C2dOutcome): Promise<void> {
+    const ack = message.properties['iothub-ack'];
+    const wanted = outcome === 'complete' ? ack === 'positive' || ack === 'full' : ack === 'negative' || ack === 'full';
+    if (!wanted) return;
+    const record = await this.store.getIdentity(deviceId);
+    await this.bus.publish({
+      type: 'feedback',
+      record: {
+        originalMessageId: message.system.messageId ?? message.id,
+        deviceGenerationId: record?.generationId ?? '',
+        deviceId,
+        enqueuedTimeUtc: new Date().toISOString(),
+        statusCode: outcome === 'complete' ? 'Success' : 'Rejected',
+        description: outcome === 'complete' ? 'Success' : 'Message rejected',
+      },
+    });
   }
 
   async recordTelemetry(identity: Identity, bag: PropertyBag, payload: Buffer, topicBytes: number): Promise<void> {
