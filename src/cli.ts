@@ -340,5 +340,10 @@ try {
     process.stderr.write(`offcloud: ${err.message}\n`);
     process.exit(err instanceof UsageError ? 2 : 1);
   }
+  if (isDiskFull(err)) {
+    // A management command that met a full disk: nothing it was writing was kept.
+    process.stderr.write(`offcloud: the disk holding ${(err as NodeJS.ErrnoException).path ?? 'the data dir'} is full; free some space and try again\n`);
+    process.exit(1);
+  }
   throw err;
 }

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { openDirectory } from '../../src/identity/directory/index.ts';
 import { openSigningKeys } from '../../src/identity/keys.ts';
 import { identityHeaderPath } from '../../src/identity/start.ts';
-import { crashRounds, runOffcloud, startChild } from './harness.ts';
+import { crashRounds, DISK_FULL_LINE, diskFullRound, runOffcloud, startChild } from './harness.ts';
 
 test('crash: identity keeps every acknowledged directory edit and key rotation over kill -9 of the server and the command', async (t) => {
   const identities = { acknowledged: new Set<string>(), started: new Set<string>() };
@@ -43,6 +43,35 @@ test('crash: identity keeps every acknowledged directory edit and key rotation o
       const current = await readFile(identityHeaderPath(dataDir), 'utf8');
       header ??= current;
       assert.equal(current, header, `round ${round}: the identity header is the one made first`);
+    },
+  });
+});
+
+test('disk full: identity management commands refuse in one line while the disk is full and keep nothing they refused; acknowledged edits stay over restarts', async (t) => {
+  const identities = { acknowledged: new Set<string>(), refused: new Set<string>() };
+  let next = 0;
+
+  await diskFullRound(t, {
+    start: (dataDir) => startChild(['identity', '--data-dir', dataDir, '--port', '0', '--imds-port', '0'], /https:\/\/127\.0\.0\.1:\d+/),
+    async load(_server, writers, dataDir) {
+      await writers.run(1, async () => {
+        const name = `full-${next++}`;
+        try {
+          await runOffcloud(['identity', 'identity', 'create', '--name', name, '--data-dir', dataDir], writers.signal);
+        } catch (err) {
+          const stderr = /exited 1: ([\s\S]*)$/.exec((err as Error).message)?.[1] ?? '';
+          assert.match(stderr.trim(), DISK_FULL_LINE, (err as Error).message);
+          identities.refused.add(name);
+          writers.refused();
+          return;
+        }
+        identities.acknowledged.add(name);
+      });
+    },
+    async check(_server, stage, dataDir) {
+      const names = (await openDirectory(dataDir).current()).managedIdentities.filter((m) => m.kind === 'user').map((m) => m.name);
+      for (const name of identities.acknowledged) assert.ok(names.includes(name), `${stage}: acknowledged identity ${name} is there`);
+      for (const name of identities.refused) assert.ok(!names.includes(name), `${stage}: refused identity ${name} is not there`);
     },
   });
 });
