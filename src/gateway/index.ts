@@ -16,12 +16,13 @@ const PARSE_USAGE = 'offcloud gateway parse <kong.yml|kong.json>';
 
 export const gateway = defineComponent({
   name: 'gateway',
-  summary: 'Kong-compatible API gateway: declarative routes, key-auth, rate-limiting (§4.7, §5, §7, §8)',
+  summary:
+    'Kong-compatible API gateway: declarative routes, cors, jwt, key-auth, basic-auth, acl, rate-limiting, request-transformer, prometheus (§4.7, §5, §7, §8)',
   options: gatewayOptions,
   start: async (options) => (await import('./server.ts')).startGateway(options),
   subcommands: {
     parse: {
-      summary: 'check a Kong 3.0 declarative file without starting anything (like `kong config parse`)',
+      summary: 'check a Kong declarative file (format 1.1, 2.1 or 3.0) without starting anything (like `kong config parse`)',
       usage: PARSE_USAGE,
       // The file is checked for by name first, so a usage error loads nothing.
       run: async ([file, ...rest]) => {

@@ -11,7 +11,7 @@ export const gatewayOptions = {
   declarativeConfig: {
     type: 'string',
     default: '',
-    description: "Kong 3.0 declarative file (YAML or JSON); empty = the spec's deployment built from the options below",
+    description: "Kong declarative file (format 3.0, or 1.1/2.1 migrated; YAML or JSON); empty = the spec's deployment built from the options below",
   },
   usersUrl: { type: 'string', default: 'http://127.0.0.1:8083/api/getusers', description: 'default config: the user API backend behind GET /users' },
   calculatorUrl: { type: 'string', default: 'http://127.0.0.1:8082', description: 'default config: the calculator behind /calc/v1/add/<a>/<b>' },
