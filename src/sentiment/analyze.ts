@@ -5,6 +5,7 @@
  * model). v2.ts, v3.ts and language.ts turn the result into each API's answer.
  */
 import { badRequest } from './errors.ts';
+import type { MinedOpinions } from './opinions.ts';
 import type { SentenceSpan } from './sentences.ts';
 
 export interface SentimentLimits {
@@ -21,6 +22,8 @@ export interface SentimentUsage {
 
 export interface ScoredSentence extends SentenceSpan {
   score: number;
+  /** When opinion mining was asked for (English). */
+  opinions?: MinedOpinions;
 }
 
 /** Per text: its length in text elements, and its score (NaN for a text over the limit, which is not scored). */
@@ -31,7 +34,7 @@ export interface MeasuredTexts {
   sentences?: ScoredSentence[][];
 }
 /** Measures and scores texts of one language (the trained model for en), off the event loop. */
-export type LanguageScorer = (texts: string[], maxTextElements: number, sentences: boolean) => Promise<MeasuredTexts>;
+export type LanguageScorer = (texts: string[], maxTextElements: number, sentences: boolean, opinions: boolean) => Promise<MeasuredTexts>;
 
 export interface InputDocument {
   id: string;
@@ -116,6 +119,8 @@ export interface AnalyzeOptions {
   scorers: ReadonlyMap<string, LanguageScorer>;
   /** Score each sentence too (v3 and Language). */
   sentences: boolean;
+  /** Mine each sentence's opinions too (v3.1 and Language `opinionMining`). */
+  opinions?: boolean;
 }
 
 /** The scorer a language code names: exact (case-insensitive), or by its primary subtag (`pt-BR` → `pt`). */
@@ -145,6 +150,7 @@ export async function analyzeDocuments(documents: InputDocument[], options: Anal
         batch.map((d) => d.text),
         max,
         options.sentences,
+        options.opinions ?? false,
       );
       batch.forEach((d, i) => {
         const characters = measured.characters[i]!;

@@ -16,8 +16,8 @@ export class ScorerPool {
   }
 
   /** Lengths in text elements and scores in [0, 1] (and those of each sentence when asked), in the order of `texts`. */
-  score(language: string, texts: string[], maxTextElements: number, sentences: boolean): Promise<MeasuredTexts> {
-    return this.pool.run({ language, texts, maxTextElements, sentences });
+  score(language: string, texts: string[], maxTextElements: number, sentences: boolean, opinions: boolean): Promise<MeasuredTexts> {
+    return this.pool.run({ language, texts, maxTextElements, sentences, opinions });
   }
 
   close(): Promise<void> {

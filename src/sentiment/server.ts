@@ -90,7 +90,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     throw err;
   }
   const scorers = new Map<string, LanguageScorer>(
-    V2_LANGUAGES.map((language) => [language, (texts, max, sentences) => pool.score(language, texts, max, sentences)]),
+    V2_LANGUAGES.map((language) => [language, (texts, max, sentences, opinions) => pool.score(language, texts, max, sentences, opinions)]),
   );
   const { maxDocumentGraphemes } = options;
   const context = { supported: V2_LANGUAGES, maxDocumentGraphemes };
@@ -98,8 +98,8 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   const metrics = new ComponentMetrics('sentiment');
   const scoredDocuments = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
   /** Scores the documents and records their usage for billing, whichever API asked. */
-  const analyze = async (documents: unknown, maxDocuments: number, sentences: boolean, emptyCode?: string): Promise<AnalyzedBatch> => {
-    const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), { maxDocumentGraphemes, scorers, sentences });
+  const analyze = async (documents: unknown, maxDocuments: number, sentences: boolean, opinions = false, emptyCode?: string): Promise<AnalyzedBatch> => {
+    const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), { maxDocumentGraphemes, scorers, sentences, opinions });
     connection.record({ [SENTIMENT_METERS.documents]: batch.usage.documents, [SENTIMENT_METERS.transactions]: batch.usage.transactions });
     scoredDocuments.inc(batch.usage.documents);
     return batch;
@@ -126,14 +126,14 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   for (const version of ['v3.0', 'v3.1'] as const) {
     app.post(`/text/analytics/${version}/sentiment`, { preHandler: v3Gate }, async (request) => {
       const parameters = v3Parameters(queryOf(request), version);
-      const batch = await analyze(documentsOf(request.body), options.maxDocumentsV3, true);
+      const batch = await analyze(documentsOf(request.body), options.maxDocumentsV3, true, parameters.opinionMining);
       return sentimentResults(batch, v3Context(parameters));
     });
   }
   // "::" is fastify's way of writing a literal colon in a path.
   app.post('/language/::analyze-text', { preHandler: v3Gate }, async (request) => {
     const { documents, parameters } = parseAnalyzeText(request.body, queryOf(request));
-    const batch = await analyze(documents, options.maxDocumentsV3, true, 'MissingInputDocuments');
+    const batch = await analyze(documents, options.maxDocumentsV3, true, parameters.opinionMining, 'MissingInputDocuments');
     return { kind: 'SentimentAnalysisResults', results: sentimentResults(batch, v3Context(parameters, LANGUAGE_WORDING)) };
   });
   app.setNotFoundHandler(async (request, reply) => {

@@ -29,12 +29,35 @@ export interface V3Parameters {
   opinionMining: boolean;
 }
 
+/** Targets and assessments have two classes only. */
+interface OpinionScores {
+  positive: number;
+  negative: number;
+}
+export interface SentenceTarget {
+  sentiment: 'positive' | 'negative';
+  confidenceScores: OpinionScores;
+  offset: number;
+  length: number;
+  text: string;
+  relations: { relationType: 'assessment'; ref: string }[];
+}
+export interface SentenceAssessment {
+  sentiment: 'positive' | 'negative';
+  confidenceScores: OpinionScores;
+  offset: number;
+  length: number;
+  text: string;
+  isNegated: boolean;
+}
 export interface SentenceSentiment {
   sentiment: SentimentLabel;
   confidenceScores: ConfidenceScores;
   offset: number;
   length: number;
   text: string;
+  targets?: SentenceTarget[];
+  assessments?: SentenceAssessment[];
 }
 export interface DocumentSentiment {
   id: string;
@@ -147,10 +170,40 @@ function warningsOf(document: ScoredDocument): DocumentSentiment['warnings'] {
   ];
 }
 
-function sentenceSentiment(document: ScoredDocument, sentence: ScoredSentence, type: StringIndexType): SentenceSentiment {
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+function opinionScores(p: number): { sentiment: 'positive' | 'negative'; confidenceScores: OpinionScores } {
+  const positive = round2(p);
+  return { sentiment: p >= 0.5 ? 'positive' : 'negative', confidenceScores: { positive, negative: round2(1 - positive) } };
+}
+
+/** A span of a sentence, placed in its document and counted in the asked index type, with its text. */
+function placed(document: ScoredDocument, sentence: ScoredSentence, span: { offset: number; length: number }, type: StringIndexType) {
+  const offset = sentence.offset + span.offset;
+  return { ...spanIn(document.text, { offset, length: span.length }, type), text: document.text.slice(offset, offset + span.length) };
+}
+
+/** `targets` and `assessments`, whose relations point at assessments by JSON pointer as the service's do. */
+function sentenceOpinions(document: ScoredDocument, sentence: ScoredSentence, where: { document: number; sentence: number }, type: StringIndexType) {
+  const mined = sentence.opinions ?? { targets: [], assessments: [] };
+  const assessments = mined.assessments.map((a) => ({ ...opinionScores(a.score), ...placed(document, sentence, a, type), isNegated: a.isNegated }));
+  const targets = mined.targets.map((t) => ({
+    ...opinionScores(t.assessments.reduce((sum, i) => sum + mined.assessments[i]!.score, 0) / t.assessments.length),
+    ...placed(document, sentence, t, type),
+    relations: t.assessments.map((i) => ({
+      relationType: 'assessment' as const,
+      ref: `#/documents/${where.document}/sentences/${where.sentence}/assessments/${i}`,
+    })),
+  }));
+  return { targets, assessments };
+}
+
+function sentenceSentiment(document: ScoredDocument, index: { document: number; sentence: number }, parameters: V3Parameters): SentenceSentiment {
+  const sentence = document.sentences[index.sentence]!;
   const scores = confidenceScores(sentence.score);
   const text = document.text.slice(sentence.offset, sentence.offset + sentence.length);
-  return { sentiment: labelOf(scores), confidenceScores: scores, ...spanIn(document.text, sentence, type), text };
+  const answer = { sentiment: labelOf(scores), confidenceScores: scores, ...spanIn(document.text, sentence, parameters.stringIndexType), text };
+  return parameters.opinionMining ? { ...answer, ...sentenceOpinions(document, sentence, index, parameters.stringIndexType) } : answer;
 }
 
 export interface AnswerContext {
@@ -160,8 +213,9 @@ export interface AnswerContext {
   wording: ProblemWording;
 }
 
-function documentSentiment(document: ScoredDocument, context: AnswerContext): DocumentSentiment {
-  const sentences = document.sentences.map((sentence) => sentenceSentiment(document, sentence, context.parameters.stringIndexType));
+/** `index`: the document's place in the answer's `documents`, which the assessment pointers name. */
+function documentSentiment(document: ScoredDocument, index: number, context: AnswerContext): DocumentSentiment {
+  const sentences = document.sentences.map((_, sentence) => sentenceSentiment(document, { document: index, sentence }, context.parameters));
   const sentiment = documentLabel(sentences.map((s) => s.sentiment));
   const confidence = confidenceScores(document.score);
   const warnings = warningsOf(document);
@@ -173,7 +227,7 @@ export function sentimentResults(batch: AnalyzedBatch, context: AnswerContext): 
   const documents: DocumentSentiment[] = [];
   const errors: DocumentError[] = [];
   for (const document of batch.documents) {
-    if (isScored(document)) documents.push(documentSentiment(document, context));
+    if (isScored(document)) documents.push(documentSentiment(document, documents.length, context));
     else errors.push(documentError(document.id, document.problem, context));
   }
   const results = { documents, errors, modelVersion: MODEL_VERSION };

@@ -203,3 +203,30 @@ test('issue 34: with --tls the container serves HTTPS with the local CA, and the
   assert.match(endpoint, /^https:\/\/localhost:\d+$/);
   assert.deepEqual(await runHttpsClient('language', endpoint, container.caCertPath), { sentiment: 'positive' });
 });
+
+test('issue 34: opinion mining gives targets and their assessments, negation included, through both SDKs', async (t) => {
+  const { base } = await startSetup(t);
+  const text = 'The food was very good but the service was not helpful. It has a sleek premium aluminum design.';
+  const [v31] = await textAnalytics(base).analyzeSentiment([{ id: 'r', language: 'en', text }], { includeOpinionMining: true });
+  const [current] = await language(base).analyze('SentimentAnalysis', [text], 'en', { includeOpinionMining: true });
+  for (const result of [v31, current]) {
+    assert.ok(result && !result.error);
+    if (!result || result.error) continue;
+    const opinions = result.sentences.flatMap((s) =>
+      s.opinions.map((o) => [o.target.text, o.target.sentiment, o.assessments.map((a) => [a.text, a.sentiment, a.isNegated])]),
+    );
+    assert.deepEqual(opinions, [
+      ['food', 'positive', [['good', 'positive', false]]],
+      ['service', 'negative', [['helpful', 'negative', true]]],
+      ['design', 'positive', [['sleek', 'positive', false]]],
+    ]);
+    const [first] = result.sentences;
+    const food = first!.opinions[0]!.target;
+    assert.equal(text.slice(food.offset, food.offset + food.length), 'food');
+  }
+  // Without the option, no opinions; a language with no English model gets none either.
+  const [plain] = await language(base).analyze('SentimentAnalysis', [text], 'en');
+  assert.deepEqual(plain && !plain.error ? plain.sentences.flatMap((s) => s.opinions) : null, []);
+  const [spanish] = await language(base).analyze('SentimentAnalysis', ['La comida es maravillosa.'], 'es', { includeOpinionMining: true });
+  assert.deepEqual(spanish && !spanish.error ? spanish.sentences.flatMap((s) => s.opinions) : null, []);
+});
