@@ -29,7 +29,7 @@ import { parseCorsRules, preflight, responseCorsHeaders } from './handlers/cors.
 import { ServicePropertiesStore } from './persistence/service-properties.ts';
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'undici';
-import type { Operation, StorageLimits } from './handlers/context.ts';
+import type { Operation, StorageLimits, Subrequest, SubrequestAnswer } from './handlers/context.ts';
 
 export type StorageOptions = OptionValues<typeof storageOptions>;
 
@@ -97,6 +97,24 @@ function resolveTarget(request: FastifyRequest, scheme: string): Target {
   const container = segments.length && segments[0] !== '' ? decode(segments[0]!) : undefined;
   const blobPath = segments.slice(1).join('/');
   return { account, container, blob: blobPath ? decode(blobPath) : undefined, endpoint, rawPath };
+}
+
+/** Headers of a sub-request's answer that belong to its connection, not to it. */
+const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding']);
+
+/** A Blob Batch sub-request, run through this app as if it came alone over the batch's connection. */
+async function runSubrequest(app: FastifyInstance, sub: Subrequest, batch: FastifyRequest): Promise<SubrequestAnswer> {
+  const answer = await app.inject({
+    method: sub.method as 'DELETE' | 'PUT',
+    url: sub.url,
+    headers: { ...sub.headers, host: batch.headers.host ?? '', 'content-length': '0' },
+    remoteAddress: batch.ip,
+  });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (!CONNECTION_HEADERS.has(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return { status: answer.statusCode, statusText: answer.statusMessage, headers, body: answer.body };
 }
 
 /** Where `UseDevelopmentStorage=true` sends requests, in every storage SDK. */
@@ -197,6 +215,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         sourceDispatcher: ctx.sourceDispatcher,
         serviceProperties,
         serviceVersion: version.effective,
+        runSubrequest: (sub) => runSubrequest(app, sub, request),
         ...(principal.scheme === 'Bearer' ? { tokenIdentity: { objectId: principal.principalId, tenantId: principal.tenantId } } : {}),
       };
       if (!target.container) return serviceOperation(op);

@@ -12,6 +12,7 @@ import { checkLeaseCondition, leaseElements, leaseHeaders, leaseRequest, type Le
 import { getContainerAcl, publicAccessHeader, setContainerAcl } from './container-acl.ts';
 import { getAccountInformation } from './service.ts';
 import { findBlobsByTags } from './tags.ts';
+import { submitBatch } from './batch.ts';
 
 /** Container names as the service allows them: 3-63 of a-z, 0-9 and single hyphens, starting and ending with a letter or digit. */
 export const CONTAINER_NAME = /^(?=.{3,63}$)[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -148,6 +149,7 @@ export async function containerOperation(op: Operation, name: string): Promise<v
   if (restype !== 'container') throw errors.invalidUri();
   if (comp === 'list' && method === 'GET') return listBlobs(op, name);
   if (comp === 'blobs' && method === 'GET') return findBlobsByTags(op, name);
+  if (comp === 'batch' && method === 'POST') return submitBatch(op);
   if (comp === 'metadata' && method === 'PUT') return setContainerMetadata(op, name);
   if (comp === 'metadata' && read) return getContainerMetadata(op, name);
   if (comp === 'lease' && method === 'PUT') return leaseContainer(op, name);

@@ -7,6 +7,21 @@ import type { StorageAccount } from '../persistence/accounts.ts';
 import { errors } from '../errors.ts';
 import type { Action } from '../authentication/index.ts';
 
+/** A sub-request of a Blob Batch: a request line and headers. */
+export interface Subrequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** What a sub-request was answered. */
+export interface SubrequestAnswer {
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
 /** One request, resolved to its account, container and blob, after authentication. */
 export interface Operation {
   request: FastifyRequest;
@@ -33,6 +48,8 @@ export interface Operation {
   serviceProperties: ServicePropertiesStore;
   /** The version the request is served as (versions.ts). */
   serviceVersion: string;
+  /** Runs a Blob Batch sub-request through this server's whole request handling, its own credentials included. */
+  runSubrequest(request: Subrequest): Promise<SubrequestAnswer>;
   /** Who a bearer token names (the only callers that may get a user delegation key). */
   tokenIdentity?: { objectId: string; tenantId: string };
 }

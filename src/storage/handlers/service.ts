@@ -9,6 +9,7 @@ import { listingQuery, page, smallBody, type Operation } from './context.ts';
 import { leaseElements } from './leases.ts';
 import { parseCorsRules } from './cors.ts';
 import { findBlobsByTags } from './tags.ts';
+import { submitBatch } from './batch.ts';
 import { isWellFormedVersion } from '../authentication/versions.ts';
 import { MAX_USER_DELEGATION_KEY_MS, userDelegationKeyValue } from '../authentication/user-delegation.ts';
 
@@ -109,5 +110,6 @@ export async function serviceOperation(op: Operation): Promise<void> {
   if (restype === 'service' && comp === 'properties' && method === 'PUT') return setServiceProperties(op);
   if (method === 'GET' && comp === 'blobs') return findBlobsByTags(op);
   if (restype === 'service' && comp === 'userdelegationkey' && method === 'POST') return getUserDelegationKey(op);
+  if (comp === 'batch' && method === 'POST') return submitBatch(op);
   throw errors.invalidQuery('comp');
 }
