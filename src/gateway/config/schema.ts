@@ -70,7 +70,8 @@ function checkField(field: Field, value: unknown, path: string, errors: FieldErr
     if (field.default === undefined) return value === null ? null : undefined;
     // An absent record still gets the defaults of its own fields.
     if (field.type === 'record' && field.default !== null) return checkRecord(field.fields, structuredClone(field.default), path, errors, warnings);
-    return structuredClone(field.default);
+    // Only a list or record default needs a copy of its own (a file's entities must not share one).
+    return typeof field.default === 'object' ? structuredClone(field.default) : field.default;
   }
   const fail = (message: string) => {
     errors.push({ path, message });
