@@ -6,11 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { clientErrorStatus, type WireAnswer } from '../common/errors.ts';
+import { isDiskFull } from '../common/files.ts';
 import { HubError } from './domain/errors.ts';
 
-/** Anything thrown that is not a HubError is an internal failure; its text stays in the log. */
+/** Anything thrown that is not a HubError is an internal failure (its text stays in the log), but for a full disk. */
 export function toHubError(err: unknown): HubError {
-  return err instanceof HubError ? err : new HubError('ServerError', 'internal error');
+  if (err instanceof HubError) return err;
+  if (isDiskFull(err)) return new HubError('ServiceUnavailable', "The hub's disk is full: the change was not stored. Retry once space is freed.");
+  return new HubError('ServerError', 'internal error');
 }
 
 /** Body of an error on `$iothub/twin/res/<status>/` (the device SDK fails with `message`). */

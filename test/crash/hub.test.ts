@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { connectDevice, eventually, spawnHub, type TestHub } from '../hub/helpers.ts';
-import { crashRounds, type Child } from './harness.ts';
+import { crashRounds, diskFullRound, type Child } from './harness.ts';
 
 const WRITERS = 3;
 /** C2D messages a writer queues between two checks, under the hub's 50 pending per device. */
@@ -98,4 +98,56 @@ test('crash: the hub keeps every acknowledged device, twin patch (and its versio
     await device.endAsync();
     assert.deepEqual(duplicates, [], `round ${round}: q-${w} C2D messages delivered once`);
   }
+});
+
+test('disk full: the hub refuses device creations and twin patches with 503 ServiceUnavailable while its disk is full, keeps none of them, and keeps every acknowledged one over restarts', async (t) => {
+  const devices = { acknowledged: new Set<string>(), refused: new Set<string>() };
+  const patches = Array.from({ length: WRITERS }, () => ({ acknowledged: 0, refused: new Set<number>() }));
+  let next = 0;
+  let previous: TestHub | undefined;
+  const refusal = (answer: { status: number; body: unknown }) =>
+    answer.status === 503 && /^ErrorCode:ServiceUnavailable;/.test((answer.body as { Message?: string }).Message ?? '');
+
+  await diskFullRound(t, {
+    async start(dataDir): Promise<HubChild> {
+      await previous?.close();
+      const { child, hub } = await spawnHub({ dataDir, demoDevice: '' });
+      previous = hub;
+      return { process: child, readyLine: hub.restUrl, hub };
+    },
+    async load({ hub }, writers) {
+      for (let w = 0; w < WRITERS; w++) if (!(await hub.rest('GET', `/devices/p-${w}`)).status.toString().startsWith('2')) await hub.createDevice(`p-${w}`);
+      await writers.run(WRITERS, async (w, iteration) => {
+        if (iteration % 2 === 0) {
+          const deviceId = `full-${next++}`;
+          const created = await hub.rest('PUT', `/devices/${deviceId}`, {});
+          if (refusal(created)) {
+            devices.refused.add(deviceId);
+            return writers.refused();
+          }
+          assert.equal(created.status, 200, JSON.stringify(created.body));
+          devices.acknowledged.add(deviceId);
+          return;
+        }
+        const n = ++next;
+        const patched = await hub.rest('PATCH', `/twins/p-${w}`, { properties: { desired: { n } } });
+        if (refusal(patched)) {
+          patches[w]!.refused.add(n);
+          return writers.refused();
+        }
+        assert.equal(patched.status, 200, JSON.stringify(patched.body));
+        patches[w]!.acknowledged = n;
+      });
+    },
+    async check({ hub }, stage) {
+      const listed = ((await hub.rest('GET', '/devices')).body as { deviceId: string }[]).map((d) => d.deviceId);
+      for (const id of devices.acknowledged) assert.ok(listed.includes(id), `${stage}: acknowledged device ${id} is there`);
+      for (const id of devices.refused) assert.ok(!listed.includes(id), `${stage}: refused device ${id} is not there`);
+      for (let w = 0; w < WRITERS; w++) {
+        const twin = (await hub.rest('GET', `/twins/p-${w}`)).body as Twin;
+        assert.equal(twin.properties.desired.n ?? 0, patches[w]!.acknowledged, `${stage}: twin p-${w} has its last acknowledged patch`);
+      }
+    },
+  });
+  await previous?.close();
 });

@@ -19,6 +19,7 @@ export const HubErrorCodes = {
   PreconditionFailed: 412002,
   DeviceMessageLockLost: 412020,
   ServerError: 500001,
+  ServiceUnavailable: 503001,
   GatewayTimeout: 504101,
 } as const;
 export type HubErrorName = keyof typeof HubErrorCodes;

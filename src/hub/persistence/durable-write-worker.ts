@@ -16,7 +16,7 @@ export interface DurableWrite {
   expected?: string | null;
 }
 
-export type DurableWriteAnswer = { id: number; version: string } | { id: number; stale: true } | { id: number; error: string };
+export type DurableWriteAnswer = { id: number; version: string } | { id: number; stale: true } | { id: number; error: string; code?: string };
 
 /** A file's version: what changes with every atomic write (a new inode, a new change time). */
 export async function fileVersion(path: string): Promise<string | null> {
@@ -51,6 +51,7 @@ async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
 parentPort?.on('message', (request: DurableWrite) => {
   void perform(request).then(
     (answer) => parentPort?.postMessage(answer),
-    (err: unknown) => parentPort?.postMessage({ id: request.id, error: (err as Error).message } satisfies DurableWriteAnswer),
+    (err: unknown) =>
+      parentPort?.postMessage({ id: request.id, error: (err as Error).message, code: (err as NodeJS.ErrnoException).code } satisfies DurableWriteAnswer),
   );
 });

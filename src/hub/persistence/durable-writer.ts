@@ -49,7 +49,8 @@ export class DurableWriter {
       this.pending.delete(answer.id);
       if (!pending) return;
       if ('version' in answer) pending.resolve(answer.version);
-      else pending.reject('stale' in answer ? new StaleFile() : new Error(answer.error));
+      // The errno code (ENOSPC: a full disk) goes with the message, so callers can tell it.
+      else pending.reject('stale' in answer ? new StaleFile() : Object.assign(new Error(answer.error), { code: answer.code }));
     });
     // A worker that died takes its writes with it: they fail (nothing was acknowledged), the next write starts a new one.
     worker.on('error', (err) => {
