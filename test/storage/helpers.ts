@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createPrivateKey } from 'node:crypto';
+import { createHmac, createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { startStorage, type StorageOptions } from '../../src/storage/server.ts';
@@ -110,4 +110,25 @@ export async function startSharedKeyStorage(
     dataDir,
     storage,
   };
+}
+
+/**
+ * A request signed with the development key (Shared Key), built by hand as a client without
+ * the SDK would: for wire details the SDK does not let a test choose (its x-ms-version, a raw body).
+ */
+export function sharedKeyFetch(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<Response> {
+  const method = init.method ?? 'GET';
+  const target = new URL(url);
+  const headers: Record<string, string> = { 'x-ms-date': new Date().toUTCString(), ...init.headers };
+  const get = (name: string) => headers[name] ?? '';
+  const length = init.body ? String(Buffer.byteLength(init.body)) : '';
+  const standard = [method, '', '', length, '', get('content-type'), '', '', '', '', '', ''];
+  const canonicalHeaders = Object.keys(headers)
+    .filter((name) => name.startsWith('x-ms-'))
+    .sort()
+    .map((name) => `${name}:${headers[name]}`);
+  const query = [...target.searchParams.keys()].sort().map((key) => `\n${key}:${target.searchParams.get(key)}`);
+  const stringToSign = [...standard, ...canonicalHeaders, `/devstoreaccount1${target.pathname}${query.join('')}`].join('\n');
+  const signature = createHmac('sha256', Buffer.from(DEVELOPMENT_KEY, 'base64')).update(stringToSign).digest('base64');
+  return fetch(url, { method, ...(init.body ? { body: init.body } : {}), headers: { ...headers, authorization: `SharedKey devstoreaccount1:${signature}` } });
 }
