@@ -12,6 +12,7 @@ import { isDiskFull } from './common/files.ts';
 import type { Logger } from './common/log.ts';
 import { closeOnSignals } from './common/shutdown.ts';
 import { ensureLocalCa } from './common/ca.ts';
+import { mergeFacts } from './common/facts.ts';
 import { commandGroups, components, upNeeds } from './components.ts';
 import { formatStartTable, type FailedComponent, type TableNotes } from './up/table.ts';
 import { selectComponents } from './up/only.ts';
@@ -190,6 +191,8 @@ async function runUp(args: string[]): Promise<number> {
   const started = new Map<string, RunningComponent>();
   const failed = new Map<string, FailedComponent>();
   const { removeUpState, writeUpState } = await import('./up/state.ts');
+  // up.json describes this run only: whoever waits for it (the Testcontainers module) must not read a killed run's.
+  await removeUpState(global.dataDir);
   closeOnSignals(async () => {
     await closeAll(started, logger);
     await removeUpState(global.dataDir);
@@ -201,7 +204,7 @@ async function runUp(args: string[]): Promise<number> {
       else if (key in commonOptions) own[key] = value;
     }
     try {
-      const file = { ...component.upDefaults, ...component.wireUp?.(started), ...fileSection(global.config, component.name) };
+      const file = { ...component.upDefaults, ...component.wireUp?.(mergeFacts(started.values()), started), ...fileSection(global.config, component.name) };
       const options = resolveConfig(component.name, component.options, { flags: own, env: process.env, file, flagPrefix: `${component.name}-` });
       started.set(component.name, await startComponent(component, options));
     } catch (err) {

@@ -25,6 +25,7 @@ import { loadAssets } from '../../src/console/assets.ts';
 import { addDevice, deviceFilePath } from '../../src/devices/store.ts';
 import { startChildServers } from '../common/child.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
+import type { PublishedFacts } from '../../src/common/facts.ts';
 
 const DEVICES = 1000;
 const TELEMETRY = 10_000;
@@ -38,7 +39,7 @@ interface Components {
   dataDir: string;
   caCertPath: string;
   consoleOptions: Record<string, unknown>;
-  credentials: Record<string, string[]>;
+  facts: PublishedFacts;
 }
 
 /** utime + stime of a process, in ms (Linux /proc; clock ticks of 10 ms). */
@@ -138,7 +139,7 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
   );
 
   const components = await startChildServers<Components>(new URL('./servers.ts', import.meta.url));
-  const { dataDir, caCertPath, consoleOptions, credentials } = components.info;
+  const { dataDir, caCertPath, consoleOptions, facts } = components.info;
   const consoleChild = await startChildServers<{ base: string; pid: number }>(new URL('./servers.ts', import.meta.url), [
     'console',
     JSON.stringify({ ...consoleOptions, dataDir }),
@@ -152,14 +153,10 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     args: CHROMIUM_ARGS,
   });
   const ca = await readFile(caCertPath, 'utf8');
-  const blobs = BlobServiceClient.fromConnectionString(
-    credentials.storage!.find((l) => l.startsWith('connection string: '))!.slice('connection string: '.length),
-    { agent: new HttpsAgent({ ca, keepAlive: true, maxSockets: UPLOADERS }) } as StoragePipelineOptions,
-  ).getContainerClient('bench');
-  const device = deviceSdk.Client.fromConnectionString(
-    credentials.hub!.find((l) => l.startsWith('device demo-device: '))!.slice('device demo-device: '.length),
-    mqttTransport.Mqtt,
-  );
+  const blobs = BlobServiceClient.fromConnectionString(facts.storage!.connectionString, {
+    agent: new HttpsAgent({ ca, keepAlive: true, maxSockets: UPLOADERS }),
+  } as StoragePipelineOptions).getContainerClient('bench');
+  const device = deviceSdk.Client.fromConnectionString(facts.hub!.demoDevice!.connectionString, mqttTransport.Mqtt);
 
   /** Times a page ROUNDS times (medians), with the console's CPU time per load. */
   const time = async (hash: string, ready: Ready, before?: string) => {

@@ -11,6 +11,7 @@ import { ensureLocalCa } from '../../src/common/ca.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { resolveConfig } from '../../src/common/config.ts';
 import { components } from '../../src/components.ts';
+import { mergeFacts } from '../../src/common/facts.ts';
 
 const quiet = { host: '127.0.0.1', port: 0, logLevel: 'silent' };
 const started = new Map<string, RunningComponent>();
@@ -19,7 +20,7 @@ let dataDir = '';
 async function start(name: string, own: Record<string, unknown>): Promise<RunningComponent> {
   const definition = components.find((c) => c.name === name)!;
   const ownQuiet = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
-  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...ownQuiet, ...own };
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(mergeFacts(started.values()), started), ...ownQuiet, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
   return running;
@@ -35,8 +36,8 @@ if (process.argv[2] === 'console') {
   await start('hub', { dataDir, restPort: 0, telemetryLogSize: 20_000 });
   await start('devsvc', { dataDir, registry: 'static', metricsPort: 0 });
   // What `up` would hand the console, as options for a console in another process.
-  const consoleOptions = components.find((c) => c.name === 'console')!.wireUp!(started);
-  console.log(JSON.stringify({ dataDir, caCertPath, consoleOptions, credentials: Object.fromEntries([...started].map(([n, c]) => [n, c.credentials ?? []])) }));
+  const consoleOptions = components.find((c) => c.name === 'console')!.wireUp!(mergeFacts(started.values()), started);
+  console.log(JSON.stringify({ dataDir, caCertPath, consoleOptions, facts: mergeFacts(started.values()) }));
 }
 process.once('SIGTERM', async () => {
   for (const running of [...started.values()].reverse()) await running.close();

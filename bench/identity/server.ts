@@ -1,6 +1,6 @@
 /**
  * The identity component in its own process for the benchmark, so the load
- * generator does not share its event loop; prints its exports and the demo
+ * generator does not share its event loop; prints its facts and the demo
  * client's credentials as one JSON line.
  */
 import { startIdentity } from '../../src/identity/start.ts';
@@ -15,7 +15,7 @@ const made = await openDirectory(dataDir).update((d) => {
   grantAppRole(d, c.client.appId, 'api://offcloud-demo-api', 'Demo.Read.All');
   return { clientId: c.client.appId, clientSecret: c.secret };
 });
-process.stdout.write(`${JSON.stringify({ ...running.exports, ...made })}\n`);
+process.stdout.write(`${JSON.stringify({ ...running.facts!.identity!, ...made })}\n`);
 process.on('SIGTERM', () => {
   void running.close().then(() => process.exit(0));
 });

@@ -18,7 +18,7 @@ const billing = await startBilling(quiet);
 const ours = await startSentiment({
   ...quiet,
   eula: 'accept',
-  billing: billing.exports!.billingUrl!,
+  billing: billing.facts!.billing!.billingUrl,
   apiKey: key,
   workers: Number(process.env.SENTIMENT_WORKERS ?? 1),
 });

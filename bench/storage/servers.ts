@@ -9,15 +9,14 @@ import { announce } from '../common/child.ts';
 const given = process.argv[2];
 const dataDir = given ?? (await mkdtemp(join(tmpdir(), 'offcloud-bench-storage-')));
 const identity = await startIdentity({ dataDir, port: 0, imdsPort: 0, logLevel: 'silent' });
-const storage = await startStorage({ dataDir, port: 0, httpsPort: 0, logLevel: 'silent', authorityHost: identity.exports!.authorityHost! });
-const connection = storage.credentials!.find((line) => line.startsWith('connection string'))!;
+const storage = await startStorage({ dataDir, port: 0, httpsPort: 0, logLevel: 'silent', authorityHost: identity.facts!.identity!.authorityHost });
 announce(
   {
     blobEndpoint: storage.urls[0]!.url,
-    httpBlobEndpoint: storage.exports!.httpBlobEndpoint,
-    accountKey: /AccountKey=([^;]+);/.exec(connection)![1],
+    httpBlobEndpoint: storage.facts!.storage!.httpBlobEndpoint,
+    accountKey: storage.facts!.storage!.accountKey,
     caCertPath: storage.caCertPath,
-    imdsUrl: identity.exports!.imdsUrl,
+    imdsUrl: identity.facts!.identity!.imdsUrl,
     pid: process.pid,
   },
   async () => {

@@ -74,11 +74,8 @@ export async function startBilling(given: Partial<BillingOptions> & RuntimeExtra
   logger.info({ url }, 'billing endpoint listening');
   return {
     urls: [{ label: 'billing endpoint (Billing=)', url }],
-    credentials: demoKeys ? CONTAINER_KIND_NAMES.map((kind) => `ApiKey for ${kind}: ${demoKeys[kind]}`) : [],
-    exports: {
-      billingUrl: url,
-      ...(demoKeys ? Object.fromEntries(CONTAINER_KIND_NAMES.map((kind) => [`apiKey.${kind}`, demoKeys[kind]])) : {}),
-    },
+    facts: { billing: { billingUrl: url, ...(demoKeys && { demoApiKeys: { ...demoKeys } }) } },
+    details: demoKeys ? CONTAINER_KIND_NAMES.map((kind) => ({ label: `ApiKey for ${kind}`, value: demoKeys[kind] })) : [],
     close: () => app.close(),
   };
 }

@@ -62,6 +62,7 @@ export async function startCalculator(given: Partial<CalculatorOptions> & Runtim
   logger.info({ url }, 'calculator listening');
   return {
     urls: [{ label: 'REST', url: `${url}/add/{a}/{b}` }],
+    facts: { calculator: { url } },
     close: () => app.close(),
   };
 }

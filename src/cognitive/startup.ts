@@ -6,7 +6,7 @@
  * are read here, because they carry no OFFCLOUD_ prefix.
  */
 import { tlsOptions, type OptionSchema } from '../common/config.ts';
-import type { RunningComponent } from '../common/component.ts';
+import type { PublishedFacts } from '../common/facts.ts';
 import { StartupError } from '../common/errors.ts';
 import type { ContainerKind } from './protocol.ts';
 
@@ -95,10 +95,9 @@ export function validateContainerStart(component: string, options: ContainerStar
  * accepted on the user's behalf for that demo.
  */
 export function containerWireUp(kind: ContainerKind) {
-  return (started: ReadonlyMap<string, RunningComponent>): Partial<ContainerStartOptions> => {
-    const billing = started.get('billing')?.exports;
-    const apiKey = billing?.[`apiKey.${kind}`];
-    if (!billing?.billingUrl || !apiKey) return {};
+  return ({ billing }: PublishedFacts): Partial<ContainerStartOptions> => {
+    const apiKey = billing?.demoApiKeys?.[kind];
+    if (!billing || !apiKey) return {};
     return { eula: 'accept', billing: billing.billingUrl, apiKey };
   };
 }

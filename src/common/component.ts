@@ -4,6 +4,7 @@
  * is listed in src/components.ts.
  */
 import type { OptionSchema, OptionValues } from './config.ts';
+import type { PublishedFacts } from './facts.ts';
 
 export interface Endpoint {
   /** What this URL serves, e.g. "REST", "MQTT over TLS", "IMDS". */
@@ -11,14 +12,24 @@ export interface Endpoint {
   url: string;
 }
 
+/**
+ * A line of the table under a component's URLs: a label and the value a user
+ * copies (a key, a connection string; printed whole, never wrapped), or a
+ * note alone. For people only: programs read `facts`.
+ */
+export interface Detail {
+  label: string;
+  value?: string;
+}
+
 export interface RunningComponent {
   urls: Endpoint[];
-  /** Lines a client needs besides the URLs: keys, ids, how to get a token. */
-  credentials?: string[];
+  /** The machine values it publishes, typed: what `offcloud env`, up.json, `wireUp` and the console read. */
+  facts?: PublishedFacts;
+  /** What the table shows besides the URLs: keys, ids, how to get a token. */
+  details?: Detail[];
   /** The CA file to trust, when a URL is HTTPS/TLS with the local CA. */
   caCertPath?: string | null;
-  /** Facts later components need under `offcloud up` (an issuer URL, a billing URL). */
-  exports?: Record<string, string>;
   /** Stops accepting, finishes what is in flight, releases everything. */
   close(): Promise<void>;
 }
@@ -30,8 +41,8 @@ export interface ComponentDefinition<S extends OptionSchema = OptionSchema> {
   start(options: OptionValues<S>): Promise<RunningComponent>;
   /** Option values that differ under `offcloud up` (a port that would clash). */
   upDefaults?: Partial<OptionValues<S>>;
-  /** Under `offcloud up`: option values taken from components started before it. */
-  wireUp?(started: ReadonlyMap<string, RunningComponent>): Partial<OptionValues<S>>;
+  /** Under `offcloud up`: option values taken from what the components started before it published. */
+  wireUp?(facts: PublishedFacts, started: ReadonlyMap<string, RunningComponent>): Partial<OptionValues<S>>;
   /** `offcloud <name> <subcommand> …`: management commands; returns the exit code. */
   subcommands?: Record<string, Subcommand>;
 }

@@ -220,7 +220,8 @@ export async function startConsole(given: Partial<ConsoleOptions> & RuntimeExtra
   logger.info({ url, login: access.loginToken !== null }, 'console listening');
   return {
     urls: [{ label: 'web console', url: `${url}/` }],
-    credentials: access.loginToken ? [`login token ${access.loginToken} (shown once)`] : [],
+    facts: { console: { url: `${url}/`, ...(access.loginToken !== null && { loginToken: access.loginToken }) } },
+    details: access.loginToken ? [{ label: 'login token', value: access.loginToken }] : [],
     close: () => app.close(),
   };
 }

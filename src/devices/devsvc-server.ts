@@ -189,8 +189,8 @@ export async function startDevSvc(given: Partial<DevSvcOptions> & RuntimeExtras 
       { label: 'registry', url: `${registry.where}: ${serviceName} node ${nodeId}` },
       { label: 'metrics', url: `${probesUrl}/metrics` },
     ],
-    credentials: [`proto: ${PROTO_PATH}`],
-    exports: { registry: registry.kind, serviceName, address: advertised },
+    facts: { devsvc: { registry: registry.kind, serviceName, address: advertised } },
+    details: [{ label: 'proto', value: PROTO_PATH }],
     async close() {
       clearInterval(heartbeat);
       serving = false;

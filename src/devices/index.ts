@@ -25,5 +25,5 @@ export const devdata = defineComponent({
   options: devdataOptions,
   start: async (options) => (await import('./devdata-server.ts')).startDevData(options),
   // Under `offcloud up`, find DevSvc the way it registered (mdns, or its address if it fell back to static).
-  wireUp: (started) => registryOfDevSvc(started.get('devsvc')?.exports),
+  wireUp: ({ devsvc }) => registryOfDevSvc(devsvc),
 });

@@ -31,12 +31,7 @@ export const gateway = defineComponent({
       },
     },
   },
-  wireUp(started) {
-    const wired: { usersUrl?: string; calculatorUrl?: string } = {};
-    const usersUrl = started.get('users')?.exports?.usersUrl;
-    if (usersUrl) wired.usersUrl = usersUrl;
-    const calculator = started.get('calculator')?.urls[0]?.url;
-    if (calculator) wired.calculatorUrl = calculator.replace(/\/add\/\{a\}\/\{b\}$/, '');
-    return wired;
+  wireUp({ users, calculator }) {
+    return { ...(users && { usersUrl: users.usersUrl }), ...(calculator && { calculatorUrl: calculator.url }) };
   },
 });

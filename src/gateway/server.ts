@@ -10,6 +10,7 @@ import { createServer as createNetServer, type AddressInfo, type Server, type So
 import { join } from 'node:path';
 import { describeKey, withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
+import type { GatewayFacts } from '../common/facts.ts';
 import { ConfigError } from '../common/errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
 import { formatHost, translateListenError } from '../common/http.ts';
@@ -180,9 +181,12 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     closers.push(admin.close);
     const host = formatHost(options.host);
     logger.info({ http: httpPort, https: httpsPort, admin: admin.url, config: source, workers: options.workers }, 'gateway listening');
-    const credentials = options.declarativeConfig
-      ? []
-      : [`consumer ${options.consumer}: apikey=${config.entities.keyauth_credentials[0]!.key} (query ?apikey= or header apikey:)`];
+    const facts: GatewayFacts = {
+      proxyUrl: `http://${host}:${httpPort}`,
+      proxyTlsUrl: `https://${host}:${httpsPort}`,
+      adminUrl: admin.url,
+      ...(!options.declarativeConfig && { demoConsumer: { username: options.consumer, apiKey: config.entities.keyauth_credentials[0]!.key } }),
+    };
     return {
       urls: [
         { label: 'proxy', url: `http://${host}:${httpPort}` },
@@ -195,9 +199,11 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
               { label: 'calculator', url: `http://${host}:${httpPort}/calc/v1/add/{a}/{b}` },
             ]),
       ],
-      credentials,
+      facts: { gateway: facts },
+      details: facts.demoConsumer
+        ? [{ label: `consumer ${facts.demoConsumer.username}'s key (query ?apikey= or header apikey:)`, value: facts.demoConsumer.apiKey }]
+        : [],
       caCertPath: tls.caCertPath,
-      exports: { proxyUrl: `http://${host}:${httpPort}`, adminUrl: admin.url },
       close: closeAll,
     };
   } catch (err) {

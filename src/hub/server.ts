@@ -4,6 +4,7 @@ import { formatHost } from '../common/http.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
+import type { HubFacts } from '../common/facts.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { DeviceHub, type HubActivity } from './domain/hub.ts';
@@ -83,12 +84,18 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     await hub.close();
     throw err;
   }
-  const credentials = [`hub host name: ${options.hostName}`];
+  const facts: HubFacts = {
+    hostName: options.hostName,
+    mqttUrl: mqtt.url,
+    webSocketUrl,
+    amqpUrl: amqp.url,
+    restUrl: rest.url,
+    serviceConnectionString: `HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`,
+  };
   if (options.demoDevice) {
     const demo = await hub.ensureDevice(options.demoDevice);
-    credentials.push(`device ${identityKey(demo)}: ${connectionString(options.hostName, mqtt.port, demo)}`);
+    facts.demoDevice = { deviceId: identityKey(demo), primaryKey: demo.keys.primaryKey, connectionString: connectionString(options.hostName, mqtt.port, demo) };
   }
-  credentials.push(`service: HostName=${options.hostName};SharedAccessKeyName=iothubowner;SharedAccessKey=${await hub.policyKey('iothubowner')}`);
   logger.info({ mqtt: mqtt.url, amqp: amqp.url, webSocket: webSocketUrl, rest: rest.url }, 'hub listening');
   return {
     urls: [
@@ -97,9 +104,13 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
       { label: 'MQTT and AMQP over WebSockets (devices)', url: webSocketUrl },
       { label: 'AMQP over TLS (devices, service C2D and feedback)', url: amqp.url },
     ],
-    credentials,
+    facts: { hub: facts },
+    details: [
+      { label: 'hub host name', value: facts.hostName },
+      ...(facts.demoDevice ? [{ label: `device ${facts.demoDevice.deviceId} connection string`, value: facts.demoDevice.connectionString }] : []),
+      { label: 'service connection string (iothubowner)', value: facts.serviceConnectionString },
+    ],
     caCertPath: tls.caCertPath,
-    exports: { hubHostName: options.hostName, hubMqttUrl: mqtt.url, hubRestUrl: rest.url, hubWebSocketUrl: webSocketUrl, hubAmqpUrl: amqp.url },
     async close() {
       await Promise.allSettled([mqtt.close(), amqp.close(), rest.app.close(), closeWebSocketListener(webSocketListener)]);
       await hub.close();

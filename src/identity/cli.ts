@@ -80,7 +80,7 @@ async function openStore(flags: Flags, write: Write): Promise<DirectoryStore> {
       lines({
         'created directory': store.path,
         'demo client': seed.directory.clients[0]!.appId,
-        'demo client secret (shown once)': seed.demoClientSecret,
+        'demo client secret (kept in the data dir for offcloud env)': seed.demoClientSecret,
       }),
     );
   }

@@ -51,6 +51,9 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
 }
 
 /** The tenant of a discovery path: a known tenant's GUID, or `{tenantid}` for the multi-tenant aliases. */
+/** The tenant segment of an ADFS authority, which MSAL trusts without instance discovery. */
+export const ADFS_TENANT = 'adfs';
+
 function discoveryTenant(directory: Directory, segment: string): string {
   const tenant = findTenant(directory, segment);
   if (tenant) return tenant.id;
@@ -110,6 +113,13 @@ export function registerIssuerRoutes(app: FastifyInstance, options: IssuerRoutes
   };
   app.get('/:tenant/v2.0/.well-known/openid-configuration', discovery(2));
   app.get('/:tenant/.well-known/openid-configuration', discovery(1));
+  // An ADFS-style authority (tenant `adfs`, as AZURE_TENANT_ID=adfs names it): the Azure SDKs skip
+  // instance discovery for one, so an unmodified DefaultAzureCredential reaches this issuer with no
+  // network. It stands for the default tenant, with the v2 endpoints.
+  app.get(`/${ADFS_TENANT}/.well-known/openid-configuration`, async (request) => {
+    const ctx = await options.context();
+    return openIdConfiguration(ctx, requestOrigin(request, options.origin()), ctx.directory.defaultTenantId, 2);
+  });
 
   const keys = async (request: FastifyRequest<{ Params: { tenant: string } }>) => {
     const ctx = await options.context();

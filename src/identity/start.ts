@@ -8,12 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
-import type { RunningComponent } from '../common/component.ts';
+import type { Detail, RunningComponent } from '../common/component.ts';
+import type { IdentityFacts } from '../common/facts.ts';
 import { createFileExclusive, removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, listenEach } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
-import { openDirectory, type Directory } from './directory/index.ts';
+import { openDirectory } from './directory/index.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
 import { registerIssuerRoutes, TOKEN_BODY_LIMIT } from './issuer-server.ts';
@@ -36,29 +37,25 @@ async function resolveIdentityHeader(dataDir: string, given: string): Promise<st
   return (await readFile(path, 'utf8')).trim();
 }
 
-function credentialLines(
-  demo: { appId: string; secret: string; firstStart: boolean; path: string } | null,
-  directory: Directory,
-  tenantId: string,
-  imdsUrl: string,
-  appServiceUrl: string,
-  header: string,
-  issuerUrl: string,
-): string[] {
-  const demoLines = demo
+function tableDetails(facts: IdentityFacts, demoSecretPath: string): Detail[] {
+  const { demoClient } = facts;
+  const demoLines: Detail[] = demoClient
     ? [
-        // The demo secret is also kept in the data dir, so later starts (and `offcloud env`) show it again.
-        `demo client ${demo.appId}`,
-        `demo client secret ${demo.secret} ${demo.firstStart ? '(shown once)' : `(kept in ${demo.path})`}`,
-        `demo API scope ${directory.apis[0]?.identifierUris[0] ?? 'api://offcloud-demo-api'}/.default`,
+        { label: 'demo client', value: demoClient.clientId },
+        // The demo secret is kept in the data dir, so later starts (and `offcloud env`) show it again.
+        { label: 'demo client secret', value: demoClient.clientSecret },
+        { label: 'demo client secret kept in', value: demoSecretPath },
+        { label: 'demo API scope', value: demoClient.apiScope },
       ]
-    : ['clients and secrets: offcloud identity list / offcloud identity secret add --client <appId>'];
+    : [{ label: 'clients and secrets: offcloud identity list / offcloud identity secret add --client <appId>' }];
   return [
-    `tenant ${tenantId}`,
+    { label: 'tenant', value: facts.tenantId },
     ...demoLines,
-    `SDKs: authorityHost ${issuerUrl} with disableInstanceDiscovery: true (msal-node: knownAuthorities ["${new URL(issuerUrl).host}"])`,
-    `managed identity: AZURE_POD_IDENTITY_AUTHORITY_HOST=${imdsUrl}`,
-    `App Service style: IDENTITY_ENDPOINT=${appServiceUrl} IDENTITY_HEADER=${header}`,
+    { label: 'authority host', value: facts.authorityHost },
+    { label: 'SDKs: authorityHost with disableInstanceDiscovery: true, or tenant "adfs" (AZURE_TENANT_ID in offcloud env)' },
+    { label: 'managed identity: AZURE_POD_IDENTITY_AUTHORITY_HOST', value: facts.imdsUrl },
+    { label: 'App Service style: IDENTITY_ENDPOINT', value: facts.identityEndpoint },
+    { label: 'App Service style: IDENTITY_HEADER', value: facts.identityHeader },
   ];
 }
 
@@ -69,7 +66,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const keys = openSigningKeys(options.dataDir);
   // What a management command (or an earlier start) killed mid-write left beside the files it writes.
   await Promise.all([directory.path, directory.demoSecretPath, keys.path, identityHeaderPath(options.dataDir)].map(removeStaleTemporaries));
-  const seed = await directory.ensure();
+  await directory.ensure();
   await keys.ensure();
   const tls = await resolveTls(options);
   const identityHeader = await resolveIdentityHeader(options.dataDir, options.identityHeader);
@@ -105,6 +102,25 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const tenantId = first.directory.defaultTenantId;
   const appServiceUrl = `${imdsUrl}${APP_SERVICE_TOKEN_PATH}`;
   logger.info({ issuerUrl, imdsUrl, tenantId }, 'identity listening');
+  const facts: IdentityFacts = {
+    authorityHost: issuerUrl,
+    tenantId,
+    imdsUrl,
+    identityEndpoint: appServiceUrl,
+    identityHeader,
+    jwksUri: `${issuerUrl}/${tenantId}/discovery/v2.0/keys`,
+    issuerV1: issuerFor(1, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
+    issuerV2: issuerFor(2, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
+    issuerStyle: options.issuerStyle,
+    directoryPath: directory.path,
+    ...(demo && {
+      demoClient: {
+        clientId: demo.appId,
+        clientSecret: demo.secret,
+        apiScope: `${first.directory.apis[0]?.identifierUris[0] ?? 'api://offcloud-demo-api'}/.default`,
+      },
+    }),
+  };
   return {
     urls: [
       { label: 'token issuer (authority host)', url: issuerUrl },
@@ -112,29 +128,9 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
       { label: 'discovery', url: `${issuerUrl}/${tenantId}/v2.0/.well-known/openid-configuration` },
       { label: 'managed identity (IMDS)', url: `${imdsUrl}/metadata/identity/oauth2/token` },
     ],
-    credentials: credentialLines(
-      demo && { ...demo, firstStart: seed !== null, path: directory.demoSecretPath },
-      first.directory,
-      tenantId,
-      imdsUrl,
-      appServiceUrl,
-      identityHeader,
-      issuerUrl,
-    ),
+    facts: { identity: facts },
+    details: tableDetails(facts, directory.demoSecretPath),
     caCertPath: tls.caCertPath,
-    exports: {
-      authorityHost: issuerUrl,
-      imdsUrl,
-      tenantId,
-      jwksUri: `${issuerUrl}/${tenantId}/discovery/v2.0/keys`,
-      issuerV1: issuerFor(1, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
-      issuerV2: issuerFor(2, tenantId, options.issuerStyle as IssuerStyle, issuerUrl),
-      identityEndpoint: appServiceUrl,
-      identityHeader,
-      directoryPath: directory.path,
-      caCertPath: tls.caCertPath ?? '',
-      ...(demo ? { demoClientId: demo.appId, demoClientSecret: demo.secret } : {}),
-    },
     close: async () => {
       await Promise.all([issuer.close(), metadata.close()]);
     },

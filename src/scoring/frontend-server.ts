@@ -7,6 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
+import type { ScoringFrontendFacts } from '../common/facts.ts';
 import { ConfigError } from '../common/errors.ts';
 import { removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, installErrorHandler, listen } from '../common/http.ts';
@@ -134,17 +135,23 @@ export async function startScoringFrontend(given: Partial<FrontendOptions> & Run
     throw err;
   }
   logger.info({ url, services: Object.fromEntries(specs.map((s) => [s.name, s.origins])) }, 'scoring front-end listening');
-  const credentials: string[] = [];
+  const facts: ScoringFrontendFacts = { url, services: {}, adminKey: await keys.adminKey(), keysFile: keys.path };
   for (const { name } of specs) {
-    const serviceKeys = await keys.show(name);
-    credentials.push(`${name} primary key ${serviceKeys.primaryKey}`, `${name} secondary key ${serviceKeys.secondaryKey}`);
+    const { primaryKey, secondaryKey } = await keys.show(name);
+    facts.services[name] = { scoreUrl: `${url}/api/v1/service/${name}/score`, primaryKey, secondaryKey };
   }
-  credentials.push(`admin key ${await keys.adminKey()} (keys file ${keys.path})`);
   return {
     urls: specs.map((s) => ({ label: `service ${s.name} → ${s.origins.join(', ')}`, url: `${url}/api/v1/service/${s.name}/score` })),
-    credentials,
+    facts: { 'scoring-frontend': facts },
+    details: [
+      ...Object.entries(facts.services).flatMap(([name, service]) => [
+        { label: `${name} primary key`, value: service.primaryKey },
+        { label: `${name} secondary key`, value: service.secondaryKey },
+      ]),
+      { label: 'admin key', value: facts.adminKey },
+      { label: 'keys file', value: facts.keysFile },
+    ],
     caCertPath: tls?.caCertPath ?? null,
-    exports: { scoringFrontendUrl: url },
     close: async () => {
       await app.close();
       await Promise.all([...services.values()].map((s) => s.close()));

@@ -18,9 +18,6 @@ export const scoringFrontend = defineComponent({
   options: frontendOptions,
   start: async (options) => (await import('./frontend-server.ts')).startScoringFrontend(options),
   // Under `offcloud up` the one service forwards to the scoring container started just before.
-  wireUp: (started) => {
-    const url = started.get('scoring')?.exports?.scoringUrl;
-    return url ? { services: [`${DEFAULT_SERVICE}=${url}`] } : {};
-  },
+  wireUp: ({ scoring }) => (scoring ? { services: [`${DEFAULT_SERVICE}=${scoring.url}`] } : {}),
   subcommands: { keys: keysCommand },
 });

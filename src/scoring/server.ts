@@ -188,8 +188,8 @@ export async function startScoring(given: Partial<ScoringOptions> & RuntimeExtra
       { label: 'POST /score', url: `${url}/score` },
       { label: 'open inference v2', url: `${url}/v2/models/${OPEN_INFERENCE_MODEL_NAME}/infer` },
     ],
-    credentials: [`model ${modelPath}`],
-    exports: { scoringUrl: url },
+    facts: { scoring: { url, modelPath } },
+    details: [{ label: 'model', value: modelPath }],
     close: async () => {
       await app.close();
       await classifier?.close();

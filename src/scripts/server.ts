@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { RunningComponent } from '../common/component.ts';
+import type { Detail, RunningComponent } from '../common/component.ts';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '../common/http.ts';
 import { createLogger } from '../common/log.ts';
@@ -272,15 +272,16 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
   };
   // On SIGTERM the runs stop at once, not when the server's turn to close comes: their grace then overlaps the others'.
   const forgetSignal = onShutdownSignal(() => stopRuns(ctx));
-  const credentials = [`scripts folder: ${folder}`];
-  if (ctx.passwords) credentials.push(`basic authentication: users of ${options.htpasswd}`);
+  const details: Detail[] = [{ label: 'scripts folder', value: folder }];
+  if (ctx.passwords) details.push({ label: 'basic authentication: users of', value: options.htpasswd });
   if (!options.acme && !options.tls && !options.tlsCert && !options.tlsKey) {
     const app = scriptApp(ctx, null);
     const url = await listen(app, { host: options.host, port: options.port, component: 'scripts' });
     logger.info({ url, folder }, 'script-trigger server listening');
     return {
       urls: [{ label: 'scripts (index at /)', url: `${url}/` }],
-      credentials,
+      facts: { scripts: { url: `${url}/`, folder } },
+      details,
       close: () => {
         forgetSignal();
         return closeServer(ctx, [app]);
@@ -313,12 +314,14 @@ export async function startScripts(given: Partial<ScriptsOptions> & RuntimeExtra
     manager?.scheduleRenewal(install);
     logger.info({ url, httpUrl, folder, acme: options.acme || null }, 'script-trigger server listening (HTTPS)');
     const httpsApp = app;
+    const index = `${options.acme ? url.replace(/\/\/[^:/]+/, `//${options.acme}`) : url}/`;
     return {
       urls: [
-        { label: 'scripts over HTTPS (index at /)', url: `${options.acme ? url.replace(/\/\/[^:/]+/, `//${options.acme}`) : url}/` },
+        { label: 'scripts over HTTPS (index at /)', url: index },
         { label: 'HTTP (ACME challenges, redirect)', url: httpUrl },
       ],
-      credentials,
+      facts: { scripts: { url: index, folder } },
+      details,
       caCertPath: tls.caCertPath,
       close: async () => {
         manager?.stop();

@@ -7,13 +7,8 @@ export const storage = defineComponent({
   options: storageOptions,
   start: async (options) => (await import('./server.ts')).startStorage(options),
   // Under `offcloud up` tokens come from the identity component started before.
-  wireUp(started) {
-    const identity = started.get('identity')?.exports;
+  wireUp({ identity }) {
     if (!identity) return {};
-    return {
-      authorityHost: identity.authorityHost,
-      issuerStyle: identity.issuerV1?.startsWith('https://sts.windows.net/') ? 'cloud' : 'local',
-      ...(identity.directoryPath ? { directory: identity.directoryPath } : {}),
-    };
+    return { authorityHost: identity.authorityHost, issuerStyle: identity.issuerStyle, directory: identity.directoryPath };
   },
 });

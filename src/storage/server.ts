@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
+import type { StorageFacts } from '../common/facts.ts';
 import { createHttpServer, installErrorHandler, listenEach, sendWireAnswer } from '../common/http.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
@@ -274,21 +275,32 @@ export async function startStorage(given: Partial<StorageOptions> & RuntimeExtra
   const httpEndpoint = `${httpUrl}/${main.name}`;
   const blobEndpoint = `${httpsUrl}/${main.name}`;
   logger.info({ httpUrl, httpsUrl, account: main.name }, 'storage listening');
+  const facts: StorageFacts = {
+    accountName: main.name,
+    accountKey: main.keys[0]!,
+    blobEndpoint,
+    httpBlobEndpoint: httpEndpoint,
+    connectionString: `DefaultEndpointsProtocol=https;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${blobEndpoint};`,
+    httpConnectionString: `DefaultEndpointsProtocol=http;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${httpEndpoint};`,
+    tokenScope: 'https://storage.azure.com/.default',
+  };
   return {
     urls: [
       // HTTPS first: the §4.10 endpoint, where tokens work.
       { label: 'blob endpoint (HTTPS: bearer tokens, Shared Key, SAS)', url: blobEndpoint },
       { label: 'blob endpoint (HTTP: Shared Key, SAS)', url: httpEndpoint },
     ],
-    credentials: [
-      `account ${main.name}; token scope https://storage.azure.com/.default (bearer tokens need the HTTPS endpoint)`,
-      `connection string: DefaultEndpointsProtocol=https;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${blobEndpoint};`,
-      httpEndpoint === DEVELOPMENT_ENDPOINT && main.keys[0] === DEVELOPMENT_KEY
-        ? 'over plain HTTP: UseDevelopmentStorage=true'
-        : `over plain HTTP: DefaultEndpointsProtocol=http;AccountName=${main.name};AccountKey=${main.keys[0]};BlobEndpoint=${httpEndpoint};`,
+    facts: { storage: facts },
+    details: [
+      { label: 'account', value: facts.accountName },
+      { label: 'token scope (bearer tokens need the HTTPS endpoint)', value: facts.tokenScope },
+      { label: 'connection string', value: facts.connectionString },
+      {
+        label: 'over plain HTTP',
+        value: httpEndpoint === DEVELOPMENT_ENDPOINT && facts.accountKey === DEVELOPMENT_KEY ? 'UseDevelopmentStorage=true' : facts.httpConnectionString,
+      },
     ],
     caCertPath: tls.caCertPath,
-    exports: { blobEndpoint, httpBlobEndpoint: httpEndpoint },
     close: async () => {
       await Promise.all([https.close(), http.close()]);
       if (!ctx.sourceDispatcher.closed) await ctx.sourceDispatcher.close();

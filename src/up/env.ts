@@ -1,19 +1,31 @@
 /**
  * `offcloud env`: what a running `offcloud up` started, as shell variables
- * (`eval "$(npx offcloud env)"`): every component's origin, the CA file, the
- * identity tenant and demo client, a fresh storage-audience token, the
- * gateway's demo key, the scoring front-end's keys, a SAS token and
- * connection string for the demo device. The README's examples use exactly
+ * (`eval "$(npx offcloud env)"`), read from the facts in up.json: every
+ * component's origin, the CA file, and the names the Azure SDKs and their
+ * samples read (AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET,
+ * AZURE_AUTHORITY_HOST, AZURE_POD_IDENTITY_AUTHORITY_HOST,
+ * AZURE_STORAGE_CONNECTION_STRING, IOTHUB_CONNECTION_STRING,
+ * IOTHUB_DEVICE_CONNECTION_STRING, NODE_EXTRA_CA_CERTS) beside offcloud's own
+ * short ones (TENANT, CLIENT_ID, SECRET, TOKEN, DEMO_KEY, PRIMARY_KEY,
+ * DEVICE_CONNECTION_STRING, SAS_TOKEN…). The README's examples use exactly
  * these names.
  */
 import { readFile } from 'node:fs/promises';
 import { commandDataDir, parseCommandArgs, toStdout, type Print } from '../common/command-line.ts';
 import { StartupError, UsageError } from '../common/errors.ts';
-import { readUpState, type StartedRecord, type UpState } from './state.ts';
+import type { IdentityFacts } from '../common/facts.ts';
+import { readUpState, type UpState } from './state.ts';
 
 const USAGE = 'offcloud env [--data-dir DIR]';
 /** Tokens made here live an hour, like the ones identity issues by default. */
 const SAS_LIFETIME_SECONDS = 3600;
+/**
+ * AZURE_TENANT_ID for the Azure SDKs: an ADFS-style authority, which MSAL
+ * trusts without asking login.microsoftonline.com (instance discovery), so
+ * `new DefaultAzureCredential()` works with no network; identity answers it
+ * as its default tenant (TENANT holds that tenant's id).
+ */
+export const SDK_TENANT = 'adfs';
 
 /** A value quoted for sh, bash and zsh. */
 function shellQuote(value: string): string {
@@ -31,30 +43,16 @@ function originOf(url: string): string {
   return `${parsed.protocol}//${parsed.host}`;
 }
 
-function credential(record: StartedRecord | undefined, pattern: RegExp): string | undefined {
-  for (const line of record?.credentials ?? []) {
-    const match = pattern.exec(line);
-    if (match) return match[1];
-  }
-  return undefined;
-}
-
 /** A client-credentials token for storage, from the running identity component. */
-async function storageToken(identity: StartedRecord, ca: string | null): Promise<string> {
-  const { exports } = identity;
+async function storageToken(identity: IdentityFacts, client: NonNullable<IdentityFacts['demoClient']>, scope: string, ca: string | null): Promise<string> {
   const { Agent, request } = await import('undici');
   const dispatcher = new Agent({ connect: ca ? { ca: await readFile(ca, 'utf8') } : {} });
   try {
-    const answer = await request(`${exports.authorityHost}/${exports.tenantId}/oauth2/v2.0/token`, {
+    const answer = await request(`${identity.authorityHost}/${identity.tenantId}/oauth2/v2.0/token`, {
       method: 'POST',
       dispatcher,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: exports.demoClientId!,
-        client_secret: exports.demoClientSecret!,
-        scope: 'https://storage.azure.com/.default',
-      }).toString(),
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope }).toString(),
     });
     const body = (await answer.body.json()) as { access_token?: string; error_description?: string };
     if (!body.access_token) throw new StartupError(`identity refused a storage token: ${body.error_description ?? answer.statusCode}`);
@@ -64,46 +62,58 @@ async function storageToken(identity: StartedRecord, ca: string | null): Promise
   }
 }
 
+type Value = string | { missing: string };
+
 /** The variables, in the order printed; a value that cannot be made is a comment saying why. */
-export async function environment(state: UpState): Promise<[name: string, value: string | { missing: string }][]> {
-  const { components } = state;
-  const vars: [string, string | { missing: string }][] = [];
-  const set = (name: string, value: string | undefined, missing: string) => vars.push([name, value ?? { missing }]);
+export async function environment(state: UpState): Promise<[name: string, value: Value][]> {
+  const { components, facts } = state;
+  const vars: [string, Value][] = [];
+  const set = (names: string[], value: string | undefined, missing: string) => {
+    for (const name of names) vars.push([name, value ?? { missing }]);
+  };
   const notRunning = (component: string) => `${component} is not running${state.failed[component] ? `: ${state.failed[component].reason}` : ''}`;
 
   for (const [name, record] of Object.entries(components)) {
     if (record.urls[0]) vars.push([urlVariable(name), originOf(record.urls[0].url)]);
   }
   const ca = Object.values(components).find((c) => c.caCertPath)?.caCertPath ?? null;
-  set('CA', ca ?? undefined, 'no component serves TLS');
+  set(['CA', 'NODE_EXTRA_CA_CERTS'], ca ?? undefined, 'no component serves TLS');
 
-  const identity = components.identity;
-  set('TENANT', identity?.exports.tenantId, notRunning('identity'));
-  set('IMDS_URL', identity?.exports.imdsUrl, notRunning('identity'));
-  const demoClient = identity?.exports.demoClientId ? identity : undefined;
-  const noDemo = identity ? 'the demo client is gone (its secret was removed); make one with offcloud identity secret add' : notRunning('identity');
-  set('CLIENT_ID', demoClient?.exports.demoClientId, noDemo);
-  set('SECRET', demoClient?.exports.demoClientSecret, noDemo);
-  if (demoClient && components.storage) {
-    const token = await storageToken(demoClient, ca).catch((err: Error) => ({ missing: err.message }));
-    vars.push(['TOKEN', token]);
-  } else set('TOKEN', undefined, demoClient ? notRunning('storage') : noDemo);
+  const { identity } = facts;
+  const noIdentity = notRunning('identity');
+  set(['TENANT'], identity?.tenantId, noIdentity);
+  set(['AZURE_TENANT_ID'], identity && SDK_TENANT, noIdentity);
+  set(['AZURE_AUTHORITY_HOST'], identity?.authorityHost, noIdentity);
+  set(['IMDS_URL', 'AZURE_POD_IDENTITY_AUTHORITY_HOST'], identity?.imdsUrl, noIdentity);
+  const demo = identity?.demoClient;
+  const noDemo = identity ? 'the demo client is gone (its secret was removed); make one with offcloud identity secret add' : noIdentity;
+  set(['CLIENT_ID', 'AZURE_CLIENT_ID'], demo?.clientId, noDemo);
+  set(['SECRET', 'AZURE_CLIENT_SECRET'], demo?.clientSecret, noDemo);
+  const { storage } = facts;
+  if (identity && demo && storage) {
+    vars.push(['TOKEN', await storageToken(identity, demo, storage.tokenScope, ca).catch((err: Error) => ({ missing: err.message }))]);
+  } else set(['TOKEN'], undefined, demo ? notRunning('storage') : noDemo);
+  // Plain HTTP with Shared Key: what every SDK's fromConnectionString takes with no CA to trust.
+  set(['AZURE_STORAGE_CONNECTION_STRING'], storage?.httpConnectionString, notRunning('storage'));
 
-  set('DEMO_KEY', credential(components.gateway, /apikey=(\S+)/), notRunning('gateway'));
-  set('PRIMARY_KEY', credential(components['scoring-frontend'], /primary key (\S+)/), notRunning('scoring-frontend'));
-  set('SECONDARY_KEY', credential(components['scoring-frontend'], /secondary key (\S+)/), notRunning('scoring-frontend'));
+  set(['DEMO_KEY'], facts.gateway?.demoConsumer?.apiKey, facts.gateway ? 'the gateway runs a declarative file (no demo consumer)' : notRunning('gateway'));
+  const scoring = Object.values(facts['scoring-frontend']?.services ?? {})[0];
+  set(['PRIMARY_KEY'], scoring?.primaryKey, notRunning('scoring-frontend'));
+  set(['SECONDARY_KEY'], scoring?.secondaryKey, notRunning('scoring-frontend'));
 
-  const hub = components.hub;
-  const device = credential(hub, /^device \S+: (HostName=\S+)$/);
-  set('DEVICE_CONNECTION_STRING', device, hub ? 'the hub runs with no demo device' : notRunning('hub'));
+  const { hub } = facts;
+  set(['IOTHUB_CONNECTION_STRING'], hub?.serviceConnectionString, notRunning('hub'));
+  set(['HUB_REST_URL'], hub?.restUrl, notRunning('hub'));
+  const device = hub?.demoDevice;
+  const noDevice = hub ? 'the hub runs with no demo device' : notRunning('hub');
+  set(['DEVICE_CONNECTION_STRING', 'IOTHUB_DEVICE_CONNECTION_STRING'], device?.connectionString, noDevice);
   if (hub && device) {
-    const fields = Object.fromEntries(device.split(';').map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
     const { createSasToken } = await import('../hub/domain/sas.ts');
-    const resource = `${hub.exports.hubHostName}/devices/${fields.DeviceId}`;
-    set('DEVICE_ID', fields.DeviceId, '');
-    set('SAS_TOKEN', createSasToken(resource, fields.SharedAccessKey!, Math.floor(Date.now() / 1000) + SAS_LIFETIME_SECONDS), '');
-    set('HUB_PORT', new URL(hub.exports.hubMqttUrl!).port, '');
-  } else set('SAS_TOKEN', undefined, hub ? 'the hub runs with no demo device' : notRunning('hub'));
+    const resource = `${hub.hostName}/devices/${device.deviceId}`;
+    set(['DEVICE_ID'], device.deviceId, '');
+    set(['SAS_TOKEN'], createSasToken(resource, device.primaryKey, Math.floor(Date.now() / 1000) + SAS_LIFETIME_SECONDS), '');
+    set(['HUB_PORT'], new URL(hub.mqttUrl).port, '');
+  } else set(['SAS_TOKEN'], undefined, noDevice);
   return vars;
 }
 

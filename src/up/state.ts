@@ -1,24 +1,30 @@
 /**
- * What a running `offcloud up` (or `offcloud <component>`) started, kept in
- * <data-dir>/up.json (mode 0600: it holds keys) so that `offcloud env` can
- * print it as shell variables. Removed when the servers close.
+ * What a running `offcloud up` started, kept in <data-dir>/up.json (mode 0600:
+ * it holds keys) so that `offcloud env`, the Testcontainers package and other
+ * programs read it: every component's published facts (typed, see
+ * src/common/facts.ts), its URLs and table details, and what failed and why.
+ * Written once every component has started or failed; removed when the
+ * servers close.
  */
 import { readFile, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Endpoint, RunningComponent } from '../common/component.ts';
+import type { Detail, Endpoint, RunningComponent } from '../common/component.ts';
+import { mergeFacts, type PublishedFacts } from '../common/facts.ts';
 import { writeFileAtomic } from '../common/files.ts';
 import type { FailedComponent } from './table.ts';
 
 export interface StartedRecord {
   urls: Endpoint[];
-  credentials: string[];
-  exports: Record<string, string>;
+  /** What the table shows under the URLs; for people, not for programs (they read `facts`). */
+  details: Detail[];
   caCertPath: string | null;
 }
 
 export interface UpState {
   pid: number;
   startedAt: string;
+  /** Every started component's facts, under its name. */
+  facts: PublishedFacts;
   components: Record<string, StartedRecord>;
   failed: Record<string, FailedComponent>;
 }
@@ -34,9 +40,15 @@ export async function writeUpState(
 ): Promise<void> {
   const components: Record<string, StartedRecord> = {};
   for (const [name, running] of started) {
-    components[name] = { urls: running.urls, credentials: running.credentials ?? [], exports: running.exports ?? {}, caCertPath: running.caCertPath ?? null };
+    components[name] = { urls: running.urls, details: running.details ?? [], caCertPath: running.caCertPath ?? null };
   }
-  const state: UpState = { pid: process.pid, startedAt: new Date().toISOString(), components, failed: Object.fromEntries(failed) };
+  const state: UpState = {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    facts: mergeFacts(started.values()),
+    components,
+    failed: Object.fromEntries(failed),
+  };
   await writeFileAtomic(upStatePath(dataDir), JSON.stringify(state, null, 2) + '\n', 0o600);
 }
 

@@ -1,58 +1,72 @@
 /**
  * The table `offcloud up` (and `offcloud <component>`) prints: one block per
- * component, its URLs beside it and its keys under it (and, under `up --only`,
- * which chosen component a dependency was started for), grouped vertically so
- * it fits a 100-column terminal; a component that failed shows why and the
- * command that fixes it. Long values wrap at spaces (or at `;` inside a
- * connection string); `offcloud env` gives every value unbroken.
+ * component, its URLs beside it and its details under it (and, under `up
+ * --only`, which chosen component a dependency was started for), grouped
+ * vertically so it fits a 100-column terminal; a component that failed shows
+ * why and the command that fixes it. A URL, key, token or connection string
+ * is never broken: what does not fit beside its label goes on its own line,
+ * whole (a value wider than the table at the left edge, so that a
+ * line-selection copies exactly it). Programs read up.json's facts instead.
  */
-import type { RunningComponent } from '../common/component.ts';
+import type { Detail, RunningComponent } from '../common/component.ts';
 import { envHint } from './container.ts';
 
 export const TABLE_WIDTH = 100;
 const NAME_WIDTH = 18;
 const LABEL_WIDTH = 30;
 const INDENT = ' '.repeat(NAME_WIDTH);
+/** Where a detail's continuation lines start: under the text after `· `. */
+const DETAIL_INDENT = INDENT + '  ';
 
 export interface FailedComponent {
   reason: string;
   fix: string;
 }
 
-/** Splits text into lines of at most `width`, at spaces, else after a `;`, `,`, `/` or `=` inside a long token; a longer piece stays whole. */
+/** Splits prose into lines of at most `width` at spaces; a word longer than that stays whole, on a line of its own. */
 export function wrap(text: string, width: number): string[] {
-  // Each piece remembers whether a space came before it, so a token split at `;` joins back without one.
-  const pieces = text
-    .split(' ')
-    .flatMap((word) => (word.length <= width ? [word] : word.split(/(?<=[;,/])|(?<==)(?=[^=])/)).map((piece, i) => ({ piece, spaced: i === 0 })));
   const lines: string[] = [];
   let line = '';
-  for (const { piece, spaced } of pieces) {
-    const joined = line === '' ? piece : line + (spaced ? ' ' : '') + piece;
+  for (const word of text.split(' ')) {
+    const joined = line === '' ? word : `${line} ${word}`;
     if (line !== '' && joined.length > width) {
       lines.push(line);
-      line = piece;
+      line = word;
     } else line = joined;
   }
   if (line !== '') lines.push(line);
   return lines;
 }
 
-/** A component's lines: its name beside the first; a line too long for its column starts near the left edge instead. */
-function block(name: string, firstLines: string[], rest: string[]): string[] {
-  const width = TABLE_WIDTH - NAME_WIDTH;
-  const lines = [...firstLines, ...rest.flatMap((text) => wrap(text, width).map((line, i) => (i === 0 ? line : `  ${line}`)))];
-  return lines.map((line, i) => {
-    if (i === 0) return name.padEnd(NAME_WIDTH - 1) + ' ' + line;
-    return NAME_WIDTH + line.length <= TABLE_WIDTH ? INDENT + line : `  ${line.trimStart()}`;
+/** A line at `indent`, or at the left edge when it would not fit the table there. */
+function placed(indent: string, text: string): string {
+  return indent.length + text.length <= TABLE_WIDTH ? indent + text : text;
+}
+
+/** Prose under a component: wrapped at spaces, its first line after `· `. */
+function noteLines(text: string): string[] {
+  return wrap(text, TABLE_WIDTH - DETAIL_INDENT.length).map((line, i) => placed(i === 0 ? `${INDENT}· ` : DETAIL_INDENT, line));
+}
+
+/** `· label: value` on one line when it fits; else the label, then the value alone and whole. */
+function detailLines({ label, value }: Detail): string[] {
+  if (value === undefined) return noteLines(label);
+  const oneLine = `${INDENT}· ${label}: ${value}`;
+  if (oneLine.length <= TABLE_WIDTH) return [oneLine];
+  return [...noteLines(`${label}:`), placed(DETAIL_INDENT, value)];
+}
+
+/** The URLs: label and URL on one line when they fit, else the label, then the URL alone and whole. */
+function endpointLines(running: RunningComponent): string[] {
+  return running.urls.flatMap(({ label, url }) => {
+    const line = `${INDENT}${label.padEnd(LABEL_WIDTH - 1)} ${url}`;
+    return label.length < LABEL_WIDTH && line.length <= TABLE_WIDTH ? [line] : [INDENT + label, placed(DETAIL_INDENT, url)];
   });
 }
 
-function endpointLines(running: RunningComponent): string[] {
-  return running.urls.flatMap(({ label, url }) => {
-    const line = `${label.padEnd(LABEL_WIDTH - 1)} ${url}`;
-    return label.length < LABEL_WIDTH && NAME_WIDTH + line.length <= TABLE_WIDTH ? [line] : [label, `  ${url}`];
-  });
+/** A component's lines (each starting with INDENT), its name in the first. */
+function block(name: string, lines: string[]): string[] {
+  return lines.map((line, i) => (i === 0 ? name.padEnd(NAME_WIDTH - 1) + ' ' + line.slice(NAME_WIDTH) : line));
 }
 
 export interface TableNotes {
@@ -70,16 +84,22 @@ export function formatStartTable(started: ReadonlyMap<string, RunningComponent>,
   const caFiles = new Set<string>();
   for (const [name, running] of started) {
     lines.push(
-      ...block(name, endpointLines(running), [
-        ...(neededFor.get(name) ?? []).map((need) => `· not in --only; started for ${need}`),
-        ...(running.credentials ?? []).map((text) => `· ${text}`),
+      ...block(name, [
+        ...endpointLines(running),
+        ...(neededFor.get(name) ?? []).flatMap((need) => noteLines(`not in --only; started for ${need}`)),
+        ...(running.details ?? []).flatMap(detailLines),
       ]),
     );
     if (running.caCertPath) caFiles.add(running.caCertPath);
   }
-  for (const [name, failure] of failed) lines.push(...block(name, ['NOT STARTED'], [`reason: ${failure.reason}`, `fix: ${failure.fix}`]));
+  for (const [name, failure] of failed) {
+    lines.push(...block(name, [`${INDENT}NOT STARTED`, ...noteLines(`reason: ${failure.reason}`), ...noteLines(`fix: ${failure.fix}`)]));
+  }
   lines.push('-'.repeat(TABLE_WIDTH));
-  for (const path of caFiles) lines.push(...wrap(`CA file (trust it for the https:// and mqtts:// URLs): ${path}`, TABLE_WIDTH));
+  for (const path of caFiles) {
+    const label = 'CA file (trust it for the https:// and mqtts:// URLs):';
+    lines.push(...(label.length + 1 + path.length <= TABLE_WIDTH ? [`${label} ${path}`] : [label, path]));
+  }
   if (notes.envHint) lines.push(envHint());
   return lines.join('\n');
 }

@@ -36,7 +36,7 @@ export async function startUsers(given: Partial<UsersOptions> & RuntimeExtras = 
   logger.info({ url, file: usersFile(options.dataDir), users: users.length }, 'user API listening');
   return {
     urls: [{ label: 'user API', url: `${url}/api/getusers` }],
-    exports: { usersUrl: `${url}/api/getusers` },
+    facts: { users: { usersUrl: `${url}/api/getusers` } },
     close: () => app.close(),
   };
 }

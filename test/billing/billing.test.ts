@@ -56,7 +56,7 @@ async function startWithResource(t: TestContext, extra: string[] = []) {
   const key = await createResource(dataDir, 'sentiment', extra);
   const billing = await startBilling({ ...quiet, dataDir });
   t.after(() => billing.close());
-  return { dataDir, key, base: billing.exports!.billingUrl!, billing };
+  return { dataDir, key, base: billing.facts!.billing!.billingUrl, billing };
 }
 
 test('R-SENT-8 R-FACE-6 billing validates a key for its resource kind: Valid, Invalid, Mismatch', async (t) => {
@@ -90,7 +90,7 @@ test('R-SENT-9 usage reports are recorded durably, once per report id, and summe
   await appendFile(join(dataDir, 'billing', 'usage.jsonl'), '{"reportId":"torn","meters":[{"na');
   const restarted = await startBilling({ ...quiet, dataDir });
   t.after(() => restarted.close());
-  assert.equal((await call(restarted.exports!.billingUrl!, '/billing/v1/usage', key, report(1))).status, 200);
+  assert.equal((await call(restarted.facts!.billing!.billingUrl, '/billing/v1/usage', key, report(1))).status, 200);
   const totals = JSON.parse(await command(dataDir, ['usage', '--period', 'all', '--format', 'json'])) as { quantity: number; meter: string }[];
   assert.deepEqual(
     totals.map((x) => [x.meter, x.quantity]),
@@ -145,14 +145,14 @@ test('R-SENT-9 a quota: the report that reaches it is recorded, then billing ans
 test('billing under offcloud up makes demo resources once and publishes their keys', async (t) => {
   const dataDir = await tempDataDir(t);
   const first = await startBilling({ ...quiet, dataDir, demoResources: true });
-  const keys = { ...first.exports };
+  const keys = { ...first.facts!.billing!.demoApiKeys };
   await first.close();
   const second = await startBilling({ ...quiet, dataDir, demoResources: true });
   t.after(() => second.close());
-  assert.equal(second.exports!['apiKey.sentiment'], keys['apiKey.sentiment']);
-  assert.equal(second.exports!['apiKey.face'], keys['apiKey.face']);
+  assert.equal(second.facts!.billing!.demoApiKeys!.sentiment!, keys.sentiment);
+  assert.equal(second.facts!.billing!.demoApiKeys!.face!, keys.face);
   const identity = { containerType: 'face', containerId: 'c1', containerVersion: '1' };
-  assert.equal((await call(second.exports!.billingUrl!, '/billing/v1/validate', keys['apiKey.face']!, identity)).body.apiStatus, 'Valid');
+  assert.equal((await call(second.facts!.billing!.billingUrl, '/billing/v1/validate', keys.face!, identity)).body.apiStatus, 'Valid');
   assert.equal((await BillingStore.open(dataDir)).resources.length, 2);
 });
 
@@ -165,7 +165,7 @@ test('R-SENT-9 report ids are de-duplicated per resource: another resource reusi
   await billing.close();
   const restarted = await startBilling({ ...quiet, dataDir });
   t.after(() => restarted.close());
-  const again = restarted.exports!.billingUrl!;
+  const again = restarted.facts!.billing!.billingUrl;
   assert.equal((await call(again, '/billing/v1/usage', key, report(5, { reportId: shared }))).status, 200, 'a retry is acknowledged');
   assert.equal((await call(again, '/billing/v1/usage', otherKey, report(7, { reportId: shared }))).status, 200, 'a retry is acknowledged');
   const totals = JSON.parse(await command(dataDir, ['usage', '--period', 'all', '--format', 'json'])) as { resourceName: string; quantity: number }[];

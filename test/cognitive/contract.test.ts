@@ -73,11 +73,11 @@ test('R-SENT-8 R-FACE-6 start-up names the missing parameter: Eula, Billing, Api
 test('R-SENT-9 R-FACE-6 the gate follows billing: Valid serves, CouldNotConnect answers 503 with Retry-After, then recovers', async (t) => {
   const dataDir = await tempDataDir(t);
   let billing = await startBilling({ ...quiet, dataDir });
-  const port = new URL(billing.exports!.billingUrl!).port;
+  const port = new URL(billing.facts!.billing!.billingUrl).port;
   const store = await BillingStore.open(dataDir);
   const { key } = await store.createResource({ kind: 'face' });
   // Reports come only when the test asks (the timer's interval is a minute), so each state is the test's doing.
-  const mini = await startMiniContainer(billing.exports!.billingUrl!, key);
+  const mini = await startMiniContainer(billing.facts!.billing!.billingUrl, key);
   t.after(() => mini.close());
   t.after(() => billing.close());
 

@@ -111,8 +111,7 @@ before(async () => {
   const dataDir = await tempDataDir({ after: (fn) => cleanups.push(fn) });
   storage = await startStorage({ ...quiet, dataDir, httpsPort: 0 });
   cleanups.push(() => storage.close());
-  const connectionString = /^connection string: (.*)$/.exec(storage.credentials!.find((line) => line.startsWith('connection string:'))!)![1]!;
-  const accountKey = /AccountKey=([^;]+)/.exec(connectionString)![1]!;
+  const { connectionString, accountKey } = storage.facts!.storage!;
   blobs = BlobServiceClient.fromConnectionString(connectionString, {
     agent: new HttpsAgent({ ca: await readFile(storage.caCertPath!, 'utf8') }),
   } as StoragePipelineOptions);

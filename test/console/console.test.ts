@@ -17,7 +17,7 @@ import { CONTAINER_KINDS } from '../../src/cognitive/protocol.ts';
 import { deviceFilePath, readDevices } from '../../src/devices/store.ts';
 import { startEtcd, uniqueServiceName } from '../devices/helpers.ts';
 import { fivePeople, portrait } from '../face/images.ts';
-import { blobService, Cleanup, launchBrowser, printed, screenshot, startNamed, startStack } from './harness.ts';
+import { blobService, Cleanup, factsOf, launchBrowser, screenshot, startNamed, startStack } from './harness.ts';
 import { driven, pageChecks } from './pages.ts';
 
 const { Client, Message } = deviceSdk;
@@ -49,7 +49,7 @@ async function openPage(t: TestContext, name: string): Promise<Page> {
 
 /** The demo device through the vendor SDK, closed when its test ends (a second connection would take the first's place). */
 async function openDevice(t: TestContext) {
-  const client = Client.fromConnectionString(printed(stack, 'hub', /^device demo-device: (HostName=.*)$/), mqttTransport.Mqtt);
+  const client = Client.fromConnectionString(factsOf(stack).hub!.demoDevice!.connectionString, mqttTransport.Mqtt);
   await client.setOptions({ ca });
   await client.open();
   t.after(() => client.close());
@@ -215,7 +215,7 @@ test('storage: a blob named ../../victim is listed, and its delete button delete
 });
 
 test("storage: a console given storage's plain-HTTP connection string creates, uploads and lists through it", async () => {
-  const plain = printed(stack, 'storage', /^over plain HTTP: (DefaultEndpointsProtocol=http;.*)$/);
+  const plain = factsOf(stack).storage!.httpConnectionString;
   const running = await startNamed(cleanup, 'console', new Map(stack.started), { dataDir: stack.dataDir, storageConnectionString: plain });
   const base = running.urls[0]!.url.replace(/\/$/, '');
   const call = async (method: 'GET' | 'PUT', path: string, body: string | null = null) => {
@@ -238,7 +238,7 @@ test('identity: a token got in one click verifies against the JWKS; a changed on
   await page.getByRole('button', { name: 'Get token' }).click();
   await page.getByRole('alert').filter({ hasText: 'invalid_client' }).waitFor();
 
-  await page.getByLabel('Client secret').fill(stack.started.get('identity')!.exports!.demoClientSecret!);
+  await page.getByLabel('Client secret').fill(stack.started.get('identity')!.facts!.identity!.demoClient!.clientSecret);
   await page.getByRole('button', { name: 'Get token' }).click();
   await page.getByText('Token issued').waitFor();
   await page.getByRole('button', { name: 'Decode and verify' }).click();
@@ -339,7 +339,7 @@ test('models: a photo dropped on the face page shows as many rectangles as the f
   assert.ok(Number(await page.getByLabel('sentiment score').getAttribute('value')) > 0.5);
 
   // The sentiment container reports what it scored to billing; the chart draws what billing recorded.
-  const usageUrl = `${stack.started.get('billing')!.exports!.billingUrl!}/billing/v1/usage?period=minute&resource=demo-sentiment`;
+  const usageUrl = `${stack.started.get('billing')!.facts!.billing!.billingUrl}/billing/v1/usage?period=minute&resource=demo-sentiment`;
   const meter = CONTAINER_KINDS.sentiment.billedMeter;
   let recorded = 0;
   for (let i = 0; recorded === 0; i++) {
@@ -436,7 +436,7 @@ test('the console API refuses calls from other sites, paths out of a component, 
 test('bound off loopback, the console wants its login token: a wrong one is refused, the right one opens it', async (t) => {
   // 127.0.0.2 is this machine, but not a loopback address the console trusts without a login.
   const running = await startNamed(cleanup, 'console', new Map(stack.started), { host: '127.0.0.2', dataDir: stack.dataDir });
-  const token = /^login token (\S+) \(shown once\)$/.exec(running.credentials![0]!)![1]!;
+  const token = running.facts!.console!.loginToken!;
   const base = running.urls[0]!.url.replace(/\/$/, '');
   assert.equal((await request(`${base}/api/overview`)).statusCode, 401);
 
@@ -466,7 +466,7 @@ test('devices: every DevSvc replica in the registry (etcd) is listed with its ad
   const table = page.getByRole('table', { name: 'replicas' });
   await table.locator('tbody tr').nth(1).waitFor();
   const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...(tr as HTMLTableRowElement).cells].map((td) => td.textContent ?? '')));
-  assert.deepEqual(rows.map(([, address]) => address).sort(), replicas.map((r) => r.exports!.address).sort());
+  assert.deepEqual(rows.map(([, address]) => address).sort(), replicas.map((r) => r.facts!.devsvc!.address).sort());
   const devices = await readDevices(deviceFilePath(stack.dataDir), false);
   assert.ok(devices.length > 1);
   for (const [node, , health, answers] of rows) {

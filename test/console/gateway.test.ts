@@ -31,7 +31,7 @@ await writeFile(
     services: [
       {
         name: 'users',
-        url: users.exports!.usersUrl,
+        url: users.facts!.users!.usersUrl,
         routes: [{ name: 'users', paths: ['/users'], methods: ['GET'] }],
         plugins: [{ name: 'key-auth' }, { name: 'rate-limiting', config: { minute: 20, year: YEAR_LIMIT, policy: 'local' } }],
       },
@@ -42,7 +42,7 @@ await writeFile(
 const gateway = await startNamed(cleanup, 'gateway', started, { dataDir, httpsPort: 0, adminPort: 0, declarativeConfig: config });
 const consoleApp = await startNamed(cleanup, 'console', started, { dataDir });
 const browser = await launchBrowser(cleanup);
-const proxy = gateway.exports!.proxyUrl!;
+const proxy = gateway.facts!.gateway!.proxyUrl;
 
 async function throughGateway(headers: Record<string, string>): Promise<{ status: number; requestId: string }> {
   const res = await request(`${proxy}/users`, { headers });

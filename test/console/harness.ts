@@ -17,6 +17,7 @@ import type { RunningComponent } from '../../src/common/component.ts';
 import { resolveConfig } from '../../src/common/config.ts';
 import { components } from '../../src/components.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
+import { mergeFacts, type PublishedFacts } from '../../src/common/facts.ts';
 
 /** Screenshots go here (CI keeps the folder as the run's artifacts). */
 export const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
@@ -68,7 +69,7 @@ export async function startNamed(
   const quietOnes = Object.fromEntries(Object.entries(quiet).filter(([key]) => key in definition.options));
   // Every listener on a free port (storage's HTTPS, the hub's WebSockets, …): suites run side by side.
   const freePorts = Object.fromEntries(portOptionKeys(definition.options).map((key) => [key, 0]));
-  const file = { ...definition.upDefaults, ...definition.wireUp?.(started), ...quietOnes, ...freePorts, ...own };
+  const file = { ...definition.upDefaults, ...definition.wireUp?.(mergeFacts(started.values()), started), ...quietOnes, ...freePorts, ...own };
   const running = await definition.start(resolveConfig(name, definition.options, { file, env: {} }));
   started.set(name, running);
   cleanup.add(() => running.close());
@@ -109,19 +110,15 @@ export async function startStack(cleanup: Cleanup, scripts: Record<string, strin
   return { dataDir, caPath: caCertPath, ca, started, console: running, base: running.urls[0]!.url.replace(/\/$/, '') };
 }
 
-/** A credential line a component printed, by pattern (the first group). */
-export function printed(stack: Stack, component: string, pattern: RegExp): string {
-  for (const line of stack.started.get(component)?.credentials ?? []) {
-    const match = pattern.exec(line);
-    if (match) return match[1]!;
-  }
-  throw new Error(`${component} printed no line matching ${pattern}`);
+/** What the started components published. */
+export function factsOf(stack: Stack): PublishedFacts {
+  return mergeFacts(stack.started.values());
 }
 
-/** The storage SDK with the connection string storage printed, trusting the stack's CA. */
+/** The storage SDK with the connection string storage published, trusting the stack's CA. */
 export function blobService(stack: Stack): BlobServiceClient {
   const agent = new HttpsAgent({ ca: stack.ca });
-  return BlobServiceClient.fromConnectionString(printed(stack, 'storage', /^connection string: (.*)$/), { agent } as StoragePipelineOptions);
+  return BlobServiceClient.fromConnectionString(factsOf(stack).storage!.connectionString, { agent } as StoragePipelineOptions);
 }
 
 /** One headless chromium with a fresh profile (playwright passes it as --user-data-dir). */

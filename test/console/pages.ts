@@ -125,7 +125,7 @@ export function pageChecks(stack: Stack): Record<string, (page: Driven) => Promi
       await findText(page, 'ul.containers, p.muted', /\S/);
     },
     async identity(page) {
-      await findText(page, 'table[aria-label="clients"]', stack.started.get('identity')!.exports!.demoClientId!);
+      await findText(page, 'table[aria-label="clients"]', stack.started.get('identity')!.facts!.identity!.demoClient!.clientId);
       await inSection(page, 'Token decoder', 'form[aria-label="decode a token"]');
     },
     async gateway(page) {

@@ -185,17 +185,15 @@ export function ensureImage(): Promise<BuiltImage> {
 
 /**
  * A key a component printed in its start-up table after `label` (e.g.
- * `DeviceId=demo-device;SharedAccessKey=`): the table may wrap a long value
- * onto the next line, so white space after the label is skipped.
+ * `DeviceId=demo-device;SharedAccessKey=`, or `imagenet primary key` before
+ * `: <key>`). The table never breaks a value (src/up/table.ts), so the key is
+ * whole on its line.
  */
 export function printedKey(output: string, label: string): string | undefined {
-  // The table wraps a long value after `;`, `,`, `/` or `=` (src/up/table.ts), and a base64 key
-  // may hold a `/`: join those breaks back first, then read the key up to its `=` padding.
-  const unwrapped = output.replace(/([;,/=])\r?\n[ \t]+/g, '$1');
-  const at = unwrapped.indexOf(label);
+  const at = output.indexOf(label);
   // Only a whole key, one with something after it (a log read while the table is still being written
   // may end inside the key).
-  return at < 0 ? undefined : /^\s*([A-Za-z0-9+/_-]+={0,2})(?=[^A-Za-z0-9+/_=-])/.exec(unwrapped.slice(at + label.length))?.[1];
+  return at < 0 ? undefined : /^:? *([A-Za-z0-9+/_-]+={0,2})(?=[^A-Za-z0-9+/_=-])/.exec(output.slice(at + label.length))?.[1];
 }
 
 /**

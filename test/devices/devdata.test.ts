@@ -22,7 +22,7 @@ async function devsvcAndDevdata(t: Parameters<typeof tempDataDir>[0], extra: { d
   const dataDir = await tempDataDir(t);
   const devsvc = await startDevSvc({ ...quietHost, dataDir, registry: 'static' });
   t.after(() => devsvc.close());
-  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, registry: 'static', registryAddress: [devsvc.exports!.address!], ...extra });
+  const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, registry: 'static', registryAddress: [devsvc.facts!.devsvc!.address], ...extra });
   t.after(() => devdata.close());
   return { dataDir, devsvc, base: baseOf(devdata.urls) };
 }

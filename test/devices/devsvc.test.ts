@@ -17,7 +17,7 @@ async function devsvc(t: Parameters<typeof tempDataDir>[0]) {
   const dataDir = await tempDataDir(t);
   const running = await startDevSvc({ ...quietHost, dataDir, registry: 'static' });
   t.after(() => running.close());
-  return { address: running.exports!.address!, dataDir, running };
+  return { address: running.facts!.devsvc!.address, dataDir, running };
 }
 
 // Debian's python3-grpcio with stubs that python3-grpc-tools generates from our shipped .proto.

@@ -37,7 +37,7 @@ test('R-DEV-7 etcd: a node is stored under /micro/registry/<service>/<node-id> w
   assert.equal(kv.key.toString(), `/micro/registry/${serviceName}/${record.nodes[0]!.id}`);
   assert.match(record.nodes[0]!.id, new RegExp(`^${serviceName}-[0-9a-f-]{36}$`));
   assert.equal(record.name, serviceName);
-  assert.equal(record.nodes[0]!.address, devsvc.exports!.address);
+  assert.equal(record.nodes[0]!.address, devsvc.facts!.devsvc!.address);
   assert.equal(record.nodes[0]!.metadata.protocol, 'grpc');
   assert.notEqual(String(kv.lease), '0', 'the key is held by a lease');
   const lease = await client.leaseClient.leaseTimeToLive({ ID: kv.lease });

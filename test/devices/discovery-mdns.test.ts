@@ -8,6 +8,7 @@ import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
 import { devdata as devdataComponent } from '../../src/devices/index.ts';
 import { baseOf, get, lifo, spawnDevSvc, stop, uniqueServiceName } from './helpers.ts';
+import { mergeFacts } from '../../src/common/facts.ts';
 
 const { port: _port, ...quietHost } = quiet;
 
@@ -24,7 +25,7 @@ test('R-DEV-7 mdns: the data service discovers DevSvc on one machine and says wh
   const dataDir = await tempDataDir(t);
   const serviceName = uniqueServiceName();
   const devsvc = await startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'mdns' });
-  assert.equal(devsvc.exports!.registry, 'mdns', 'multicast works on this machine, so no static fallback');
+  assert.equal(devsvc.facts!.devsvc!.registry, 'mdns', 'multicast works on this machine, so no static fallback');
   const devdata = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, serviceName, registry: 'mdns', registryRefreshMs: 500 });
   t.after(() => devdata.close());
   const base = baseOf(devdata.urls);
@@ -60,7 +61,7 @@ test('R-DEV-7 mdns: go-micro layout — <node-id>.<service>.micro. with SRV, A a
   const srv = records.find((r) => r.type === 'SRV' && r.name === ptr.data);
   const a = records.find((r) => r.type === 'A' && srv?.type === 'SRV' && r.name === srv.data.target);
   assert.ok(srv?.type === 'SRV' && a?.type === 'A');
-  assert.equal(`${a.data}:${srv.data.port}`, devsvc.exports!.address);
+  assert.equal(`${a.data}:${srv.data.port}`, devsvc.facts!.devsvc!.address);
   assert.equal(srv.ttl, 90, "go-micro's default registration TTL");
   const txt = records.find((r) => r.type === 'TXT' && r.name === ptr.data);
   assert.ok(txt?.type === 'TXT');
@@ -110,10 +111,10 @@ test('R-DEV-7 mdns unavailable (an interface without multicast): DevSvc falls ba
   // Linux's loopback interface has no MULTICAST flag: queries sent there never come back.
   const running = await startDevSvc({ ...quietHost, dataDir, serviceName, registry: 'mdns', mdnsInterface: '127.0.0.1' });
   t.after(() => running.close());
-  assert.equal(running.exports!.registry, 'static');
+  assert.equal(running.facts!.devsvc!.registry, 'static');
   assert.match(running.urls[1]!.url, /^static addresses /);
-  const wired = devdataComponent.wireUp!(new Map([['devsvc', running]]));
-  assert.deepEqual(wired, { registry: 'static', serviceName, registryAddress: [running.exports!.address] });
+  const wired = devdataComponent.wireUp!(mergeFacts([running]), new Map([['devsvc', running]]));
+  assert.deepEqual(wired, { registry: 'static', serviceName, registryAddress: [running.facts!.devsvc!.address] });
   const data = await startDevData({ ...quiet, deadlineMs: 10_000, dataDir, ...wired });
   t.after(() => data.close());
   assert.equal((await get(`${baseOf(data.urls)}/data/sensor-1`)).body, `Device active:  true\n${NO_DATA_SENTENCE}\n`);

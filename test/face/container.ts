@@ -20,8 +20,8 @@ export async function startFaceWithBilling(dataDir: string, options: Partial<Fac
       dataDir,
       workers: 2,
       eula: 'accept',
-      billing: billing.exports!.billingUrl!,
-      apiKey: billing.exports!['apiKey.face']!,
+      billing: billing.facts!.billing!.billingUrl,
+      apiKey: billing.facts!.billing!.demoApiKeys!.face!,
       ...options,
     });
     return { billing, face };

@@ -51,7 +51,7 @@ const cleanup: (() => Promise<unknown>)[] = [];
 before(async () => {
   dataDir = await tempDataDir({ after: (fn: () => unknown) => void cleanup.push(async () => fn()) });
   ({ billing, face } = await startFaceWithBilling(dataDir, { meteringIntervalMs: 3_600_000, urlTimeoutMs: 1000, urlAllowPrivate: true }));
-  billingPort = Number(new URL(billing.exports!.billingUrl!).port);
+  billingPort = Number(new URL(billing.facts!.billing!.billingUrl).port);
   base = new URL(face.urls[0]!.url).origin;
   client = new FaceClient(new ApiKeyCredentials({ inHeader: { 'Ocp-Apim-Subscription-Key': 'any-key' } }), base);
   portrait = await photos.portrait();

@@ -156,7 +156,7 @@ test('user API: wrong methods, bad ids, broken escapes and huge headers get JSON
   const dataDir = await tempDataDir(t);
   const users = await startUsers({ ...quiet, dataDir });
   t.after(() => users.close());
-  const url = users.exports!.usersUrl!;
+  const url = users.facts!.users!.usersUrl;
   const list = await (await request(url)).body.json();
   assert.equal((list as unknown[]).length, 3);
   const cases: [string, Parameters<typeof request>[1], number][] = [

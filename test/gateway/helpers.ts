@@ -56,12 +56,12 @@ export async function specStack(t: After, options: Partial<GatewayOptions> = {})
     httpsPort: 0,
     adminPort: 0,
     dataDir,
-    usersUrl: users.exports!.usersUrl,
-    calculatorUrl: calculator.urls[0]!.url.replace('/add/{a}/{b}', ''),
+    usersUrl: users.facts!.users!.usersUrl,
+    calculatorUrl: calculator.facts!.calculator!.url,
     ...options,
   });
   t.after(() => running.close());
-  return { ...urlsOf(running), credentials: running.credentials ?? [], usersUrl: users.exports!.usersUrl! };
+  return { ...urlsOf(running), facts: running.facts!.gateway!, usersUrl: users.facts!.users!.usersUrl };
 }
 
 export interface Seen {

@@ -13,6 +13,7 @@ import { startGateway } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/users/server.ts';
 import { debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { awayFromWindowEdge, echoBackend, specStack } from './helpers.ts';
+import { mergeFacts } from '../../src/common/facts.ts';
 
 const run = promisify(execFile);
 const KEY = 'spec-test-key';
@@ -98,7 +99,7 @@ test('R-GW-3 retries: 10 retries mean 11 tries, then 502', async (t) => {
 test('R-GW-4 the key is accepted as query parameter apikey and as header apikey; it belongs to a named consumer', async (t) => {
   const backend = await echoBackend(t);
   const stack = await specStack(t, { apiKey: KEY, consumer: 'alice', usersUrl: `${backend.url}/api/getusers` });
-  assert.match(stack.credentials.join(' '), new RegExp(`consumer alice: apikey=${KEY}`));
+  assert.deepEqual(stack.facts.demoConsumer, { username: 'alice', apiKey: KEY });
   await awayFromWindowEdge(1000, 400);
   const byQuery = await request(`${stack.proxy}/users?apikey=${KEY}`);
   assert.equal(byQuery.statusCode, 200);
@@ -116,7 +117,7 @@ test('R-GW-4 the key is accepted as query parameter apikey and as header apikey;
 
 test('R-GW-4 the demo key is generated once and kept in the data dir', async (t) => {
   const stack = await specStack(t);
-  const key = /apikey=(\S+)/.exec(stack.credentials.join(' '))![1]!;
+  const key = stack.facts.demoConsumer!.apiKey;
   assert.ok(key.length >= 20);
   const res = await request(`${stack.proxy}/users?apikey=${encodeURIComponent(key)}`);
   assert.equal(res.statusCode, 200);
@@ -217,14 +218,9 @@ test('R-CALC-2 under offcloud up the gateway takes the calculator and user API U
   t.after(() => calculator.close());
   const users = await startUsers({ ...quiet, dataDir });
   t.after(() => users.close());
-  const wired = gateway.wireUp!(
-    new Map([
-      ['calculator', calculator],
-      ['users', users],
-    ]),
-  );
-  assert.equal(wired.usersUrl, users.exports!.usersUrl);
-  assert.equal(wired.calculatorUrl, calculator.urls[0]!.url.replace('/add/{a}/{b}', ''));
+  const wired = gateway.wireUp!(mergeFacts([calculator, users]), new Map());
+  assert.equal(wired.usersUrl, users.facts!.users!.usersUrl);
+  assert.equal(wired.calculatorUrl, calculator.facts!.calculator!.url);
   const running = await startGateway({ ...quiet, httpsPort: 0, adminPort: 0, dataDir, apiKey: KEY, ...wired });
   t.after(() => running.close());
   const res = await request(`${running.urls[0]!.url}/calc/v1/add/1/1`);

@@ -1,9 +1,11 @@
-/** Helpers for tests that run `offcloud up`: free ports for every listener, and reading its table. */
+/** Helpers for tests that run `offcloud up`: free ports for every listener, and reading what it started from up.json. */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
+import { TABLE_WIDTH } from '../../src/up/table.ts';
+import { readUpState, type UpState } from '../../src/up/state.ts';
 
 /** A component's listening-port options (`port`, `httpsPort`, `restPort`, …). */
 export function portOptionKeys(options: Record<string, { type: string }>): string[] {
@@ -17,25 +19,27 @@ export function anyFreePortFlags(): string[] {
   return components.flatMap((c) => portOptionKeys(c.options).flatMap((key) => [`--${c.name}-${kebab(key)}`, '0']));
 }
 
-/** The HTTP(S) origins in up's table, by component: rows belong to the component named in the first column until the next name. */
-export function originsByComponent(table: string): Map<string, Set<string>> {
-  const origins = new Map<string, Set<string>>();
-  let current = '';
-  for (const line of table.split('\n').slice(2)) {
-    const name = /^(\S+)\s/.exec(line)?.[1];
-    if (name) current = name;
-    const set = origins.get(current) ?? new Set<string>();
-    for (const m of line.matchAll(/\bhttps?:\/\/127\.0\.0\.1:\d+/g)) set.add(m[0]);
-    origins.set(current, set);
-  }
-  return origins;
+/** What the running `offcloud up` on `dataDir` wrote to up.json; fails when it wrote none. */
+export async function upState(dataDir: string): Promise<UpState> {
+  const state = await readUpState(dataDir);
+  assert.ok(state, `offcloud up wrote ${dataDir}/up.json`);
+  return state;
 }
 
-/** Every component with an HTTP(S) URL in up's table answers 200 on `/health` at one of them (trusting up's CA). */
-export async function assertEveryComponentHealthy(t: { after(fn: () => unknown): void }, table: string, caPath: string): Promise<void> {
+/** A long value printed alone on its line may be wider than the table; every other line fits 100 columns. */
+export function linesTooWide(table: string): string[] {
+  return table.split('\n').filter((line) => line.length > TABLE_WIDTH && /\s/.test(line));
+}
+
+/** Every component with an HTTP(S) URL in up.json answers 200 on `/health` at one of them (trusting up's CA). */
+export async function assertEveryComponentHealthy(t: { after(fn: () => unknown): void }, dataDir: string): Promise<void> {
+  const state = await upState(dataDir);
+  const caPath = Object.values(state.components).find((c) => c.caCertPath)?.caCertPath;
+  assert.ok(caPath, 'a component serves TLS with the local CA');
   const agent = new Agent({ connect: { ca: await readFile(caPath, 'utf8') } });
   t.after(() => agent.close());
-  for (const [name, origins] of originsByComponent(table)) {
+  for (const [name, { urls }] of Object.entries(state.components)) {
+    const origins = new Set(urls.filter(({ url }) => /^https?:\/\//.test(url)).map(({ url }) => new URL(url.replace(/\{[^}]*\}/g, 'x')).origin));
     if (!origins.size) continue;
     const statuses: string[] = [];
     for (const origin of origins) {

@@ -11,6 +11,7 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { freePort, tempDataDir, quiet } from '../helpers/index.ts';
 import { startHub, type HubOptions } from '../../src/hub/server.ts';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
+import type { HubFacts } from '../../src/common/facts.ts';
 
 export interface TestHub {
   host: string;
@@ -24,8 +25,8 @@ export interface TestHub {
   ca: string;
   caPath: string;
   ownerKey: string;
-  /** What the hub printed for clients (host name, demo device connection string, service string). */
-  credentials: string[];
+  /** What the hub published for clients (host name, demo device connection string, service string). */
+  facts: HubFacts;
   rest(
     method: string,
     path: string,
@@ -76,7 +77,7 @@ export async function startTestHub(t: TestContext | { after(fn: () => unknown): 
   const amqpPort = Number(new URL(running.urls[3]!.url).port);
   const caPath = running.caCertPath!;
   const ca = await readFile(caPath, 'utf8');
-  const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(running.credentials!.join('\n'))![1]!;
+  const ownerKey = /;SharedAccessKey=([^;]+)/.exec(running.facts!.hub!.serviceConnectionString)![1]!;
   const host = given.hostName ?? 'localhost';
   const client = await restClient(restUrl, ca, () => serviceToken(host, ownerKey));
   let closing: Promise<void> | undefined;
@@ -90,7 +91,7 @@ export async function startTestHub(t: TestContext | { after(fn: () => unknown): 
     ca,
     caPath,
     ownerKey,
-    credentials: running.credentials ?? [],
+    facts: running.facts!.hub!,
     rest: client.call,
     async createDevice(key) {
       const [deviceId, moduleId] = key.split('/');
@@ -208,9 +209,9 @@ export async function spawnHub(options: Partial<HubOptions> & { dataDir: string 
     });
     child.once('exit', (code) => reject(new Error(`hub process exited with ${code}`)));
   });
-  const started = JSON.parse(line) as { urls: { url: string }[]; credentials: string[]; caCertPath: string };
+  const started = JSON.parse(line) as { urls: { url: string }[]; facts: HubFacts; caCertPath: string };
   const ca = await readFile(started.caCertPath, 'utf8');
-  const ownerKey = /SharedAccessKeyName=iothubowner;SharedAccessKey=([^;\s]+)/.exec(started.credentials.join('\n'))![1]!;
+  const ownerKey = /;SharedAccessKey=([^;]+)/.exec(started.facts.serviceConnectionString)![1]!;
   const host = options.hostName ?? 'localhost';
   const restUrl = started.urls[1]!.url;
   const client = await restClient(restUrl, ca, () => serviceToken(host, ownerKey));
@@ -227,7 +228,7 @@ export async function spawnHub(options: Partial<HubOptions> & { dataDir: string 
       ca,
       caPath: started.caCertPath,
       ownerKey,
-      credentials: started.credentials,
+      facts: started.facts,
       rest: client.call,
       async createDevice(key) {
         const created = await client.call('PUT', `/devices/${encodeURIComponent(key)}`, {});

@@ -226,7 +226,7 @@ test('a module identity connects with its own key, sends telemetry, answers meth
 
 test('a realistic hub name: the printed demo connection string (HostName=myhub…, GatewayHostName=localhost) works as is', async (t) => {
   const named = await startTestHub(t, { hostName: 'myhub.azure-devices.net', demoDevice: 'gw-device' });
-  const connection = /^device gw-device: (.*)$/m.exec(named.credentials.join('\n'))![1]!;
+  const connection = named.facts.demoDevice!.connectionString;
   const key = /SharedAccessKey=([^;]+)/.exec(connection)![1]!;
   assert.equal(connection, `HostName=myhub.azure-devices.net;DeviceId=gw-device;SharedAccessKey=${key};GatewayHostName=localhost:${named.mqttPort}`);
   const client = Client.fromConnectionString(connection, mqttTransport.Mqtt);

@@ -272,11 +272,11 @@ test('R-TOKEN-1 `offcloud identity` starts both servers on ports 0 and prints th
     child.on('close', () => reject(new Error(`exited early: ${out}`)));
   });
   const issuer = /(https:\/\/127\.0\.0\.1:\d+)\s/.exec(out)![1]!;
-  const tenant = /tenant ([0-9a-f-]{36})/.exec(out)![1]!;
+  const tenant = /· tenant: ([0-9a-f-]{36})/.exec(out)![1]!;
   assert.match(out, /ca\.crt/);
-  assert.match(out, /AZURE_POD_IDENTITY_AUTHORITY_HOST=http:\/\/127\.0\.0\.1:\d+/);
-  const secret = /secret (\S+) \(shown once\)/.exec(out)![1]!;
-  const clientId = /demo client ([0-9a-f-]{36})/.exec(out)![1]!;
+  assert.match(out, /AZURE_POD_IDENTITY_AUTHORITY_HOST: http:\/\/127\.0\.0\.1:\d+/);
+  const secret = /· demo client secret: (\S+)/.exec(out)![1]!;
+  const clientId = /demo client: ([0-9a-f-]{36})/.exec(out)![1]!;
   const dispatcher = new Agent({ connect: { ca: await readFile(join(dataDir, 'ca', 'ca.crt'), 'utf8') } });
   t.after(() => dispatcher.close());
   const answer = await request(`${issuer}/${tenant}/oauth2/v2.0/token`, {

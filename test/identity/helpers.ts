@@ -45,13 +45,13 @@ export async function startForTest(t: Cleanup, options: Partial<IdentityOptions>
     await dispatcher.close();
   });
   const store = openDirectory(dataDir, options.directory || undefined);
-  const exports = running.exports!;
+  const published = running.facts!.identity!;
   return {
     running,
     dataDir,
-    issuerUrl: exports.authorityHost!,
-    imdsUrl: exports.imdsUrl!,
-    tenantId: exports.tenantId!,
+    issuerUrl: published.authorityHost,
+    imdsUrl: published.imdsUrl,
+    tenantId: published.tenantId,
     caCertPath: running.caCertPath!,
     dispatcher,
     directory: () => store.current(),

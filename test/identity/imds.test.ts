@@ -129,9 +129,9 @@ describe('managed identity endpoint', () => {
   });
 
   test('R-IMDS-4 App Service form: X-IDENTITY-HEADER and api-version 2019-08-01, expires_on as a Unix-time string', async () => {
-    const exports = id.running.exports!;
-    const url = `${exports.identityEndpoint}?api-version=2019-08-01&resource=${encodeURIComponent('https://vault.azure.net')}`;
-    const answer = await getJson(url, { headers: { 'x-identity-header': exports.identityHeader! } });
+    const published = id.running.facts!.identity!;
+    const url = `${published.identityEndpoint}?api-version=2019-08-01&resource=${encodeURIComponent('https://vault.azure.net')}`;
+    const answer = await getJson(url, { headers: { 'x-identity-header': published.identityHeader } });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     assert.match(String(answer.body.expires_on), /^\d+$/);
     assert.equal(answer.body.client_id, system.clientId);
@@ -139,7 +139,7 @@ describe('managed identity endpoint', () => {
     assertImdsError(await getJson(url, { headers: { 'x-identity-header': 'wrong' } }), 401, 'invalid_request', /X-IDENTITY-HEADER/);
     assertImdsError(await getJson(url, {}), 401, 'invalid_request', /X-IDENTITY-HEADER/);
     const oldVersion = url.replace('2019-08-01', '2017-09-01');
-    assertImdsError(await getJson(oldVersion, { headers: { 'x-identity-header': exports.identityHeader! } }), 400, 'invalid_request', /api-version/);
+    assertImdsError(await getJson(oldVersion, { headers: { 'x-identity-header': published.identityHeader } }), 400, 'invalid_request', /api-version/);
   });
 
   test('metrics: tokens issued by IMDS are counted by grant, refusals by status', async () => {

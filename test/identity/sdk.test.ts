@@ -168,8 +168,8 @@ describe('official SDKs', { concurrency: 2 }, () => {
   });
 
   test('R-IMDS-4 App Service style: IDENTITY_ENDPOINT and IDENTITY_HEADER', async () => {
-    const exports = id.running.exports!;
-    const r = await runScenario('app-service', { ...base(), IDENTITY_ENDPOINT: exports.identityEndpoint!, IDENTITY_HEADER: exports.identityHeader! });
+    const published = id.running.facts!.identity!;
+    const r = await runScenario('app-service', { ...base(), IDENTITY_ENDPOINT: published.identityEndpoint, IDENTITY_HEADER: published.identityHeader });
     const claims = claimsOf(String(r.token));
     assert.equal(claims.aud, 'https://vault.azure.net');
     assert.equal(claims.oid, system.principalId);

@@ -74,7 +74,7 @@ describe('token verifier', () => {
     client = { appId: made.client.appId, secret: made.secret };
     demoApiId = (await id.directory()).apis[0]!.appId;
     const common = { issuers: identityIssuers(id.tenantId), audiences: [demoApiId, 'https://storage.azure.com'], tenantId: id.tenantId };
-    remote = createTokenVerifier({ ...common, keys: { jwksUri: id.running.exports!.jwksUri!, caCertPath: id.caCertPath, cooldownSeconds: 0 } });
+    remote = createTokenVerifier({ ...common, keys: { jwksUri: id.running.facts!.identity!.jwksUri, caCertPath: id.caCertPath, cooldownSeconds: 0 } });
     const store = openSigningKeys(id.dataDir);
     local = createTokenVerifier({ ...common, keys: { jwks: async () => (await store.current()).jwks } });
   });

@@ -1,7 +1,6 @@
 /**
- * The resilience harness (issue 19 items 2 and 3): one `offcloud up` with
- * every component on a free port, the listeners read from the table it
- * prints, clients that vanish mid-request for each protocol, and the
+ * The resilience harness: one `offcloud up` with every component on a free
+ * port, the listeners read from the up.json it writes, clients that vanish mid-request for each protocol, and the
  * process facts (descendants, process groups) the shutdown checks need.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,6 +10,7 @@ import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { components } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
+import { readUpState } from '../../src/up/state.ts';
 import { LineWatcher } from '../helpers/index.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
@@ -40,25 +40,15 @@ function everyPortFree(): string[] {
   return flags;
 }
 
-/**
- * Rows of up's table: a component's name starts its first row; a row's label
- * may stand alone with its URL on the next row (long URLs wrap); rows of
- * credentials start with "·".
- */
-function readTable(text: string): Listener[] {
-  const listeners: Listener[] = [];
-  let component = '';
-  let label = '';
-  for (const row of text.split('\n').slice(2)) {
-    component = /^(\S+)\s/.exec(row)?.[1] ?? component;
-    const rest = (row.startsWith(' ') ? row : row.slice(component.length)).trim();
-    if (!component || !rest || rest.startsWith('·')) continue;
-    const url = /\b(?:https?|mqtts?|grpc):\/\/127\.0\.0\.1:\d+\S*/.exec(rest)?.[0];
-    const before = url ? rest.slice(0, rest.indexOf(url)).trim() : rest;
-    if (before) label = before;
-    if (url) listeners.push({ component, label, url: new URL(url.replace(/\{[^}]*\}/g, 'x')) });
-  }
-  return listeners;
+/** Every URL the components published in up.json (templates such as `{device}` filled in). */
+async function readListeners(dataDir: string): Promise<Listener[]> {
+  const state = await readUpState(dataDir);
+  if (!state) throw new Error(`offcloud up wrote no ${dataDir}/up.json`);
+  return Object.entries(state.components).flatMap(([component, { urls }]) =>
+    urls
+      .filter(({ url }) => /^(?:https?|mqtts?|grpc):\/\//.test(url))
+      .map(({ label, url }) => ({ component, label, url: new URL(url.replace(/\{[^}]*\}/g, 'x')) })),
+  );
 }
 
 /** Starts `offcloud up` on `dataDir` and waits for its table. */
@@ -66,20 +56,19 @@ export async function startUp(dataDir: string): Promise<Up> {
   const child = spawn(process.execPath, [BIN, 'up', '--data-dir', dataDir, '--log-level', 'info', ...everyPortFree()], { stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout = new LineWatcher(child.stdout);
   const stderr = new LineWatcher(child.stderr);
-  await stdout.waitFor(/^component\s+what\s+url/, 240_000).catch((err: Error) => {
+  // up.json is written before the table, whose last line this is.
+  await stdout.waitFor(/^Every value above as shell variables/, 240_000).catch((err: Error) => {
     child.kill('SIGKILL');
     throw new Error(`${err.message}\nstderr:\n${stderr.text.slice(-3000)}`);
   });
-  // The table is written in one piece: let the process finish printing it.
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const listeners = readTable(stdout.text);
+  const listeners = await readListeners(dataDir);
   return {
     process: child,
     stderr,
     listeners,
     listener(component, label) {
       const found = listeners.find((l) => l.component === component && (!label || label.test(l.label)));
-      if (!found) throw new Error(`no ${component} listener ${label ?? ''} in up's table`);
+      if (!found) throw new Error(`no ${component} listener ${label ?? ''} in up.json`);
       return found;
     },
   };

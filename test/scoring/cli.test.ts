@@ -40,7 +40,7 @@ let filesBase: string;
 before(async () => {
   dataDir = await tempDataDir({ after: (fn: () => unknown) => cleanups.push(fn) });
   scoring = await startScoring({ ...quiet, dataDir });
-  frontend = await startScoringFrontend({ ...quiet, dataDir, tls: true, services: [`imagenet=${scoring.exports!.scoringUrl}`] });
+  frontend = await startScoringFrontend({ ...quiet, dataDir, tls: true, services: [`imagenet=${scoring.facts!.scoring!.url}`] });
   honeycombPng = join(dataDir, 'honeycomb.png');
   await writeFile(honeycombPng, await pictureFile(honeycombSvg(640), 'png'));
   files = createServer((req, res) => {
@@ -81,13 +81,13 @@ interface JsonOutput {
 }
 
 test('R-SCORE-6 the client prints the top-5 classes with class code and name from the 1000-entry list', async () => {
-  const run = await runCli(['score', honeycombPng, '--url', scoring.exports!.scoringUrl!]);
+  const run = await runCli(['score', honeycombPng, '--url', scoring.facts!.scoring!.url]);
   assert.equal(run.code, 0, run.stderr);
   const lines = run.stdout.trimEnd().split('\n');
   assert.equal(lines.length, 6, run.stdout);
   assert.match(lines[0]!, /^ 1\. 0\.\d{4} {2}n03530642 {2}honeycomb {2}\(class 599\)$/);
   assert.match(lines[5]!, /^inference time \d+\.\d{4} s/);
-  const output = JSON.parse(await printed(scoreImage, [honeycombPng, '--url', scoring.exports!.scoringUrl!, '--json', '--top', '3'])) as JsonOutput;
+  const output = JSON.parse(await printed(scoreImage, [honeycombPng, '--url', scoring.facts!.scoring!.url, '--json', '--top', '3'])) as JsonOutput;
   assert.equal(output.top.length, 3);
   assert.deepEqual({ ...output.top[0], probability: 0 }, { rank: 1, index: 599, code: 'n03530642', name: 'honeycomb', probability: 0 });
   assert.ok(output.top[0]!.probability >= output.top[1]!.probability);
@@ -96,8 +96,8 @@ test('R-SCORE-6 the client prints the top-5 classes with class code and name fro
 
 test('R-SCORE-6 `offcloud score` is the client; `offcloud scoring score` is another name for it; --help shows its usage', async () => {
   const [short, long, help, missing] = await Promise.all([
-    runCli(['score', honeycombPng, '--url', scoring.exports!.scoringUrl!, '--json']),
-    runCli(['scoring', 'score', honeycombPng, '--url', scoring.exports!.scoringUrl!, '--json']),
+    runCli(['score', honeycombPng, '--url', scoring.facts!.scoring!.url, '--json']),
+    runCli(['scoring', 'score', honeycombPng, '--url', scoring.facts!.scoring!.url, '--json']),
     runCli(['score', '--help']),
     runCli(['score']),
   ]);
@@ -134,15 +134,12 @@ test('R-SCORE-7 the client scales any image to 224×224 (shorter side to 256, ce
 });
 
 test('R-SCORE-6 R-SCORE-12 through the TLS front-end with --frontend, --key and --ca; the image given by URL', async () => {
-  const key = frontend
-    .credentials!.find((l) => l.startsWith('imagenet primary key '))!
-    .split(' ')
-    .pop()!;
+  const key = frontend.facts!['scoring-frontend']!.services.imagenet!.primaryKey;
   await writeFile(join(dataDir, 'crossword.webp'), await pictureFile(crosswordSvg(), 'webp'));
   const output = await printed(scoreImage, [
     `${filesBase}/images/crossword.webp`,
     '--frontend',
-    frontend.exports!.scoringFrontendUrl!,
+    frontend.facts!['scoring-frontend']!.url,
     '--service',
     'imagenet',
     '--key',
@@ -154,7 +151,7 @@ test('R-SCORE-6 R-SCORE-12 through the TLS front-end with --frontend, --key and 
   ]);
   assert.equal((JSON.parse(output) as JsonOutput).top[0]!.name, 'crossword_puzzle');
   await assert.rejects(
-    printed(scoreImage, [honeycombPng, '--frontend', frontend.exports!.scoringFrontendUrl!, '--key', 'nope', '--ca', frontend.caCertPath!]),
+    printed(scoreImage, [honeycombPng, '--frontend', frontend.facts!['scoring-frontend']!.url, '--key', 'nope', '--ca', frontend.caCertPath!]),
     /answered 401/,
   );
 });
@@ -171,7 +168,7 @@ test('R-SCORE-7 a file that is not an image, or bad arguments, are usage errors 
     [[honeycombPng, '--bogus'], /Unknown option/],
   ] as const) {
     await assert.rejects(
-      printed(scoreImage, [...args, '--url', scoring.exports!.scoringUrl!]),
+      printed(scoreImage, [...args, '--url', scoring.facts!.scoring!.url]),
       (err: unknown) => err instanceof UsageError && message.test(err.message),
     );
   }

@@ -14,6 +14,7 @@ import type { RunningComponent } from '../../src/common/component.ts';
 import { DEBIAN_PYTHON, debianProgram, quiet, tempDataDir } from '../helpers/index.ts';
 import { imageToPixels } from '../../src/scoring/client.ts';
 import { argmax, honeycombSvg, pictureBody, runCli } from './fixtures.ts';
+import { mergeFacts } from '../../src/common/facts.ts';
 
 const HONEYCOMB = 599;
 const SCORE_CLIENT = new URL('./score_client.py', import.meta.url).pathname;
@@ -37,8 +38,8 @@ async function deadPort(): Promise<number> {
 }
 
 function keyOf(running: RunningComponent, service: string, which: 'primary' | 'secondary'): string {
-  const line = running.credentials!.find((l) => l.startsWith(`${service} ${which} key `))!;
-  return line.split(' ').pop()!;
+  const keys = running.facts!['scoring-frontend']!.services[service]!;
+  return which === 'primary' ? keys.primaryKey : keys.secondaryKey;
 }
 
 /** Run at the very end (the suite-level after), not when the before hook ends. */
@@ -47,7 +48,7 @@ const cleanups: (() => unknown)[] = [];
 before(async () => {
   dataDir = await tempDataDir({ after: (fn: () => unknown) => cleanups.push(fn) });
   scoring = await startScoring({ ...quiet, dataDir });
-  scoringBase = scoring.exports!.scoringUrl!;
+  scoringBase = scoring.facts!.scoring!.url;
   const dead = `127.0.0.1:${await deadPort()}`;
   frontend = await startScoringFrontend({
     ...quiet,
@@ -56,7 +57,7 @@ before(async () => {
     maxBodyBytes: 4 * 1024 * 1024,
     services: [`imagenet=${scoringBase}`, `two=${dead}+${scoringBase}`, `down=${dead}`],
   });
-  frontendBase = frontend.exports!.scoringFrontendUrl!;
+  frontendBase = frontend.facts!['scoring-frontend']!.url;
   client = new Pool(frontendBase, { connections: 4 });
   honeycomb = await pictureBody(honeycombSvg());
 });
@@ -174,7 +175,7 @@ test('R-SCORE-10 keys regenerated with the CLI take effect at once, without a re
 });
 
 test('R-SCORE-10 the admin endpoint regenerates the secondary key; the primary stays', async () => {
-  const admin = `bearer ${frontend.credentials!.find((l) => l.startsWith('admin key '))!.split(' ')[2]}`;
+  const admin = `bearer ${frontend.facts!['scoring-frontend']!.adminKey}`;
   const before = (await (await request(`${frontendBase}/admin/v1/service/imagenet/keys`, { headers: { authorization: admin } })).body.json()) as {
     primaryKey: string;
     secondaryKey: string;
@@ -201,7 +202,7 @@ test('R-SCORE-10 the admin endpoints refuse a service key, and a bad keyType is 
     body: '{"keyType":"Primary"}',
   });
   assertError({ status: refused.statusCode, text: await refused.body.text() }, 401);
-  const admin = `bearer ${frontend.credentials!.find((l) => l.startsWith('admin key '))!.split(' ')[2]}`;
+  const admin = `bearer ${frontend.facts!['scoring-frontend']!.adminKey}`;
   for (const body of ['{"keyType":"Tertiary"}', 'not json', '{"keyType": 1}', '']) {
     const bad = await request(`${frontendBase}/admin/v1/service/two/regenerateKeys`, {
       method: 'POST',
@@ -274,8 +275,8 @@ test('R-SCORE-12 TLS is optional: over HTTPS with a client trusting the local CA
 });
 
 test('R-SCORE-11 under offcloud up the front-end is wired to the scoring container started before it', () => {
-  assert.deepEqual(scoringFrontend.wireUp!(new Map([['scoring', scoring]])), { services: [`imagenet=${scoringBase}`] });
-  assert.deepEqual(scoringFrontend.wireUp!(new Map()), {});
+  assert.deepEqual(scoringFrontend.wireUp!(mergeFacts([scoring]), new Map([['scoring', scoring]])), { services: [`imagenet=${scoringBase}`] });
+  assert.deepEqual(scoringFrontend.wireUp!({}, new Map()), {});
 });
 
 test('R-SCORE-8 R-SCORE-5 a Python requests client sends integers and 17-digit floats through the front-end', async () => {
@@ -296,7 +297,7 @@ test('R-SCORE-8 R-SCORE-5 a Python requests client sends integers and 17-digit f
 test('R-SCORE-11 a front-end whose every replica is down is not ready (503) but answers with JSON errors', async () => {
   const lonely = await startScoringFrontend({ ...quiet, dataDir, services: [`down=127.0.0.1:${await deadPort()}`] });
   try {
-    const base = lonely.exports!.scoringFrontendUrl!;
+    const base = lonely.facts!['scoring-frontend']!.url;
     const ready = await request(`${base}/ready`);
     assert.equal(ready.statusCode, 503);
     await ready.body.dump();
@@ -312,7 +313,7 @@ test('R-SCORE-9 a keys file damaged while running refuses requests (503 JSON) un
   const own = await tempDataDir(t);
   const guarded = await startScoringFrontend({ ...quiet, dataDir: own, services: [`imagenet=${scoringBase}`] });
   t.after(() => guarded.close());
-  const base = guarded.exports!.scoringFrontendUrl!;
+  const base = guarded.facts!['scoring-frontend']!.url;
   const key = keyOf(guarded, 'imagenet', 'primary');
   const file = join(own, 'scoring-frontend', 'keys.json');
   const good = await readFile(file);

@@ -13,6 +13,7 @@ import { billing } from '../../src/billing/index.ts';
 import { sentiment } from '../../src/sentiment/index.ts';
 import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import { SENTIMENT_V20, startSetup, status, statusBecomes } from './helpers.ts';
+import { mergeFacts } from '../../src/common/facts.ts';
 
 async function score(base: string, texts: string[]) {
   const documents = texts.map((text, i) => ({ id: String(i), language: 'en', text }));
@@ -118,8 +119,12 @@ test('R-SENT-8 under offcloud up the container takes the billing URL and the dem
   const dataDir = await tempDataDir(t);
   const billingRunning = await billing.start(withDefaults(billing.options, { ...quiet, dataDir, demoResources: true }));
   t.after(() => billingRunning.close());
-  const wired = sentiment.wireUp!(new Map([['billing', billingRunning]]));
-  assert.deepEqual(wired, { eula: 'accept', billing: billingRunning.exports!.billingUrl, apiKey: billingRunning.exports!['apiKey.sentiment'] });
+  const wired = sentiment.wireUp!(mergeFacts([billingRunning]), new Map([['billing', billingRunning]]));
+  assert.deepEqual(wired, {
+    eula: 'accept',
+    billing: billingRunning.facts!.billing!.billingUrl,
+    apiKey: billingRunning.facts!.billing!.demoApiKeys!.sentiment!,
+  });
   const container = await sentiment.start(withDefaults(sentiment.options, { ...quiet, dataDir, ...wired }));
   t.after(() => container.close());
   assert.equal((await status(new URL(container.urls[0]!.url).origin)).apiStatus, 'Valid');

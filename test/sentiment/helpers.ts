@@ -29,7 +29,7 @@ export async function startSetup(
   const { key } = await store.createResource({ kind: resource.kind ?? 'sentiment', quota: resource.quota ?? null });
   const setup = { dataDir, apiKey: key } as Setup;
   setup.billing = await startBilling({ ...quiet, dataDir });
-  setup.billingUrl = setup.billing.exports!.billingUrl!;
+  setup.billingUrl = setup.billing.facts!.billing!.billingUrl;
   setup.restartBilling = async () => {
     setup.billing = await startBilling({ ...quiet, dataDir, port: Number(new URL(setup.billingUrl).port) });
   };

@@ -14,7 +14,7 @@ test('UseDevelopmentStorage=true works verbatim against offcloud storage on 127.
   const dataDir = await tempDataDir(t);
   const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 10000, httpsPort: 0, logLevel: 'silent' });
   t.after(() => storage.close());
-  assert.ok(storage.credentials?.includes('over plain HTTP: UseDevelopmentStorage=true'), 'the table says so');
+  assert.deepEqual(storage.details?.at(-1), { label: 'over plain HTTP', value: 'UseDevelopmentStorage=true' }, 'the table says so');
 
   const service = BlobServiceClient.fromConnectionString('UseDevelopmentStorage=true');
   const container = service.getContainerClient('from-the-emulator-habit');
@@ -62,7 +62,7 @@ test('metrics: blobs written by Put Blob and Put Block List are counted; refused
   const dataDir = await tempDataDir(t);
   const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent' });
   t.after(() => storage.close());
-  const base = new URL(storage.exports!.httpBlobEndpoint!).origin;
+  const base = new URL(storage.facts!.storage!.httpBlobEndpoint).origin;
   const service = BlobServiceClient.fromConnectionString(
     `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${DEVELOPMENT_KEY};BlobEndpoint=${base}/devstoreaccount1;`,
   );

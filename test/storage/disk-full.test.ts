@@ -12,7 +12,7 @@ const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
 async function startOn(dataDir: string): Promise<{ storage: RunningComponent; service: BlobServiceClient }> {
   const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent' });
-  const service = new BlobServiceClient(storage.exports!.httpBlobEndpoint!, new StorageSharedKeyCredential('devstoreaccount1', DEVELOPMENT_KEY), {
+  const service = new BlobServiceClient(storage.facts!.storage!.httpBlobEndpoint, new StorageSharedKeyCredential('devstoreaccount1', DEVELOPMENT_KEY), {
     retryOptions: { maxTries: 1 },
   });
   return { storage, service };

@@ -33,7 +33,7 @@ export async function startStorageStack(t: Cleanup, options: Partial<StorageOpti
   const identity = await startForTest(t);
   const storage = await startStorage({ dataDir: identity.dataDir, port: 0, httpsPort: 0, logLevel: 'silent', authorityHost: identity.issuerUrl, ...options });
   t.after(() => storage.close());
-  const blobEndpoint = storage.exports!.blobEndpoint!;
+  const blobEndpoint = storage.facts!.storage!.blobEndpoint;
   return {
     identity,
     storage,
@@ -102,7 +102,7 @@ export async function startSharedKeyStorage(
   const dataDir = await tempDataDir(t);
   const storage = await startStorage({ dataDir, host: '127.0.0.1', port: 0, httpsPort: 0, logLevel: 'silent', ...extra });
   t.after(() => storage.close());
-  const endpoint = storage.exports!.httpBlobEndpoint!;
+  const endpoint = storage.facts!.storage!.httpBlobEndpoint;
   return {
     service: BlobServiceClient.fromConnectionString(
       `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${DEVELOPMENT_KEY};BlobEndpoint=${endpoint};`,

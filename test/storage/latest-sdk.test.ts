@@ -44,7 +44,6 @@ test('R-BLOB-2 @azure/storage-blob@latest and @azure/identity@latest: core flows
   await copyFile(new URL('./latest-sdk/flows.mjs', import.meta.url), join(dir, 'flows.mjs'));
 
   const stack = await startStorageStack(cleanup);
-  const connection = stack.storage.credentials!.find((line) => line.startsWith('connection string'))!;
   const { stdout } = await run(process.execPath, ['flows.mjs'], {
     cwd: dir,
     timeout: 120_000,
@@ -54,7 +53,7 @@ test('R-BLOB-2 @azure/storage-blob@latest and @azure/identity@latest: core flows
       AZURE_POD_IDENTITY_AUTHORITY_HOST: stack.identity.imdsUrl,
       BLOB_ENDPOINT: stack.blobEndpoint,
       ACCOUNT_NAME: 'devstoreaccount1',
-      ACCOUNT_KEY: /AccountKey=([^;]+);/.exec(connection)![1]!,
+      ACCOUNT_KEY: stack.storage.facts!.storage!.accountKey,
     },
   });
   const result = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown> & { ok: boolean; storageBlob: string; identity: string };

@@ -56,8 +56,7 @@ test('R-BLOB-2 the SDK with ClientSecretCredential, and Shared Key from the acco
   assert.equal(bySecret.ok, true, JSON.stringify(bySecret.error));
   assert.deepEqual(bySecret.result!.pages, [['cs-a'], ['cs-b'], ['cs-c']]);
 
-  const connection = stack.storage.credentials!.find((line) => line.startsWith('connection string'))!;
-  const key = /AccountKey=([^;]+);/.exec(connection)![1]!;
+  const key = stack.storage.facts!.storage!.accountKey;
   const byKey = await runSdkScenario(stack, {
     SCENARIO: 'full',
     SCENARIO_CREDENTIAL: 'shared-key',

@@ -75,7 +75,7 @@ test('only the components asked for run, with what they need (billing for sentim
     () => started().getUrls('hub'),
     /hub does not run in this container \(calculator, identity, storage, billing, sentiment do\); add it with withComponents/,
   );
-  assert.throws(() => started().getCredentials('gateway'), /gateway does not run/);
+  assert.throws(() => started().getDetails('gateway'), /gateway does not run/);
   assert.match(started().getUrl('billing'), /^http:\/\/localhost:\d+$/);
 });
 

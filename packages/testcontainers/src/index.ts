@@ -3,7 +3,9 @@ export {
   OFFCLOUD_IMAGE,
   OffcloudContainer,
   StartedOffcloudContainer,
+  type Detail,
   type Endpoint,
   type OffcloudComponent,
   type OffcloudIdentity,
+  type UpRecord,
 } from './offcloud-container.ts';

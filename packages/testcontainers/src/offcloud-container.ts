@@ -6,8 +6,10 @@
  * connection string and the local CA.
  *
  * What the container started is read from `/data/up.json`, the record
- * `offcloud up` keeps for `offcloud env` (every component's URLs, credential
- * lines and exported values).
+ * `offcloud up` writes once every component has started or failed: every
+ * component's URLs and table details, and the typed facts (keys, connection
+ * strings, ids) the getters hand back. Start-up is awaited on that file, then
+ * on each chosen component's `/ready`; never on the wording of a log line.
  */
 import { request as httpGet } from 'node:http';
 import { request as httpsGet } from 'node:https';
@@ -46,8 +48,7 @@ export type OffcloudComponent = keyof typeof COMPONENT_PORTS;
 const KNOWN = Object.keys(COMPONENT_PORTS) as OffcloudComponent[];
 const DATA_DIR = '/data';
 const STATE_FILE = `${DATA_DIR}/up.json`;
-/** The last line `offcloud up` prints once every component it starts has started or failed (after writing up.json). */
-const STARTED_LINE = /Every value above as shell variables/;
+/** Written by `offcloud up` once every component it starts has started or failed (removed when it starts). */
 /** Starting every component (models included) takes a while on a small machine. */
 const DEFAULT_STARTUP_TIMEOUT_MS = 180_000;
 
@@ -56,14 +57,28 @@ export interface Endpoint {
   url: string;
 }
 
+/** A line of up's table under a component's URLs: a label and the value it shows, or a note. */
+export interface Detail {
+  label: string;
+  value?: string;
+}
+
 interface ComponentRecord {
   urls: Endpoint[];
-  credentials: string[];
-  exports: Record<string, string>;
+  details: Detail[];
   caCertPath: string | null;
 }
 
-interface UpState {
+/**
+ * The part of up.json this module reads. The repository's own test
+ * (test/testcontainers) checks at compile time that offcloud's UpState
+ * (src/up/state.ts) still fits it.
+ */
+export interface UpRecord {
+  facts: {
+    identity?: { authorityHost: string; imdsUrl: string; tenantId: string; demoClient?: { clientId: string; clientSecret: string } };
+    storage?: { accountName: string; accountKey: string; blobEndpoint: string; httpBlobEndpoint: string };
+  };
   components: Record<string, ComponentRecord>;
   failed: Record<string, { reason: string; fix: string }>;
 }
@@ -88,16 +103,6 @@ function checkComponents(components: readonly string[]): OffcloudComponent[] {
     }
   }
   return [...new Set(components)] as OffcloudComponent[];
-}
-
-/** One `key=value;…` connection string as its fields. */
-function connectionStringFields(text: string): Record<string, string> {
-  return Object.fromEntries(
-    text
-      .split(';')
-      .filter((pair) => pair.includes('='))
-      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-  );
 }
 
 /** The status code of a GET, or undefined when nothing answers yet. */
@@ -172,7 +177,9 @@ export class OffcloudContainer extends GenericContainer {
 
   constructor(image = OFFCLOUD_IMAGE) {
     super(image);
-    this.withCommand(['up']).withWaitStrategy(Wait.forLogMessage(STARTED_LINE)).withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
+    this.withCommand(['up'])
+      .withWaitStrategy(Wait.forSuccessfulCommand(`test -s ${STATE_FILE}`))
+      .withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
   }
 
   /** The components the test uses: only they (and what they need) run, and `start()` awaits them. */
@@ -195,14 +202,14 @@ export class OffcloudContainer extends GenericContainer {
     // Every component's ports are published, also those of components that do not run (nothing
     // answers behind those): Podman 4 lists each port the image EXPOSEs among the container's
     // port bindings, and Testcontainers waits until every one of them is bound to a host port.
-    // The start itself is awaited on up's last line and then on /ready, never on the ports.
+    // The start itself is awaited on up.json and then on /ready, never on the ports.
     this.withExposedPorts(...new Set(Object.values(COMPONENT_PORTS).flat()));
     // The admin API keeps to loopback by default (it has no authentication); a test reaches it through its published port.
     if (this.components.includes('gateway')) this.withEnvironment({ OFFCLOUD_GATEWAY_ADMIN_HOST: '0.0.0.0' });
     const deadline = Date.now() + (this.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
     const container = await super.start();
     try {
-      const state = JSON.parse(await readFileIn(container, STATE_FILE)) as UpState;
+      const state = JSON.parse(await readFileIn(container, STATE_FILE)) as UpRecord;
       const notStarted = this.components.filter((name) => !state.components[name]);
       if (notStarted.length) {
         const why = notStarted.map(
@@ -239,7 +246,7 @@ function ownAddresses(): string[] {
 export class StartedOffcloudContainer extends AbstractStartedContainer {
   constructor(
     startedTestContainer: StartedTestContainer,
-    private readonly state: UpState,
+    private readonly state: UpRecord,
     private readonly ca: string | undefined,
   ) {
     super(startedTestContainer);
@@ -290,9 +297,9 @@ export class StartedOffcloudContainer extends AbstractStartedContainer {
     return `${protocol}//${host}`;
   }
 
-  /** The component's credential lines as `offcloud up` prints them (hosts and ports are the container's own). */
-  getCredentials(component: OffcloudComponent): string[] {
-    return [...this.record(component).credentials];
+  /** What `offcloud up`'s table shows under the component's URLs, label and value (hosts and ports are the container's own). */
+  getDetails(component: OffcloudComponent): Detail[] {
+    return this.record(component).details.map((detail) => ({ ...detail }));
   }
 
   /** The local CA's certificate (PEM): trust it for the https:// and mqtts:// URLs, which name `localhost`. */
@@ -301,41 +308,42 @@ export class StartedOffcloudContainer extends AbstractStartedContainer {
     return this.ca;
   }
 
-  private account(): Record<string, string> {
-    const line = this.record('storage').credentials.find((text) => text.startsWith('connection string: '));
-    if (!line) throw new Error('OffcloudContainer: storage printed no connection string');
-    return connectionStringFields(line.slice('connection string: '.length));
+  /** A component's published facts, from up.json. */
+  private facts<C extends keyof UpRecord['facts']>(component: C): NonNullable<UpRecord['facts'][C]> {
+    this.record(component);
+    const facts = this.state.facts[component];
+    if (!facts) throw new Error(`OffcloudContainer: ${component} published no facts`);
+    return facts;
   }
 
   getAccountName(): string {
-    return this.account().AccountName!;
+    return this.facts('storage').accountName;
   }
 
   getAccountKey(): string {
-    return this.account().AccountKey!;
+    return this.facts('storage').accountKey;
   }
 
   /** Storage over plain HTTP with Shared Key (what `UseDevelopmentStorage=true` means, on the mapped port). */
   getConnectionString(): string {
-    const { AccountName, AccountKey } = this.account();
-    const endpoint = this.mapped('storage', this.record('storage').exports.httpBlobEndpoint!);
-    return `DefaultEndpointsProtocol=http;AccountName=${AccountName};AccountKey=${AccountKey};BlobEndpoint=${endpoint};`;
+    const { accountName, accountKey, httpBlobEndpoint } = this.facts('storage');
+    return `DefaultEndpointsProtocol=http;AccountName=${accountName};AccountKey=${accountKey};BlobEndpoint=${this.mapped('storage', httpBlobEndpoint)};`;
   }
 
   /** Storage's HTTPS blob endpoint, where bearer tokens work (§4.10); trust the CA. */
   getBlobEndpoint(): string {
-    return this.mapped('storage', this.record('storage').exports.blobEndpoint!);
+    return this.mapped('storage', this.facts('storage').blobEndpoint);
   }
 
   getIdentity(): OffcloudIdentity {
-    const { authorityHost, imdsUrl, tenantId, demoClientId, demoClientSecret } = this.record('identity').exports;
-    if (!demoClientId || !demoClientSecret) throw new Error('OffcloudContainer: identity has no demo client (its secret was removed)');
+    const { authorityHost, imdsUrl, tenantId, demoClient } = this.facts('identity');
+    if (!demoClient) throw new Error('OffcloudContainer: identity has no demo client (its secret was removed)');
     return {
-      authorityHost: this.mapped('identity', authorityHost!),
-      imdsUrl: this.mapped('identity', imdsUrl!),
-      tenantId: tenantId!,
-      clientId: demoClientId,
-      clientSecret: demoClientSecret,
+      authorityHost: this.mapped('identity', authorityHost),
+      imdsUrl: this.mapped('identity', imdsUrl),
+      tenantId,
+      clientId: demoClient.clientId,
+      clientSecret: demoClient.clientSecret,
     };
   }
 }

@@ -4,6 +4,7 @@
  */
 import type { OptionSchema } from '../../common/config.ts';
 import { ConfigError } from '../../common/errors.ts';
+import type { DevSvcFacts } from '../../common/facts.ts';
 import { staticRegistry } from './static.ts';
 import { REGISTRY_KINDS, type Registry, type RegistryKind } from './types.ts';
 
@@ -48,12 +49,12 @@ export interface RegistryChoice {
  * Under `offcloud up`: the options that find DevSvc the way it registered, from
  * what it published (static wiring to its address if it fell back to that).
  */
-export function registryOfDevSvc(exports: Record<string, string> | undefined): { registry?: string; serviceName?: string; registryAddress?: string[] } {
-  if (!exports?.registry) return {};
+export function registryOfDevSvc(devsvc: DevSvcFacts | undefined): { registry?: string; serviceName?: string; registryAddress?: string[] } {
+  if (!devsvc) return {};
   return {
-    registry: exports.registry,
-    serviceName: exports.serviceName,
-    registryAddress: exports.registry === 'static' && exports.address ? [exports.address] : [],
+    registry: devsvc.registry,
+    serviceName: devsvc.serviceName,
+    registryAddress: devsvc.registry === 'static' ? [devsvc.address] : [],
   };
 }
 
