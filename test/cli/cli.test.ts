@@ -83,7 +83,8 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     assert.equal(run.code, code, `${what}: ${run.stderr}`);
     const loaded = await readFile(file, 'utf8');
     // The recorder sees both kinds of module: the CLI's own (ESM) and yaml's files (CommonJS, from require.cache).
-    assert.match(loaded, /\/src\/common\/config\.ts$/m, what);
+    // The compiled dist/ when it is current (bin/offcloud.js), else the sources through tsx.
+    assert.match(loaded, /\/(src\/common\/config\.ts|dist\/common\/config\.js)$/m, what);
     assert.match(loaded, /^\/.*\/node_modules\/yaml\/dist\/.*\.js$/m, what);
     const packages = new Set([...loaded.matchAll(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((m) => m[1]));
     assert.deepEqual(

@@ -31,7 +31,7 @@ const START_TIMEOUT_MS = 420_000;
 
 let packed: Promise<string> | undefined;
 
-/** `npm pack` of this checkout (its prepack compiles dist/), once per run, into a folder with no shared/ above it. */
+/** `npm pack` of this checkout (its `prepare` compiles dist/), once per run, into a folder with no shared/ above it. */
 function packOnce(t: { after(fn: () => unknown): void; diagnostic(message: string): void }): Promise<string> {
   packed ??= (async () => {
     const root = await tempDataDir(t);

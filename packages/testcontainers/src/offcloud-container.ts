@@ -17,7 +17,7 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { extract } from 'tar-stream';
-import { AbstractStartedContainer, GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
+import { AbstractStartedContainer, GenericContainer, StartupCheckStrategy, type StartedTestContainer, type StartupStatus } from 'testcontainers';
 
 export const OFFCLOUD_IMAGE = 'localhost/offcloud:dev';
 
@@ -163,6 +163,23 @@ async function readFileIn(container: StartedTestContainer, path: string): Promis
 }
 
 /**
+ * Start-up is over once `offcloud up` has written up.json (every component it starts has started
+ * or failed; written in one rename). Asked through the archive API, never an exec session.
+ */
+class UpStateWritten extends StartupCheckStrategy {
+  override async checkStartupState(...[client, id]: Parameters<StartupCheckStrategy['checkStartupState']>): Promise<StartupStatus> {
+    const container = client.getContainer(id);
+    if (!(await container.inspect()).State.Running) return 'FAIL';
+    try {
+      (await container.getArchive({ path: STATE_FILE })).resume();
+      return 'SUCCESS';
+    } catch {
+      return 'PENDING';
+    }
+  }
+}
+
+/**
  * `new OffcloudContainer(image).withComponents(['storage', 'identity']).start()`.
  * The container runs `offcloud up` with `OFFCLOUD_ONLY` set to the components
  * named: those run, with the ones they need (storage's tokens come from
@@ -178,7 +195,7 @@ export class OffcloudContainer extends GenericContainer {
   constructor(image = OFFCLOUD_IMAGE) {
     super(image);
     this.withCommand(['up'])
-      .withWaitStrategy(Wait.forSuccessfulCommand(`test -s ${STATE_FILE}`))
+      .withWaitStrategy(new UpStateWritten())
       .withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
   }
 
