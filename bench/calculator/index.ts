@@ -5,16 +5,20 @@
  */
 import { startChildServers } from '../common/child.ts';
 import { alternate, median, requestsPerSecond } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
+
+const ROUNDS = sized(5, 1);
+const SECONDS = sized(3, 1);
 
 export async function run(): Promise<BenchResult[]> {
   const servers = await startChildServers<{ ours: string; baseline: string }>(new URL('./servers.ts', import.meta.url));
   const path = '/add/123456789012345678901234567890/-987654321';
   try {
     const rounds = await alternate(
-      5,
-      () => requestsPerSecond({ url: servers.info.ours + path, seconds: 3 }),
-      () => requestsPerSecond({ url: servers.info.baseline + path, seconds: 3 }),
+      ROUNDS,
+      () => requestsPerSecond({ url: servers.info.ours + path, seconds: SECONDS }),
+      () => requestsPerSecond({ url: servers.info.baseline + path, seconds: SECONDS }),
     );
     return [
       result({
@@ -24,7 +28,7 @@ export async function run(): Promise<BenchResult[]> {
         baseline: 'bare node:http',
         baselineValue: median(rounds.b.map((r) => r.rps)),
         better: 'higher',
-        details: { rounds, connections: 10, secondsPerRound: 3 },
+        details: { rounds, connections: 10, secondsPerRound: SECONDS },
       }),
     ];
   } finally {

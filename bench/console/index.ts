@@ -24,16 +24,19 @@ import { CHROMIUM_ARGS } from '../../test/console/harness.ts';
 import { loadAssets } from '../../src/console/assets.ts';
 import { addDevice, deviceFilePath } from '../../src/devices/store.ts';
 import { startChildServers } from '../common/child.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 import type { PublishedFacts } from '../../src/common/facts.ts';
 
-const DEVICES = 1000;
-const TELEMETRY = 10_000;
-const BLOBS = Number(process.env.OFFCLOUD_BENCH_CONSOLE_BLOBS ?? 10_000);
+const DEVICES = sized(1000, 10);
+const TELEMETRY = sized(10_000, 20);
+/** The telemetry messages the hub page shows. */
+const SHOWN = Math.min(50, TELEMETRY);
+const BLOBS = Number(process.env.OFFCLOUD_BENCH_CONSOLE_BLOBS ?? sized(10_000, 10));
 const BLOB_SECONDS = Number(process.env.OFFCLOUD_BENCH_CONSOLE_BLOB_SECONDS ?? 300);
 /** Uploads in flight at once while loading the blobs. */
 const UPLOADERS = 32;
-const ROUNDS = 3;
+const ROUNDS = sized(3, 1);
 
 interface Components {
   dataDir: string;
@@ -235,8 +238,8 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
         (i) => device.sendEvent(new deviceSdk.Message(JSON.stringify({ i, temperature: 20 + (i % 10) }))),
       );
       progress(`${DEVICES} hub devices made, ${TELEMETRY} telemetry messages sent`);
-      const hub = await time('hub', hubReady(DEVICES, 50));
-      reportPage(`hub page: ${DEVICES} devices and the last 50 of ${TELEMETRY} messages shown`, hub, '1 device, no telemetry', emptyHub);
+      const hub = await time('hub', hubReady(DEVICES, SHOWN));
+      reportPage(`hub page: ${DEVICES} devices and the last ${SHOWN} of ${TELEMETRY} messages shown`, hub, '1 device, no telemetry', emptyHub);
     });
 
     await phase('the devices page', async () => {
@@ -266,7 +269,7 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
       const seconds = (Date.now() - started) / 1000;
       progress(`${uploaded} blobs in storage after ${seconds.toFixed(0)} s${failure ? ` (an upload failed: ${failure.message.split('\n')[0]})` : ''}`);
       const storage = await time('storage', blobsReady(Math.min(200, uploaded)), 'button.link');
-      reportPage(`storage page: the first 200 of ${uploaded} blobs shown`, storage, '1 blob', emptyStorage, {
+      reportPage(`storage page: the first ${Math.min(200, uploaded)} of ${uploaded} blobs shown`, storage, '1 blob', emptyStorage, {
         blobsLoaded: uploaded,
         blobsWanted: BLOBS,
         uploadSeconds: seconds,

@@ -13,11 +13,12 @@ import { request } from 'undici';
 import { devSvcClient } from '../../src/devices/proto.ts';
 import { startChildServers, type ChildServers } from '../common/child.ts';
 import { alternate, median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
 const CONNECTIONS = 10;
-const SECONDS = 3;
-const ROUNDS = 3;
+const SECONDS = sized(3, 1);
+const ROUNDS = sized(3, 1);
 const DEVICE = 'sensor-1';
 
 interface Figures {
@@ -107,7 +108,7 @@ export async function run(): Promise<BenchResult[]> {
     const first = await startChildServers<{ address: string; registry: string }>(new URL('./replica.ts', import.meta.url));
     children.push(first);
     if (first.info.registry !== 'mdns') throw new Error('multicast DNS is not available here; the benchmark needs it');
-    const devdata = await startChildServers<{ url: string }>(new URL('./devdata-server.ts', import.meta.url));
+    const devdata = await startChildServers<{ url: string }>(new URL('./devdata.ts', import.meta.url));
     children.push(devdata);
     const one = await measure(devdata.info.url, [first.info.address]);
     const second = await startChildServers<{ address: string }>(new URL('./replica.ts', import.meta.url));

@@ -17,11 +17,18 @@ import { join } from 'node:path';
 import { connect as connectTcp } from 'node:net';
 import { Agent, request } from 'undici';
 import { descendants, rawConnection, startUp, terminate, vanishingClient, vanishingHttp, type Listener } from '../../test/resilience/harness.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 
-const CONNECTS = 1000;
+const CONNECTS = sized(1000, 50);
 const AT_ONCE = 50;
-const SETTLE_MS = 3000;
+const SETTLE_MS = sized(3000, 200);
+/** Per flood: HTTP clients vanishing mid-request of each shape, silent connections, connections of random bytes. */
+const VANISHING_HTTP = sized(40, 2);
+const SILENT = sized(200, 10);
+const RANDOM_BYTES = sized(50, 5);
+/** How long the vanishing clients stay before they go. */
+const VANISH_AFTER_MS = sized(2000, 200);
 
 interface Footprint {
   fds: number;
@@ -78,12 +85,12 @@ async function flood(url: URL): Promise<number> {
     sent++;
   });
   const vanishing = isHttp(url)
-    ? Array.from({ length: 40 }, () => vanishingHttp(url)).flat()
-    : Array.from({ length: 200 }, () => vanishingClient(url, '', 0, 'silent'));
+    ? Array.from({ length: VANISHING_HTTP }, () => vanishingHttp(url)).flat()
+    : Array.from({ length: SILENT }, () => vanishingClient(url, '', 0, 'silent'));
   sent += vanishing.length;
-  await new Promise((resolve) => setTimeout(resolve, 2000));
+  await new Promise((resolve) => setTimeout(resolve, VANISH_AFTER_MS));
   for (const v of vanishing) v.socket.destroy();
-  await inBatches(50, async () => {
+  await inBatches(RANDOM_BYTES, async () => {
     const socket = await rawConnection(url);
     socket.write(randomBytes(64 * 1024));
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -91,6 +98,11 @@ async function flood(url: URL): Promise<number> {
     sent++;
   });
   return sent;
+}
+
+/** The first HTTP listener and the first other one. */
+function firstOfEachKind(listeners: Listener[]): Listener[] {
+  return [listeners.find((l) => isHttp(l.url)), listeners.find((l) => !isHttp(l.url))].filter((l): l is Listener => l !== undefined);
 }
 
 export async function run({ report, signal }: BenchContext): Promise<BenchResult[]> {
@@ -109,7 +121,8 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         .map((l) => l.toFixed(2))
         .join(' ')}; up's process tree ${start.fds} fds, ${start.rssMb} MB RSS`,
     );
-    for (const listener of up.listeners as Listener[]) {
+    // The smoke run floods one listener of each kind: one HTTP, one not.
+    for (const listener of sized(up.listeners as Listener[], firstOfEachKind(up.listeners as Listener[]))) {
       if (signal.aborted) break;
       const before = footprint(pid);
       let failed = 0;

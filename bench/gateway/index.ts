@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadavg } from 'node:os';
 import { median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 import { performance } from 'node:perf_hooks';
 import { SignJWT } from 'jose';
@@ -36,13 +37,13 @@ import { freePort } from '../../test/gateway/helpers.ts';
 const execFileAsync = promisify(execFile);
 const silentLogger = pino({ level: 'silent' });
 const CONNECTIONS = 32;
-const SECONDS = 5;
-const ROUNDS = 3;
+const SECONDS = sized(5, 1);
+const ROUNDS = sized(3, 1);
 /** Seconds of unmeasured load per target before the rounds: Node's JIT compiles the hot path in the first thousands of requests, nginx has nothing to warm. */
-const WARM_UP_SECONDS = 2;
+const WARM_UP_SECONDS = sized(2, 0);
 const KEY = 'bench-key';
 /** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`). */
-const WORKERS = [1, 2];
+const WORKERS = sized([1, 2], [1]);
 
 /**
  * The reference's "floor" (part D): a naive node:http pipe with a keep-alive
@@ -365,7 +366,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
       }),
     );
 
-    for (const target of targets) {
+    for (const target of WARM_UP_SECONDS ? targets : []) {
       if (signal.aborted) break;
       await wrk(target.url, target.cpu, target.headers ?? [], signal, WARM_UP_SECONDS).catch((err: Error) =>
         console.error(`${target.name}, warm-up: ${err.message}`),

@@ -16,11 +16,12 @@ import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { freePort, spawnHub } from '../../test/hub/helpers.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
-const DEVICES = Number(process.env.HUB_BENCH_DEVICES ?? 200);
-const SECONDS = Number(process.env.HUB_BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.HUB_BENCH_ROUNDS ?? 2);
+const DEVICES = Number(process.env.HUB_BENCH_DEVICES ?? sized(200, 20));
+const SECONDS = Number(process.env.HUB_BENCH_SECONDS ?? sized(5, 1));
+const ROUNDS = Number(process.env.HUB_BENCH_ROUNDS ?? sized(2, 1));
 /** Devices that also time twin PATCH round trips during the hub rounds. */
 const TWIN_DEVICES = 10;
 const PAYLOAD = Buffer.from(JSON.stringify({ temperature: 21.5, humidity: 40, status: 'ok' }));

@@ -1,21 +1,25 @@
 /**
  * Client-credentials tokens per second over HTTPS keep-alive, against the
  * raw RS256 signing rate of the same key with jose in the same run (the
- * floor of what issuing costs), plus p50/p99 latency; rounds alternate so
- * drift on a shared machine hits both.
+ * floor of what issuing costs), plus p50/p99 latency and the CPU time per
+ * token (the server's process, its signing threads included) beside the CPU
+ * time per signature; rounds alternate so drift on a shared machine hits both.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { Agent, request } from 'undici';
 import { openSigningKeys } from '../../src/identity/keys.ts';
+import { cpuWithEndedChildren } from '../common/cpu.ts';
 import { alternate, median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
-const SECONDS = 4;
+const SECONDS = sized(4, 1);
+const ROUNDS = sized(3, 1);
 const CONNECTIONS = 10;
 
 interface ServerInfo {
@@ -28,6 +32,8 @@ interface ServerInfo {
 
 interface Round {
   perSecond: number;
+  /** CPU time of the process that signs (the server, or this one for the raw rate), per token. */
+  cpuMsPerToken: number;
   p50ms: number;
   p99ms: number;
   errors: number;
@@ -38,7 +44,8 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** CONNECTIONS clients, each POSTing token requests back to back over one kept-alive TLS connection. */
-async function tokenRound(info: ServerInfo, dispatcher: Agent, body: string): Promise<Round> {
+async function tokenRound(info: ServerInfo, serverPid: number, dispatcher: Agent, body: string): Promise<Round> {
+  const cpuBefore = cpuWithEndedChildren(serverPid);
   const url = `${info.authorityHost}/${info.tenantId}/oauth2/v2.0/token`;
   const latencies: number[] = [];
   let errors = 0;
@@ -55,7 +62,8 @@ async function tokenRound(info: ServerInfo, dispatcher: Agent, body: string): Pr
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { perSecond: latencies.length / SECONDS, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), errors };
+  const cpuMsPerToken = (cpuWithEndedChildren(serverPid) - cpuBefore) / latencies.length;
+  return { perSecond: latencies.length / SECONDS, cpuMsPerToken, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), errors };
 }
 
 /** The same key and a claim set of the same size, signed back to back on one thread. */
@@ -79,6 +87,7 @@ async function signingRound(dataDir: string): Promise<Round> {
     ver: '2.0',
   };
   const latencies: number[] = [];
+  const cpuBefore = process.cpuUsage();
   const end = performance.now() + SECONDS * 1000;
   while (performance.now() < end) {
     const started = performance.now();
@@ -86,7 +95,9 @@ async function signingRound(dataDir: string): Promise<Round> {
     latencies.push(performance.now() - started);
   }
   latencies.sort((a, b) => a - b);
-  return { perSecond: latencies.length / SECONDS, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), errors: 0 };
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMsPerToken = (cpu.user + cpu.system) / 1000 / latencies.length;
+  return { perSecond: latencies.length / SECONDS, cpuMsPerToken, p50ms: percentile(latencies, 50), p99ms: percentile(latencies, 99), errors: 0 };
 }
 
 export async function run(): Promise<BenchResult[]> {
@@ -110,18 +121,23 @@ export async function run(): Promise<BenchResult[]> {
       client_secret: info.clientSecret,
       scope: 'api://offcloud-demo-api/.default',
     }).toString();
-    await tokenRound(info, dispatcher, body); // warm-up: TLS sessions, JIT
+    await tokenRound(info, server.pid!, dispatcher, body); // warm-up: TLS sessions, JIT
     const rounds = await alternate(
-      3,
-      () => tokenRound(info, dispatcher, body),
+      ROUNDS,
+      () => tokenRound(info, server.pid!, dispatcher, body),
       () => signingRound(dataDir),
     );
     await dispatcher.close();
     const ours = median(rounds.a.map((r) => r.perSecond));
     const baseline = median(rounds.b.map((r) => r.perSecond));
+    const cpuMsPerToken = median(rounds.a.map((r) => r.cpuMsPerToken));
+    const cpuMsPerSignature = median(rounds.b.map((r) => r.cpuMsPerToken));
+    const loadAverage = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
     return [
       result({
-        name: 'identity client-credentials tokens/s over HTTPS keep-alive',
+        name: `identity client-credentials tokens/s over HTTPS keep-alive (CPU per token ${cpuMsPerToken.toFixed(2)} ms, per raw signature ${cpuMsPerSignature.toFixed(2)} ms; load average ${loadAverage})`,
         unit: 'tokens/s',
         ours,
         baseline: 'raw RS256 signing of the same key with jose, one thread',
@@ -131,6 +147,9 @@ export async function run(): Promise<BenchResult[]> {
           p50ms: median(rounds.a.map((r) => r.p50ms)),
           p99ms: median(rounds.a.map((r) => r.p99ms)),
           signP50ms: median(rounds.b.map((r) => r.p50ms)),
+          cpuMsPerToken,
+          cpuMsPerSignature,
+          loadAverage,
           errors: rounds.a.reduce((sum, r) => sum + r.errors, 0),
           connections: CONNECTIONS,
           secondsPerRound: SECONDS,

@@ -29,11 +29,12 @@ import { startTypeScriptWorker } from '../../src/common/worker.ts';
 import type { SequentialResult, SequentialRound } from './sequential-client.ts';
 import autocannon from 'autocannon';
 import { median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
 
-const SECONDS = 5;
+const SECONDS = sized(5, 1);
 /** Interleaved rounds of per-request samples, and the seconds of one-at-a-time requests per server per round. */
-const ROUNDS = 8;
+const ROUNDS = sized(8, 1);
 const ROUND_SECONDS = 1;
 const MEAN = [0.485, 0.456, 0.406];
 const STD = [0.229, 0.224, 0.225];

@@ -23,13 +23,14 @@ import autocannon from 'autocannon';
 import { request } from 'undici';
 import { startChildServers } from '../common/child.ts';
 import { alternate, median } from '../common/load.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 import { cpuOfTree } from './cpu.ts';
 
 const WEBHOOK = '/usr/bin/webhook';
-const SECONDS = 4;
-const ROUNDS = 3;
-const FLOOR_CALLS = 200;
+const SECONDS = sized(4, 1);
+const ROUNDS = sized(3, 1);
+const FLOOR_CALLS = sized(200, 10);
 /** No single step may take longer than this (the load rounds take 2 × ROUNDS × SECONDS). */
 const STEP_LIMIT_MS = 120_000;
 const TWO_LINES = '#!/bin/sh\necho "hello $PARAM_NAME"\necho "second line"\n';
@@ -245,7 +246,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     }
     await step('line delay', async () => {
       const delays = await alternate(
-        3,
+        ROUNDS,
         () => lineDelays(`${ours.info.url}/stamps`, signal),
         () => lineDelays(`${webhookBase}/stamps`, signal),
       );

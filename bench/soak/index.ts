@@ -14,6 +14,7 @@ import { BlobSASPermissions, BlobServiceClient, StorageSharedKeyCredential } fro
 import { DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
 import { startUp, terminate, type Up } from '../../test/resilience/harness.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
 
 const MINUTE_MS = 60_000;
@@ -100,7 +101,7 @@ async function rssMb(pid: number): Promise<number> {
 
 export async function run({ report, signal }: BenchContext): Promise<BenchResult[]> {
   const at = process.argv.indexOf('--duration');
-  const durationMs = (at >= 0 ? Number(process.argv[at + 1]) : 300) * 1000;
+  const durationMs = (at >= 0 ? Number(process.argv[at + 1]) : sized(300, 5)) * 1000;
   const dataDir = await mkdtemp(join(tmpdir(), 'offcloud-soak-'));
   const up = await startUp(dataDir);
   const pid = up.process.pid!;

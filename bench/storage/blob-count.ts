@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
 import { startChildServers, type ChildServers } from '../common/child.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
+import { sized } from '../common/quick.ts';
 import { result, type BenchResult, type BenchContext } from '../common/result.ts';
 import { AccountStore } from '../../src/storage/persistence/store.ts';
 
@@ -19,9 +20,11 @@ interface ServerInfo {
   pid: number;
 }
 
-const LEVELS = [1_000, 5_000, 10_000];
+/** The blob count the others are compared with. */
+const FIRST = sized(100, 20);
+const LEVELS = sized([1_000, 5_000, 10_000], [50]);
 const CONCURRENCY = 8;
-const MEASURED_UPLOADS = 400;
+const MEASURED_UPLOADS = sized(400, 20);
 const BODY = Buffer.alloc(1024, 'x');
 const ACCOUNT = 'devstoreaccount1';
 
@@ -70,10 +73,10 @@ export async function measureBlobCounts(context?: Pick<BenchContext, 'report'>):
     await container.create();
     await upload(
       container,
-      Array.from({ length: 100 }, (_, i) => blobName(i)),
+      Array.from({ length: FIRST }, (_, i) => blobName(i)),
     );
-    const empty = await measureOverwrites(container, servers.info.pid, 100);
-    let filled = 100;
+    const empty = await measureOverwrites(container, servers.info.pid, FIRST);
+    let filled = FIRST;
     for (const level of LEVELS) {
       await upload(
         container,
@@ -86,10 +89,10 @@ export async function measureBlobCounts(context?: Pick<BenchContext, 'report'>):
           name: `storage uploads at ${level.toLocaleString('en')} blobs (1 KB overwrites, ${CONCURRENCY} at once, Shared Key)`,
           unit: 'uploads/s',
           ours: at.perSecond,
-          baseline: 'the same at 100 blobs',
+          baseline: `the same at ${FIRST} blobs`,
           baselineValue: empty.perSecond,
           better: 'higher',
-          details: { cpuMsPerUpload: at.cpuMsPerUpload, cpuMsPerUploadAt100: empty.cpuMsPerUpload, loadAverage: at.load },
+          details: { cpuMsPerUpload: at.cpuMsPerUpload, cpuMsPerUploadAtFirst: empty.cpuMsPerUpload, loadAverage: at.load },
         }),
       );
     }
