@@ -33,6 +33,8 @@ export interface SigningKey {
   /** Also the `x5t`: base64url SHA-1 thumbprint of the certificate, as the real issuer. */
   kid: string;
   privateKey: KeyObject;
+  /** The same key, PKCS#8 PEM: what the signing threads are sent (src/identity/signer.ts). */
+  privateKeyPem: string;
   /** Public JWK with `use`, `kid`, `x5t` and `x5c`. */
   jwk: JWK;
   createdAt: string;
@@ -106,6 +108,7 @@ function toSigningKey(stored: StoredKey): SigningKey {
   return {
     kid: stored.kid,
     privateKey,
+    privateKeyPem: stored.privateKey,
     jwk: { kty: 'RSA', use: 'sig', kid: stored.kid, x5t: stored.kid, n, e, x5c: [der.toString('base64')] },
     createdAt: stored.createdAt,
     retiredAt: stored.retiredAt,

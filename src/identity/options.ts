@@ -33,6 +33,13 @@ export const identityOptions = {
     max: MAX_TOKEN_LIFETIME_SECONDS,
     description: 'lifetime of managed identity tokens, seconds (the real IMDS gives 24 h)',
   },
+  signingThreads: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: 256,
+    description: 'worker threads that sign tokens (0 = one per core)',
+  },
   identityHeader: {
     type: 'string',
     default: '',

@@ -12,6 +12,7 @@ import type { Detail, RunningComponent } from '../common/component.ts';
 import type { IdentityFacts } from '../common/facts.ts';
 import { createFileExclusive, removeStaleTemporaries } from '../common/files.ts';
 import { createHttpServer, listenEach } from '../common/http.ts';
+import { availableParallelism } from 'node:os';
 import { createLogger } from '../common/log.ts';
 import { resolveTls } from '../common/tls.ts';
 import { openDirectory } from './directory/index.ts';
@@ -19,6 +20,7 @@ import { issuerFor, type IssuerStyle } from './issuer.ts';
 import { registerImdsRoutes, APP_SERVICE_TOKEN_PATH } from './imds-server.ts';
 import { registerIssuerRoutes, TOKEN_BODY_LIMIT } from './issuer-server.ts';
 import { openSigningKeys } from './keys.ts';
+import { TokenSigner } from './signer.ts';
 import { identityOptions } from './options.ts';
 import type { IssuerContext } from './tokens.ts';
 
@@ -72,17 +74,24 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const identityHeader = await resolveIdentityHeader(options.dataDir, options.identityHeader);
 
   let issuerUrl = '';
+  const signer = await TokenSigner.start(options.signingThreads || availableParallelism());
+  /** A start that fails after this point ends the signing threads, which would keep the process alive. */
+  const failed = async (err: unknown): Promise<never> => {
+    await signer.close();
+    throw err;
+  };
   const context = async (): Promise<IssuerContext> => ({
     directory: await directory.current(),
     keys: await keys.current(),
+    signer,
     issuerStyle: options.issuerStyle as IssuerStyle,
     origin: issuerUrl,
     clientCredentialsLifetimeSeconds: options.tokenLifetime,
     managedIdentityLifetimeSeconds: options.managedIdentityTokenLifetime,
   });
   // Fail at start, not at the first request, when a file is unreadable.
-  const first = await context();
-  const demo = await directory.demoClient();
+  const first = await context().catch(failed);
+  const demo = await directory.demoClient().catch(failed);
 
   // One registry for both servers: /metrics on either shows the whole component.
   const metrics = new ComponentMetrics('identity');
@@ -95,7 +104,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
   const urls = await listenEach([
     [issuer, { host: options.host, port: options.port, component: 'identity' }],
     [metadata, { host: options.host, port: options.imdsPort, component: 'identity', portKey: 'imdsPort' }],
-  ]);
+  ]).catch(failed);
   // The issuer's routes read issuerUrl per request: its own origin, known once it listens.
   issuerUrl = urls[0]!;
   const imdsUrl = urls[1]!;
@@ -133,6 +142,7 @@ export async function startIdentity(given: Partial<IdentityOptions> & RuntimeExt
     caCertPath: tls.caCertPath,
     close: async () => {
       await Promise.all([issuer.close(), metadata.close()]);
+      await signer.close();
     },
   };
 }

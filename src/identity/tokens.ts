@@ -4,7 +4,7 @@
  * directory and the signing keys; the HTTP handlers only parse and answer.
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import {
   checkClientSecret,
   findClient,
@@ -21,11 +21,14 @@ import {
 import { aad, imds, ImdsError } from './errors.ts';
 import { issuerFor, type IssuerStyle } from './issuer.ts';
 import type { SigningKeySet } from './keys.ts';
+import type { TokenSigner } from './signer.ts';
 import type { AccessTokenClaims } from './verify.ts';
 
 export interface IssuerContext {
   directory: Directory;
   keys: SigningKeySet;
+  /** Signs the tokens, off the event loop. */
+  signer: TokenSigner;
   issuerStyle: IssuerStyle;
   /** This server's HTTPS origin, for `--issuer-style local`. */
   origin: string;
@@ -83,7 +86,7 @@ async function signAccessToken(ctx: IssuerContext, subject: TokenSubject, lifeti
   const key = ctx.keys.active;
   // v1 tokens carry both kid and x5t in the header, v2 tokens kid only, as the real issuer's.
   const header = { alg: 'RS256', typ: 'JWT', kid: key.kid, ...(v2 ? {} : { x5t: key.kid }) };
-  const accessToken = await new SignJWT(claims).setProtectedHeader(header).sign(key.privateKey);
+  const accessToken = await ctx.signer.sign(key, header, claims);
   return { accessToken, issuedAt: iat, expiresAt: exp };
 }
 

@@ -152,6 +152,15 @@ describe('token verifier', () => {
     }
   });
 
+  test('R-TOKEN-7 tokens are signed on the signing threads: a burst of requests at once all verify, and after a rotation every thread signs with the new key', async () => {
+    const burst = () => Promise.all(Array.from({ length: 16 }, () => demoToken()));
+    const first = await burst();
+    const rotated = await openSigningKeys(id.dataDir).rotate();
+    const second = await burst();
+    assert.deepEqual(new Set(second.map((token) => headerOf(token).kid)), new Set([rotated.kid]));
+    for (const token of [...first, ...second]) assert.ok(await local.verify(token));
+  });
+
   test('R-TOKEN-7 the preHandler protects a route by app role: 200 with the role, 403 without it, 401 without a valid token', async (t) => {
     const api = Fastify();
     t.after(() => api.close());
