@@ -23,7 +23,7 @@ import type { BenchContext, BenchResult } from './common/result.ts';
 
 const DEFAULT_TIMEOUT_S = 900;
 /** A bench's limit in a quick run: starting servers through tsx on a busy machine is most of it. */
-const QUICK_TIMEOUT_S = 120;
+const QUICK_TIMEOUT_S = 180;
 /** After the timeout, how long the bench gets to end its servers itself. */
 const CLEANUP_MS = 15_000;
 
