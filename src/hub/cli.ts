@@ -12,6 +12,8 @@ import { DeviceHub } from './domain/hub.ts';
 import { connectionString, identityKey, parseIdentityKey } from './domain/registry.ts';
 import { DEFAULT_TWIN_LIMITS } from './domain/twin.ts';
 import { HubError } from './domain/errors.ts';
+import { POLICY_RIGHTS } from './domain/policies.ts';
+import { createSasToken } from './domain/sas.ts';
 import { hubOptions } from './options.ts';
 
 const USAGE = 'offcloud hub device create|show|list|delete|regenerate [<device>[/<module>]] [--data-dir DIR] [--host-name NAME] [--port N] [--redis-url URL]';
@@ -101,4 +103,49 @@ export const deviceCommand: Subcommand = {
   summary: 'manage devices: create (prints its connection string), show, list, delete, regenerate',
   usage: USAGE,
   run: runDeviceCommand,
+};
+
+const SAS_USAGE =
+  'offcloud hub sas [--policy iothubowner|service|registryRead|registryReadWrite] [--ttl SECONDS] [--data-dir DIR] [--host-name NAME] [--redis-url URL]';
+
+/** `offcloud hub sas`: a service SAS token for `Authorization:` headers (curl against the REST API). */
+async function runSasCommand(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        policy: { type: 'string', default: 'iothubowner' },
+        ttl: { type: 'string', default: '3600' },
+        'data-dir': { type: 'string' },
+        'host-name': { type: 'string' },
+        'redis-url': { type: 'string' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\nusage: ${SAS_USAGE}`);
+  }
+  const ttl = Number(values.ttl);
+  if (!Number.isSafeInteger(ttl) || ttl < 1 || !Object.hasOwn(POLICY_RIGHTS, values.policy) || values.policy === 'device')
+    throw new UsageError(`usage: ${SAS_USAGE}`);
+  const flags = Object.fromEntries(
+    Object.entries({ dataDir: values['data-dir'], hostName: values['host-name'], redisUrl: values['redis-url'] }).filter(([, v]) => v !== undefined),
+  ) as Record<string, string>;
+  const options = resolveConfig('hub', cliOptions, { flags, env: process.env });
+  const { openState } = await import('./persistence/open.ts');
+  const { store, bus } = await openState(options);
+  try {
+    const key = (await store.policies())[values.policy]!.primaryKey;
+    process.stdout.write(`${createSasToken(options.hostName, key, Math.floor(Date.now() / 1000) + ttl, values.policy)}\n`);
+    return 0;
+  } finally {
+    await bus.close();
+    await store.close();
+  }
+}
+
+export const sasCommand: Subcommand = {
+  summary: 'print a service SAS token (Authorization header) for a hub policy, iothubowner by default',
+  usage: SAS_USAGE,
+  run: runSasCommand,
 };

@@ -3,6 +3,9 @@
  * (SELECT *, WHERE, COUNT, GROUP BY, devices.modules, paging) and statistics,
  * with a Plug and Play device's model id in its twin.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import deviceSdk from 'azure-iot-device';
@@ -10,6 +13,7 @@ import mqttTransport from 'azure-iot-device-mqtt';
 import serviceSdk from 'azure-iothub';
 import { eventually, routeServiceSdkTo, startTestHub, type TestHub } from './helpers.ts';
 
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const hub: TestHub = await startTestHub({ after });
 after(routeServiceSdkTo(hub));
 const serviceConnectionString = `HostName=localhost;SharedAccessKeyName=iothubowner;SharedAccessKey=${hub.ownerKey}`;
@@ -128,4 +132,17 @@ test("a Plug and Play device's model id (MQTT username) is in its twin and can b
   });
   assert.ok(service);
   await hub.rest('DELETE', '/devices/pnp-thermostat');
+});
+
+test('`offcloud hub sas` prints a service token that the REST API takes (the curl way), per policy', async () => {
+  const run = (...args: string[]) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'hub', 'sas', '--data-dir', hub.dataDir, ...args], { cwd: ROOT });
+  const owner = (await run()).stdout.trim();
+  assert.match(owner, /^SharedAccessSignature sr=localhost&sig=.+&skn=iothubowner&se=\d+$/);
+  assert.equal((await hub.rest('GET', '/devices/', undefined, { authorization: owner })).status, 200);
+  const service = (await run('--policy', 'service', '--ttl', '60')).stdout.trim();
+  assert.equal((await hub.rest('GET', '/statistics/service', undefined, { authorization: service })).status, 200);
+  assert.equal((await hub.rest('GET', '/devices/', undefined, { authorization: service })).status, 401, 'service lacks registryRead');
+  await assert.rejects(run('--policy', 'device'));
+  await assert.rejects(run('--ttl', 'soon'));
 });
