@@ -1,5 +1,6 @@
 /** request-termination, correlation-id and request-size-limiting as Kong 3.x runs them. */
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { echoBackend, errorsOf, gatewayWith } from './helpers.ts';
@@ -77,12 +78,37 @@ test('request-size-limiting: 413 over the limit by Content-Length or by a chunke
   assert.equal((await call(`${gw.proxy}/small`, { method: 'POST', body: '0123456789' })).status, 200);
   const over = await call(`${gw.proxy}/small`, { method: 'POST', body: '0123456789x' });
   assert.deepEqual([over.status, JSON.parse(over.body).message], [413, 'Request size limit exceeded']);
-  const chunked = async function* () {
-    yield Buffer.from('012345');
-    yield Buffer.from('6789xy');
-  };
+  const chunked = () => Readable.from([Buffer.from('012345'), Buffer.from('6789xy')]);
   assert.equal((await call(`${gw.proxy}/small`, { method: 'POST', body: chunked() })).status, 413);
   const strict = await call(`${gw.proxy}/strict`, { method: 'POST', body: chunked() });
   assert.deepEqual([strict.status, JSON.parse(strict.body).message], [411, 'A valid Content-Length header is required']);
   assert.equal(backend.seen.length, 1);
+});
+
+test('ip-restriction: deny first, then allow ranges; Kong 403 message or the configured status and message', async (t) => {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [
+      {
+        name: 's',
+        url: backend.url,
+        routes: [
+          { paths: ['/local'], plugins: [{ name: 'ip-restriction', config: { allow: ['127.0.0.0/8', '::1'] } }] },
+          { paths: ['/denied'], plugins: [{ name: 'ip-restriction', config: { deny: ['127.0.0.1'], status: 401, message: 'go away' } }] },
+          { paths: ['/elsewhere'], plugins: [{ name: 'ip-restriction', config: { allow: ['10.0.0.0/8'] } }] },
+        ],
+      },
+    ],
+  });
+  assert.equal((await call(`${gw.proxy}/local`)).status, 200);
+  const denied = await call(`${gw.proxy}/denied`);
+  assert.deepEqual([denied.status, JSON.parse(denied.body).message], [401, 'go away']);
+  const elsewhere = await call(`${gw.proxy}/elsewhere`);
+  assert.deepEqual([elsewhere.status, JSON.parse(elsewhere.body).message], [403, 'Your IP address is not allowed']);
+  assert.equal(backend.seen.length, 1);
+  assert.deepEqual(errorsOf({ _format_version: '3.0', plugins: [{ name: 'ip-restriction', config: { allow: ['10.0.0.0/33', 'host'] } }] }), [
+    "plugins[0].config.allow[0]: invalid ip or cidr range: '10.0.0.0/33'",
+    "plugins[0].config.allow[1]: invalid ip or cidr range: 'host'",
+  ]);
 });
