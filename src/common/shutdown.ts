@@ -57,14 +57,16 @@ export function cutAfterDrain(cut: () => void): () => void {
  */
 export function closeOnSignals(close: () => Promise<void>, logger: Logger): void {
   let closing = false;
-  const onSignal = (signal: NodeJS.Signals) => {
+  // `cause` is the signal received, or what happened instead (npm, the parent, is gone: it got the SIGTERM).
+  const onSignal = (cause: NodeJS.Signals | 'parent process gone') => {
+    const logged = cause === 'parent process gone' ? { cause, parent: 'npm' } : { signal: cause };
     if (closing) {
-      logger.warn({ signal }, 'second signal while draining; exiting now');
+      logger.warn(logged, 'second signal while draining; exiting now');
       process.exit(1);
     }
     closing = true;
     signalled = true;
-    logger.info({ signal }, 'draining in-flight requests, then exiting');
+    logger.info(logged, 'draining in-flight requests, then exiting');
     for (const listener of signalListeners) listener();
     signalListeners.clear();
     close().then(
@@ -77,7 +79,7 @@ export function closeOnSignals(close: () => Promise<void>, logger: Logger): void
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  if (process.env.npm_command) watchParent(() => onSignal('SIGHUP'));
+  if (process.env.npm_command) watchParent(() => onSignal('parent process gone'));
 }
 
 function watchParent(onGone: () => void): void {

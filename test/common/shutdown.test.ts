@@ -59,3 +59,31 @@ test(
     }
   },
 );
+
+test('shutdown: started by npm, the server closes once npm is gone and logs that cause, not a signal it never got', async (t) => {
+  const fixture = new URL('./fixtures/slow-server.ts', import.meta.url).pathname;
+  // npm stands between the shell and the server: a SIGTERM (here SIGKILL) ends npm and never reaches its child.
+  const npm = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const c = require('node:child_process').spawn(process.execPath, ['--import', 'tsx', ${JSON.stringify(fixture)}], { stdio: 'inherit' }); console.log('pid ' + c.pid);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_command: 'exec' } },
+  );
+  const stdout = new LineWatcher(npm.stdout);
+  const stderr = new LineWatcher(npm.stderr);
+  const pid = Number((await stdout.waitFor(/^pid \d+$/)).slice(4));
+  t.after(() => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  });
+  await stdout.waitFor(/^http:\/\//);
+  npm.kill('SIGKILL');
+  const draining = await stderr.waitFor(/draining/);
+  assert.match(draining, /"cause":"parent process gone"/);
+  assert.doesNotMatch(stderr.text, /SIGHUP/);
+});
