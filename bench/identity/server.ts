@@ -15,7 +15,7 @@ const made = await openDirectory(dataDir).update((d) => {
   grantAppRole(d, c.client.appId, 'api://offcloud-demo-api', 'Demo.Read.All');
   return { clientId: c.client.appId, clientSecret: c.secret };
 });
-process.stdout.write(`${JSON.stringify({ ...running.facts!.identity!, ...made })}\n`);
+process.stdout.write(`${JSON.stringify({ ...running.facts!.identity!, caCertPath: running.caCertPath, ...made })}\n`);
 process.on('SIGTERM', () => {
   void running.close().then(() => process.exit(0));
 });
