@@ -91,19 +91,57 @@ async function ensureBaseImage(): Promise<void> {
   if (!exists('image', BASE_IMAGE)) await buildNodeBase(BASE_IMAGE, QUIET);
 }
 
-/** The Node base image: a minimal Debian bookworm with Node and nothing else installed. */
-export function ensureBase(): Promise<string> {
-  return withLock('build', async () => (await ensureBaseImage(), BASE_IMAGE));
+/** The image `npm run setup` made on the Node base, and the hash of what it was made from. */
+export const SETUP_IMAGE = 'localhost/offcloud-setup:test';
+const SETUP_LABEL = 'offcloud.test.setup';
+const SETUP_FILES = ['scripts/setup.mjs', 'scripts/debian-packages.txt'];
+
+/** The repository mounted read-only at /repo, where setup.mjs runs as `npm run setup` runs it. */
+export const REPO_MOUNT = ['-v', `${ROOT}:/repo:ro`];
+
+/** What the setup image is made from: the setup script, the package list and the base. */
+async function setupHash(): Promise<string> {
+  const base = (await podman(['image', 'inspect', '--format', '{{.Id}}', BASE_IMAGE])).stdout.trim();
+  const hash = createHash('sha256').update(base);
+  for (const path of SETUP_FILES) hash.update(readFileSync(join(ROOT, path)));
+  return hash.digest('hex').slice(0, 32);
+}
+
+/** The hash the setup image carries (empty when there is none). */
+export async function setupImageHash(): Promise<{ current: string; wanted: string }> {
+  const current = exists('image', SETUP_IMAGE)
+    ? (await podman(['image', 'inspect', '--format', `{{index .Labels "${SETUP_LABEL}"}}`, SETUP_IMAGE])).stdout.trim()
+    : '';
+  return { current, wanted: await setupHash() };
 }
 
 /**
- * A folder kept between runs (not under the temporary folder `npm test` checks):
- * e.g. the Debian archives a container downloaded, so the next run need not.
+ * `npm run setup` (scripts/setup.mjs, as root) on the Node base, a minimal Debian with nothing
+ * else installed, kept as SETUP_IMAGE until the script, the list or the base changes: it
+ * installs every listed package without Recommends, as on a clean machine, and fails when one
+ * cannot be installed. Minutes (chromium, firefox-esr…), so it runs in the set-up, outside the
+ * runner's per-file limit; the Debian archives are kept for the next time. dpkg skips its
+ * fsyncs (force-unsafe-io, as Debian's own container images do): nothing here survives a crash.
  */
-export function cacheDir(name: string): string {
-  const dir = join(WORK, name);
-  mkdirSync(dir, { recursive: true });
-  return dir;
+export function ensureSetupImage(): Promise<void> {
+  return withLock('build', async () => {
+    await ensureBaseImage();
+    const { current, wanted } = await setupImageHash();
+    if (current === wanted) return;
+    const archives = join(WORK, 'apt-archives');
+    mkdirSync(archives, { recursive: true });
+    const name = `offcloud-setup-${process.pid}`;
+    try {
+      const script = 'echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/unsafe-io && node /repo/scripts/setup.mjs';
+      await podman(['run', '--name', name, ...REPO_MOUNT, '-v', `${archives}:/var/cache/apt/archives`, BASE_IMAGE, 'sh', '-c', script], {
+        timeoutMs: 1_500_000,
+      });
+      await podman(['commit', '--change', `LABEL ${SETUP_LABEL}=${wanted}`, name, SETUP_IMAGE]);
+      await podman(['image', 'prune', '--force', '--filter', `label=${SETUP_LABEL}`]);
+    } finally {
+      await podman(['rm', '--force', '--volumes', name]).catch(() => undefined);
+    }
+  });
 }
 
 /** The public images compose.yaml and the Kubernetes manifests use besides offcloud, made here from Debian packages. */
