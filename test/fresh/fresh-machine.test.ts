@@ -154,7 +154,7 @@ test('fresh machine: with a model file missing, up starts the rest and names the
   const faceBlock = up.table.slice(up.table.search(/^face\s/m));
   assert.match(faceBlock, /^face\s+NOT STARTED/);
   assert.match(
-    faceBlock.replace(/\n\s+/g, ' '),
+    faceBlock.replace(/\s*\n\s*/g, ' '),
     /reason: model face-ultralight-rfb\/version-RFB-640\.onnx not found .*fix: offcloud models pull face-ultralight-rfb, then start again/,
   );
   for (const c of components.filter((c) => c.name !== 'face')) assert.match(up.table, new RegExp(`^${c.name}\\s+(?!NOT STARTED)`, 'm'), `${c.name} started`);
