@@ -30,20 +30,11 @@ export const ALL_ATTRIBUTES = [
 ] as const;
 export type FaceAttribute = (typeof ALL_ATTRIBUTES)[number];
 
-/** Attributes with a real estimator here (README: attribute → estimator → how it was checked). */
-export const SUPPORTED_ATTRIBUTES: readonly FaceAttribute[] = [
-  'age',
-  'gender',
-  'smile',
-  'glasses',
-  'headPose',
-  'emotion',
-  'accessories',
-  'blur',
-  'exposure',
-  'noise',
-  'mask',
-];
+/** Names of the v1.0 list that no model here estimates (README: attribute → estimator → how it was checked). */
+const WITHOUT_ESTIMATOR: readonly FaceAttribute[] = ['facialHair', 'hair', 'makeup', 'occlusion', 'qualityForRecognition'];
+
+/** Attributes with a real estimator here, in response order. */
+export const SUPPORTED_ATTRIBUTES: readonly FaceAttribute[] = ALL_ATTRIBUTES.filter((a) => !WITHOUT_ESTIMATOR.includes(a));
 
 export type UnsupportedAttributes = 'refuse' | 'omit';
 
@@ -68,18 +59,10 @@ export const FACE_V1_0: FaceApiProfile = {
   camelCaseValues: false,
 };
 
-/** v1.2 retired emotion and gender and limited age, smile, facialHair, hair and makeup; these are what it names. */
-const V1_2_ATTRIBUTES: readonly FaceAttribute[] = [
-  'glasses',
-  'headPose',
-  'occlusion',
-  'accessories',
-  'blur',
-  'exposure',
-  'noise',
-  'mask',
-  'qualityForRecognition',
-];
+/** v1.2 retired emotion and gender and limited age, smile, facialHair, hair and makeup. */
+const RETIRED_IN_V1_2: readonly FaceAttribute[] = ['age', 'gender', 'smile', 'facialHair', 'emotion', 'hair', 'makeup'];
+/** The names v1.2 accepts, in response order. */
+const V1_2_ATTRIBUTES: readonly FaceAttribute[] = ALL_ATTRIBUTES.filter((a) => !RETIRED_IN_V1_2.includes(a));
 
 export const FACE_V1_2: FaceApiProfile = {
   version: 'v1.2',
