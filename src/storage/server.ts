@@ -64,6 +64,29 @@ function anonymousAccess(headers: FastifyRequest['headers'], query: URLSearchPar
   return undefined;
 }
 
+/** A `.` or `..` path segment, its dots percent-encoded or not, as URL parsers read it. */
+const DOT_SEGMENT = /^(?:\.|%2e)$/i;
+const DOUBLE_DOT_SEGMENT = /^(?:\.|%2e){2}$/i;
+
+/**
+ * Resolves the `.` and `..` segments of a raw path (RFC 3986 §5.2.4, with `%2E` read as a
+ * dot, as the WHATWG URL parser does): what every SDK sends, and what the service's front
+ * end turns a raw `/c/../../x` into before it names a resource or checks a signature. A
+ * `..` never climbs above the root, so `/<account>/<c>/../../x` names account `x`.
+ */
+function removeDotSegments(rawPath: string): string {
+  const kept: string[] = [];
+  const segments = rawPath.split('/').slice(1);
+  segments.forEach((segment, i) => {
+    const dots = DOUBLE_DOT_SEGMENT.test(segment) ? 2 : DOT_SEGMENT.test(segment) ? 1 : 0;
+    if (dots === 2) kept.pop();
+    if (dots === 0) kept.push(segment);
+    // A path that ends in a dot segment names the folder it resolved to: `/a/b/..` is `/a/`.
+    else if (i === segments.length - 1) kept.push('');
+  });
+  return `/${kept.join('/')}`;
+}
+
 function decode(segment: string): string {
   try {
     return decodeURIComponent(segment);
@@ -81,7 +104,7 @@ function decode(segment: string): string {
  */
 function resolveTarget(request: FastifyRequest, scheme: string): Target {
   const url = request.raw.url ?? '/';
-  const rawPath = url.split('?')[0] ?? '/';
+  const rawPath = removeDotSegments(url.split('?')[0] ?? '/');
   const host = request.headers.host ?? '';
   const labels = host.split(':')[0]!.split('.');
   const segments = rawPath.split('/').slice(1);

@@ -19,8 +19,32 @@ import { getBlobTags, setBlobTags, tagsFromHeader } from './tags.ts';
 import { abortCopyBlob, copyBlob } from './copy.ts';
 import { getAccountInformation } from './service.ts';
 
-/** Longest blob name the service allows, in characters. */
-export const MAX_BLOB_NAME = 1024;
+/** Longest blob name the service allows, in characters, and most `/`-separated segments. */
+const MAX_BLOB_NAME = 1024;
+const MAX_BLOB_NAME_SEGMENTS = 254;
+/** Control characters (C0, DEL, C1), which the service refuses in names. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * A blob name the service takes: 1-1024 characters, at most 254 segments, no control
+ * characters, not ending in `/`, and no `.` or `..` segment (between `/` or `\`). Dot
+ * segments in the URL are resolved before the name is read (server.ts); one that
+ * survives came through an encoded separator (`..%2F..%2Fx`, `..%5Cx`): no URL client
+ * can name such a blob again, so it is refused rather than stored.
+ * Blob names never reach the filesystem either way (data files are named by random ids).
+ */
+export function checkBlobName(name: string): void {
+  if (
+    name.length > MAX_BLOB_NAME ||
+    name.endsWith('/') ||
+    CONTROL_CHARACTER.test(name) ||
+    name.split('/').length > MAX_BLOB_NAME_SEGMENTS ||
+    name.split(/[/\\]/).some((segment) => segment === '.' || segment === '..')
+  ) {
+    throw errors.invalidResourceName();
+  }
+}
 export function blobProperties(op: Operation, fromContentHeaders: boolean): BlobProperties {
   const pick = (blobHeader: string, plain: string) => header(op, blobHeader) ?? (fromContentHeaders ? header(op, plain) : undefined);
   const properties: BlobProperties = { contentType: pick('x-ms-blob-content-type', 'content-type') ?? 'application/octet-stream' };
@@ -375,7 +399,7 @@ async function leaseBlob(op: Operation, container: string, name: string): Promis
 
 export async function blobOperation(op: Operation, container: string, name: string): Promise<void> {
   if (!CONTAINER_NAME.test(container)) throw errors.invalidResourceName();
-  if (name.length > MAX_BLOB_NAME || name.includes('\0') || name.endsWith('/')) throw errors.invalidResourceName();
+  checkBlobName(name);
   const comp = op.query.get('comp');
   const method = op.request.method;
   const read = method === 'GET' || method === 'HEAD';
