@@ -143,7 +143,10 @@ const heldLocks = new AsyncLocalStorage<HeldLock>();
 
 /** A write under a file lock that this process no longer surely holds: nothing was written (told in one line). */
 export class LockLostError extends OffcloudError {
-  constructor(path: string, why: string) {
+  constructor(
+    readonly path: string,
+    readonly why: string,
+  ) {
     super('LockLost', `the lock on ${path} was lost (${why}), so nothing was written; run the command again`);
   }
 }
@@ -160,6 +163,39 @@ function assertLockHeld(): void {
   if (held.lost) throw new LockLostError(held.path, held.lost.message);
   const age = Date.now() - held.freshAt;
   if (age > LOCK_STALE_MS - LOCK_MARGIN_MS) throw new LockLostError(held.path, `not refreshed for ${age} ms`);
+}
+
+/**
+ * Removes the file at `path` (gone already is fine): the delete beside writeFileAtomic,
+ * refused likewise under a lock that is lost or close to stale, so a delete made under
+ * withFileLock cannot take away a file another process wrote after taking the lock over.
+ */
+export async function removeFile(path: string): Promise<void> {
+  assertLockHeld();
+  await rm(path, { force: true });
+}
+
+/** The caller's lock as another thread sees it: a snapshot, so its age only grows there. */
+export interface LockSnapshot {
+  path: string;
+  freshAt: number;
+  lost?: string;
+}
+
+/** The lock held by the running edit (see withFileLock), for a write handed to a worker thread; undefined outside one. */
+export function heldLockSnapshot(): LockSnapshot | undefined {
+  const held = heldLocks.getStore();
+  return held && { path: held.path, freshAt: held.freshAt, ...(held.lost ? { lost: held.lost.message } : {}) };
+}
+
+/**
+ * Runs, in a worker thread, a write that the sending thread makes under its lock: writeFileAtomic and
+ * removeFile in it check the snapshot as they would the lock itself, and, since the snapshot is not
+ * refreshed, refuse once it is as old as a lock close to stale — never later than the sender would.
+ */
+export function withLockSnapshot<T>(snapshot: LockSnapshot, write: () => Promise<T>): Promise<T> {
+  const held: HeldLock = { path: snapshot.path, freshAt: snapshot.freshAt, ...(snapshot.lost ? { lost: new Error(snapshot.lost) } : {}) };
+  return heldLocks.run(held, write);
 }
 
 /**

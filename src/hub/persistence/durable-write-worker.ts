@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { parentPort } from 'node:worker_threads';
-import { withFileLock, writeFileAtomic } from '../../common/files.ts';
+import { LockLostError, withFileLock, withLockSnapshot, writeFileAtomic, type LockSnapshot } from '../../common/files.ts';
 
 export interface DurableWrite {
   id: number;
@@ -14,9 +14,15 @@ export interface DurableWrite {
   mode: number;
   /** Write only while the file is still this version (null: absent); undefined writes regardless. */
   expected?: string | null;
+  /** The lock the sender holds over this write (see withLockSnapshot): no rename once it may be lost. */
+  lock?: LockSnapshot;
 }
 
-export type DurableWriteAnswer = { id: number; version: string } | { id: number; stale: true } | { id: number; error: string; code?: string };
+export type DurableWriteAnswer =
+  | { id: number; version: string }
+  | { id: number; stale: true }
+  | { id: number; lockLost: { path: string; why: string } }
+  | { id: number; error: string; code?: string };
 
 /** A file's version: what changes with every atomic write (a new inode, a new change time). */
 export async function fileVersion(path: string): Promise<string | null> {
@@ -37,7 +43,9 @@ export async function fileVersion(path: string): Promise<string | null> {
  * and one rmdir on this thread; unconditional writes take none: C2D queues and
  * policies, which only the hub writes, and a device file whose caller already
  * holds its lock (FileStore.updateIdentity's fallback — taking it here again
- * would wait on this very process until the lock went stale).
+ * would wait on this very process until the lock went stale). That caller's
+ * lock comes as a snapshot, checked before the rename as the lock itself is on
+ * the caller's thread.
  */
 async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
   const write = async (): Promise<DurableWriteAnswer> => {
@@ -45,13 +53,18 @@ async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
     await writeFileAtomic(request.path, request.data, request.mode);
     return { id: request.id, version: (await fileVersion(request.path))! };
   };
-  return request.expected === undefined ? write() : withFileLock(request.path, write);
+  const checked = request.expected === undefined ? write : () => withFileLock(request.path, write);
+  return request.lock ? withLockSnapshot(request.lock, checked) : checked();
 }
 
 parentPort?.on('message', (request: DurableWrite) => {
   void perform(request).then(
     (answer) => parentPort?.postMessage(answer),
     (err: unknown) =>
-      parentPort?.postMessage({ id: request.id, error: (err as Error).message, code: (err as NodeJS.ErrnoException).code } satisfies DurableWriteAnswer),
+      parentPort?.postMessage(
+        (err instanceof LockLostError
+          ? { id: request.id, lockLost: { path: err.path, why: err.why } }
+          : { id: request.id, error: (err as Error).message, code: (err as NodeJS.ErrnoException).code }) satisfies DurableWriteAnswer,
+      ),
   );
 });

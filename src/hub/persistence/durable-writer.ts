@@ -7,6 +7,7 @@
  * still on disk before the caller is told so.
  */
 import type { Worker } from 'node:worker_threads';
+import { heldLockSnapshot, LockLostError } from '../../common/files.ts';
 import { startTypeScriptWorker } from '../../common/worker.ts';
 import type { DurableWrite, DurableWriteAnswer } from './durable-write-worker.ts';
 
@@ -28,7 +29,9 @@ export class DurableWriter {
     const id = this.nextId++;
     return new Promise<string>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.started().postMessage({ id, path, data, mode, ...(expected === undefined ? {} : { expected }) } satisfies DurableWrite);
+      // A write made under a file lock goes with that lock's state, which the worker checks just before it renames.
+      const lock = heldLockSnapshot();
+      this.started().postMessage({ id, path, data, mode, ...(expected === undefined ? {} : { expected }), ...(lock ? { lock } : {}) } satisfies DurableWrite);
     });
   }
 
@@ -50,7 +53,14 @@ export class DurableWriter {
       if (!pending) return;
       if ('version' in answer) pending.resolve(answer.version);
       // The errno code (ENOSPC: a full disk) goes with the message, so callers can tell it.
-      else pending.reject('stale' in answer ? new StaleFile() : Object.assign(new Error(answer.error), { code: answer.code }));
+      else
+        pending.reject(
+          'stale' in answer
+            ? new StaleFile()
+            : 'lockLost' in answer
+              ? new LockLostError(answer.lockLost.path, answer.lockLost.why)
+              : Object.assign(new Error(answer.error), { code: answer.code }),
+        );
     });
     // A worker that died takes its writes with it: they fail (nothing was acknowledged), the next write starts a new one.
     worker.on('error', (err) => {

@@ -11,7 +11,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
-import { createFileExclusive, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
+import { createFileExclusive, removeFile, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
 import { KeyedQueue } from './keyed-queue.ts';
@@ -129,6 +129,7 @@ export class FileStore implements HubStore {
         if (!current) throw this.missing(key);
         const changed = change(current);
         // Unconditional on purpose: this process holds the file's lock, which a checked write would take again.
+        // The worker is handed the lock's state with it, and refuses the rename once the lock may be lost.
         await this.write(changed);
         return changed;
       });
@@ -145,9 +146,10 @@ export class FileStore implements HubStore {
     return this.writes.run(key, async () => {
       this.known.delete(key);
       // Under the file's lock, as conditional writes compare and rename: none can put the file back after it is gone.
+      // removeFile refuses once the lock is lost, as a write would: a command stopped mid-delete removes no later write.
       const removed = await withFileLock(this.pathOf(key), async () => {
         if (!(await this.getIdentity(key))) return false;
-        await rm(this.pathOf(key), { force: true });
+        await removeFile(this.pathOf(key));
         return true;
       });
       if (!removed) return false;
