@@ -37,6 +37,8 @@ const BLOB_SECONDS = Number(process.env.OFFCLOUD_BENCH_CONSOLE_BLOB_SECONDS ?? 3
 /** Uploads in flight at once while loading the blobs. */
 const UPLOADERS = 32;
 const ROUNDS = sized(3, 1);
+/** How long DevSvc gets to serve every device written to its file (it rereads the file on each change). */
+const DEVSVC_WAIT_MS = sized(120_000, 30_000);
 
 interface Components {
   dataDir: string;
@@ -246,10 +248,13 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
       // Beside the 3 seed devices, in the file DevSvc serves and the console lists (DevSvc rereads it when it changes).
       for (let i = 0; i < DEVICES - 3; i++) await addDevice(deviceFilePath(dataDir), `bench-${i}`, i % 2 === 0);
       // DevSvc rereads the file after each of those writes: time the page once it answers for them all.
-      for (const until = Date.now() + 120_000; ;) {
-        const answer = (await (await fetch(`${base}/api/devsvc/replicas`)).json()) as { replicas: { devices: { answer: string }[] }[] };
-        if (answer.replicas[0]?.devices.filter((d) => d.answer === 'active' || d.answer === 'inactive').length === DEVICES) break;
-        if (Date.now() > until) throw new Error(`DevSvc never answered for all ${DEVICES} devices`);
+      for (const until = Date.now() + DEVSVC_WAIT_MS; ;) {
+        const answer = (await (await fetch(`${base}/api/devsvc/replicas`)).json()) as {
+          replicas: { health: string; devices: { name: string; answer: string }[] }[];
+        };
+        const answered = answer.replicas[0]?.devices.filter((d) => d.answer === 'active' || d.answer === 'inactive').length ?? 0;
+        if (answered === DEVICES) break;
+        if (Date.now() > until) throw new Error(`DevSvc never answered for all ${DEVICES} devices; last answer: ${JSON.stringify(answer)}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
       const devices = await time('devices', devicesReady(DEVICES));

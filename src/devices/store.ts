@@ -118,14 +118,18 @@ export class DeviceStore {
     await removeStaleTemporaries(path);
     const initial = toMap(await readDevices(path));
     let pending: NodeJS.Timeout | undefined;
+    let reloads = 0;
     // Watch the folder, not the file: an atomic write replaces the file by rename.
     const watcher = watch(dirname(path), (_event, file) => {
       if (file !== basename(path)) return;
       clearTimeout(pending);
       pending = setTimeout(() => {
+        // Reads of edits in quick succession overlap and may end in any order: only the one started last is kept.
+        const reload = ++reloads;
         // No seeding here: a file deleted under a running DevSvc is not silently recreated.
         readDevices(path, false).then(
           (list) => {
+            if (reload !== reloads) return;
             store.devices = toMap(list);
             logger.info({ devices: list.length }, 'device file reloaded');
           },

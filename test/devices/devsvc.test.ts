@@ -8,6 +8,7 @@ import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { DEBIAN_PYTHON, debianProgram, quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { devSvcClient, PROTO_PATH } from '../../src/devices/proto.ts';
+import { addDevice, deviceFilePath } from '../../src/devices/store.ts';
 import { lifo } from './helpers.ts';
 
 const execFileAsync = promisify(execFile);
@@ -125,4 +126,27 @@ test('metrics: DevSvc serves /metrics, /health and /ready over HTTP beside gRPC 
   assert.equal(await readMetric(base, 'offcloud_devsvc_lookups_total', { result: 'unknown' }), 1);
   assert.equal((await fetch(`${base}/ready`)).status, 200);
   assert.equal((await fetch(`${base}/health`)).status, 200);
+});
+
+test('R-DEV-4 edits in quick succession: DevSvc ends up serving every device of the last file, whatever order its rereads end in', async (context) => {
+  const t = lifo(context);
+  const { address, dataDir } = await devsvc(t);
+  const client = devSvcClient(address);
+  t.after(() => client.close());
+  const get = (name: string) =>
+    new Promise<{ name: string; active: boolean }>((resolve, reject) =>
+      client.Get({ name }, new Metadata(), { deadline: Date.now() + 5000 }, (e, d) => (e ? reject(e) : resolve(d!))),
+    );
+  const names = Array.from({ length: 30 }, (_, i) => `burst-${i}`);
+  // Back to back, as a script or the console bench writes them: each write is one change event and one reread.
+  for (const [i, name] of names.entries()) await addDevice(deviceFilePath(dataDir), name, i % 2 === 0);
+  // An older reread ending last would leave some out for good: ask until all are there (bounded).
+  const until = Date.now() + 10_000;
+  let missing = names;
+  while (missing.length && Date.now() < until) {
+    missing = (await Promise.all(names.map(async (name) => ((await get(name)).name === name ? '' : name)))).filter(Boolean);
+    if (missing.length) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.deepEqual(missing, []);
+  assert.deepEqual(await get('burst-1'), { name: 'burst-1', active: false });
 });
