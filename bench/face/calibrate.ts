@@ -1,5 +1,5 @@
 /**
- * The calibration curve of issue 21: every known face (test/face/known-faces.ts)
+ * The calibration curve of the attribute models against face width: every known face (test/face/known-faces.ts)
  * shrunk to each width, re-embedded in a photo, found by the detector and
  * measured by each estimator; printed as the table docs/face.md carries.
  *

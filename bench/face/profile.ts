@@ -1,6 +1,6 @@
 /**
  * Where a face detect's CPU goes, stage by stage, for the bench's 1-face and
- * 20-face photos with issue 21's attributes: each stage run alone in this
+ * 20-face photos with the seven attributes: each stage run alone in this
  * thread, repeated, and timed by this process's CPU time (every thread:
  * sharp's and onnxruntime's too), so the figures hold on a shared machine.
  *
@@ -30,7 +30,7 @@ const stages = {
   emotion: { ...none, emotion: true },
   glasses: { ...none, glasses: true },
   'blur, exposure, noise': { ...none, quality: true },
-  "issue 21's set together": { ...none, ageAndGender: true, emotion: true, glasses: true, quality: true },
+  'the seven together': { ...none, ageAndGender: true, emotion: true, glasses: true, quality: true },
 };
 console.log(`load average ${loadavg()[0]!.toFixed(1)}; CPU ms per image (per face in brackets), mean of ${REPEAT} after a warm-up`);
 console.log('| photo | decode | detect | ' + Object.keys(stages).join(' | ') + ' |');

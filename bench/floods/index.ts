@@ -1,5 +1,5 @@
 /**
- * Floods (issue 19's figures): `npm run bench -- floods`. One `offcloud up`,
+ * Floods (requests, connections and messages sent faster than they can be served): `npm run bench -- floods`. One `offcloud up`,
  * and for every listener in its table, in turn: 1,000 connect-and-close
  * connections (50 at a time), every HTTP shape of a client that vanishes
  * mid-request (×40) or 200 silent connections on the other protocols, and 50

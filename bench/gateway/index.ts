@@ -226,7 +226,7 @@ function manyRoutesDoc(backendPort: number, count: number): Record<string, unkno
   };
 }
 
-/** cors + jwt + rate-limiting on the users route (issue 33's "speed holds" row). */
+/** cors + jwt + rate-limiting on the users route. */
 function corsJwtDoc(backendPort: number): Record<string, unknown> {
   const doc = gatewayDoc(backendPort, false);
   (doc.services as Record<string, unknown>[])[0]!.plugins = [
@@ -402,7 +402,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
   }
 }
 
-/** Each (r) row's requests/s against the one-route rate (issue 33: at 5000 routes at least 0.9). */
+/** Each (r) row's requests/s against the one-route rate (at 5000 routes it should stay at least 0.9). */
 function compareRouteCounts(summary: Summary, report: BenchContext['report']): BenchResult[] {
   const one = summary[`(r) gateway, ${ROUTE_COUNTS[0]} routes, 1 process`];
   if (!one) return [];
@@ -445,7 +445,7 @@ function summarize(rounds: Map<string, Figures[]>): Summary {
 }
 
 /**
- * Issue 20's figures: each gateway line, (c) and (d) (of every build that
+ * The ratios the gateway's targets are stated in: each gateway line, (c) and (d) (of every build that
  * ran), against nginx in requests/s and in CPU time per request, each
  * printed as soon as it is made.
  */

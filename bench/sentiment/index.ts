@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { loadSentimentModel, type SentimentModel } from '../../src/sentiment/model.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/sentiment/server.ts';
 import { existsSync } from 'node:fs';
-import { accuracy as accuracyOf, DEFAULT_DATA, readSst2, splitBySentence, type Accuracy, type Example } from '../../src/sentiment/train.ts';
+import { accuracy as accuracyOf, readSst2, trainingDataPath, splitBySentence, type Accuracy, type Example } from '../../src/sentiment/train.ts';
 import { formatTable } from '../../src/common/table.ts';
 import { startChildServers } from '../common/child.ts';
 import { alternate, median, requestsPerSecond } from '../common/load.ts';
@@ -94,7 +94,7 @@ function accuracyFigures(model: SentimentModel, validation: Example[]): BenchRes
 
 export async function run(): Promise<BenchResult[]> {
   const model = await loadSentimentModel(DEFAULT_MODEL_DIR);
-  const dataPath = process.env.SST2_TRAIN ?? DEFAULT_DATA;
+  const dataPath = trainingDataPath();
   let accuracy: BenchResult[] = [];
   let texts: string[];
   if (existsSync(dataPath)) {

@@ -1,5 +1,6 @@
 /**
- * Soak (issue 19 item 5): `npm run bench -- soak [--duration <s>]` (default
+ * Soak (long mixed load; memory, descriptors and answers must stay flat):
+ * `npm run bench -- soak [--duration <s>]` (default
  * 300 s; the run's --timeout must exceed it). One `offcloud up`, and for each
  * component a steady client calling one of its real, cheap operations over
  * keep-alive; every minute it prints, per component, requests, errors

@@ -44,7 +44,13 @@ export const DEFAULT_SETTINGS: TrainSettings = {
   features: { hashBits: 20, wordNgrams: 3, charNgrams: [2, 5], negation: true, contrast: true },
 };
 
+/** Where the training data is looked for when $SST2_TRAIN is not set: beside the clone, as the project's machines keep it. */
 export const DEFAULT_DATA = resolve(PACKAGE_ROOT, '..', 'shared', 'data', 'sst2', 'train.tsv');
+
+/** The SST-2 train.tsv to read: $SST2_TRAIN, else DEFAULT_DATA. It may not exist (a user's clone has none). */
+export function trainingDataPath(): string {
+  return process.env.SST2_TRAIN ?? DEFAULT_DATA;
+}
 export const DEFAULT_OUT = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
 
 function shuffle<T>(items: T[], random: () => number): T[] {
@@ -175,7 +181,7 @@ export function dequantize(values: Int16Array, scale: number): Float32Array {
   return Float32Array.from(values, (v) => v * scale);
 }
 
-export function trainSentimentModel(dataPath = DEFAULT_DATA, settings = DEFAULT_SETTINGS) {
+export function trainSentimentModel(dataPath = trainingDataPath(), settings = DEFAULT_SETTINGS) {
   const { examples, sha256 } = readSst2(dataPath);
   const { train, validation } = splitBySentence(examples, settings.validationShare, settings.seed);
   const { weights, bias } = trainLogistic(train, settings);
@@ -214,7 +220,8 @@ Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is writt
 - **Task**: binary sentiment of English text; the container reports the probability of
   "positive" as the v2 score (0 = most negative, 1 = most positive).
 - **Data**: ${card.training.data}, 67,349 labelled phrases (sha256 \`${card.training.dataSha256}\`).
-  Licence and source: see ../shared/data/SOURCES.md.
+  Source: GLUE's copy of the Stanford Sentiment Treebank (Socher et al., 2013, nlp.stanford.edu/sentiment);
+  its publishers state no licence, so the data is not in this repository (the weights are).
 - **Validation split**: ${pct(card.training.validationShare)} of the sentences (lines that are no sub-phrase of another
   line), chosen with seed ${card.training.seed}, together with every line that is a sub-phrase of them, so no part
   of a validation sentence is trained on. ${card.training.trainCount} lines are left for training.
@@ -239,7 +246,7 @@ Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is writt
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   const started = Date.now();
   const out = process.argv[2] ?? DEFAULT_OUT;
-  const { card, weights } = trainSentimentModel(process.env.SST2_TRAIN ?? DEFAULT_DATA);
+  const { card, weights } = trainSentimentModel(trainingDataPath());
   await writeModel(out, card, weights);
   await writeFileAtomic(join(out, 'MODEL_CARD.md'), modelCard(card));
   const pct = (x: number) => `${(100 * x).toFixed(2)} %`;

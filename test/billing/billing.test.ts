@@ -156,7 +156,7 @@ test('billing under offcloud up makes demo resources once and publishes their ke
   assert.equal((await BillingStore.open(dataDir)).resources.length, 2);
 });
 
-test('R-SENT-9 report ids are de-duplicated per resource: another resource reusing an id is recorded, before and after a restart (issue 19 row 14)', async (t) => {
+test('R-SENT-9 report ids are de-duplicated per resource: another resource reusing an id is recorded, before and after a restart', async (t) => {
   const { base, key, dataDir, billing } = await startWithResource(t);
   const otherKey = await createResource(dataDir, 'sentiment');
   const shared = randomUUID();

@@ -1,5 +1,5 @@
 /**
- * Issue 21: the estimators on faces whose truth is known, shrunk and
+ * The attribute estimators on faces whose truth is known, shrunk and
  * re-embedded in photos (known-faces.ts), against per-size tolerances taken
  * from the calibration table of docs/face.md (bench/face/calibrate.ts, all
  * 112 faces) with a margin. A subset keeps this file lean: every face with
@@ -35,13 +35,13 @@ before(async () => {
 
 const glassesAnswer = (face: MeasuredFace) => faceAttributes(face, ['glasses']).glasses;
 
-test('R-FACE-5 issue 21: below the reliable width every face answers NoGlasses, sunglasses or not', () => {
+test('R-FACE-5 below the reliable width every face answers NoGlasses, sunglasses or not', () => {
   for (const width of WIDTHS.filter((w) => w < GLASSES_MIN_WIDTH)) {
     for (const [face, measured] of rows.get(width)!.measured) assert.equal(glassesAnswer(measured), 'NoGlasses', `${face.name} at ${width} px`);
   }
 });
 
-test('R-FACE-5 issue 21: at reliable widths no face known to wear none gets Sunglasses, and most sunglasses are seen', () => {
+test('R-FACE-5 at reliable widths no face known to wear none gets Sunglasses, and most sunglasses are seen', () => {
   const reliable: [KnownFace, MeasuredFace][] = [...rows.get(64)!.measured, ...[...reference].filter(([face]) => face.box.width >= GLASSES_MIN_WIDTH)];
   const bare = reliable.filter(([face]) => face.sunglasses === false);
   const worn = reliable.filter(([face]) => face.sunglasses === true);
@@ -52,7 +52,7 @@ test('R-FACE-5 issue 21: at reliable widths no face known to wear none gets Sung
   assert.ok(seen / worn.length >= 0.6, `${seen} of ${worn.length} sunglasses seen`);
 });
 
-test('R-FACE-5 issue 21: shrunk ages stay near their own-size estimate and keep their spread (no collapse to the mean)', () => {
+test('R-FACE-5 shrunk ages stay near their own-size estimate and keep their spread (no collapse to the mean)', () => {
   // Tolerances per width: the full table (24: 1.5 y, slope 0.68; 32: 1.0 y, 0.89; 64: ≤ 0.4 y, 0.97) with a
   // margin for this smaller subset (where 32 px measured a slope of 0.66).
   const tolerance = { 24: { change: 3, slope: 0.45, spread: 0.7 }, 32: { change: 2, slope: 0.55, spread: 0.75 }, 64: { change: 1.5, slope: 0.7, spread: 0.8 } };
@@ -69,7 +69,7 @@ test('R-FACE-5 issue 21: shrunk ages stay near their own-size estimate and keep 
   assert.ok(Math.max(...ages) - Math.min(...ages) >= 10, `own-size ages ${Math.min(...ages).toFixed(1)}..${Math.max(...ages).toFixed(1)}`);
 });
 
-test('R-FACE-5 issue 21: gender agrees with the labels from 32 px up', () => {
+test('R-FACE-5 gender agrees with the labels from 32 px up', () => {
   for (const width of [32, 64] as const) {
     const row = rows.get(width)!;
     assert.ok(row.genderAgrees >= 0.85, `${width} px: ${row.genderAgrees}`);

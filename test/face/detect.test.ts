@@ -225,7 +225,7 @@ test('R-FACE-4 a photo without faces gives []; more than 100 faces gives the 100
   for (let i = 1; i < crowd.length; i++) assert.ok(area(crowd[i - 1]!) >= area(crowd[i]!));
 });
 
-test('R-FACE-5 issue 21: asking for attributes drops no face — photos of 1, 10 and 60+ faces', async () => {
+test('R-FACE-5 asking for attributes drops no face — photos of 1, 10 and 60+ faces', async () => {
   const asked = ['age', 'gender', 'glasses', 'emotion', 'blur', 'exposure', 'noise'];
   for (const [name, photo, least] of [
     ['1 face', portrait, 1],

@@ -1,5 +1,5 @@
 /**
- * Issue 19 #12: the container must not fetch `{"url"}` images from inside its
+ * The container must not fetch `{"url"}` images from inside its
  * own network by default, and every fetch failure must read the same, so
  * that the answer is no port scanner. Real local HTTP servers, the real
  * downloader (no models needed).
@@ -52,7 +52,7 @@ async function failure(url: string, allowPrivate: boolean): Promise<{ code: stri
   assert.fail(`${url} was fetched`);
 }
 
-test('issue 19 #12: loopback, private, link-local and mapped addresses are refused by default, before any connection', async () => {
+test('photo URLs: loopback, private, link-local and mapped addresses are refused by default, before any connection', async () => {
   const port = (server.address() as AddressInfo).port;
   const before = seen.length;
   const targets = [
@@ -75,7 +75,7 @@ test('issue 19 #12: loopback, private, link-local and mapped addresses are refus
   assert.equal(seen.length, before, 'nothing reached the local server');
 });
 
-test('issue 19 #12: one answer for every fetch failure — open port, closed port, 404, hang, refused address', async () => {
+test('photo URLs: one answer for every fetch failure — open port, closed port, 404, hang, refused address', async () => {
   const allowed = await Promise.all([
     failure(`http://127.0.0.1:${closedPort}/image.jpg`, true),
     failure(`${base}/missing.jpg`, true),
@@ -85,7 +85,7 @@ test('issue 19 #12: one answer for every fetch failure — open port, closed por
   for (const answer of allowed) assert.deepEqual(answer, refused);
 });
 
-test('issue 19 #12: --url-allow-private lets a trusted local server be used, redirects included', async () => {
+test('photo URLs: --url-allow-private lets a trusted local server be used, redirects included', async () => {
   const dispatcher = createDownloader({ allowPrivate: true });
   try {
     assert.equal((await downloadImage(`${base}/image.jpg`, limits, dispatcher)).length, 2048);
@@ -95,7 +95,7 @@ test('issue 19 #12: --url-allow-private lets a trusted local server be used, red
   }
 });
 
-test('issue 19 #12: which addresses count as public', () => {
+test('photo URLs: which addresses count as public', () => {
   for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700::1111', '::ffff:8.8.8.8']) assert.equal(isPublicAddress(address), true, address);
   for (const address of [
     '127.0.0.1',

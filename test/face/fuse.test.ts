@@ -44,7 +44,7 @@ before(async () => {
 
 const opsOf = (artifacts: tf.io.ModelArtifacts) => (artifacts.modelTopology as { node: { op: string }[] }).node.map((n) => n.op);
 
-test('issue 21: the fused FaceRes runs each convolution with its batch norm and ReLU6 as one op', () => {
+test('the fused FaceRes runs each convolution with its batch norm and ReLU6 as one op', () => {
   const before = opsOf(shipped);
   const after = opsOf(fused);
   for (const op of ['Mul', 'Add', 'Relu', 'Minimum', 'Maximum']) assert.ok(before.includes(op), `the shipped model has ${op}`);
@@ -54,7 +54,7 @@ test('issue 21: the fused FaceRes runs each convolution with its batch norm and 
   assert.equal(count(after, 'FusedDepthwiseConv2dNative'), count(before, 'DepthwiseConv2dNative'));
 });
 
-test('issue 21: the fused FaceRes answers as the shipped one on real faces (age, gender)', async () => {
+test('the fused FaceRes answers as the shipped one on real faces (age, gender)', async () => {
   assert.ok(faces.shape[0] >= 8, `${faces.shape[0]} faces`);
   const run = async (artifacts: tf.io.ModelArtifacts) => {
     const model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));

@@ -1,5 +1,5 @@
 /**
- * Faces whose truth is known, shrunk and re-embedded in photos (issue 21):
+ * Faces whose truth is known, shrunk and re-embedded in photos:
  * labels survive downscaling, so the error of each estimator can be measured
  * by face size without a labelled crowd set.
  *

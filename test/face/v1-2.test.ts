@@ -1,5 +1,5 @@
 /**
- * Issue 34: Face v1.2 detect beside v1.0, with the SDK a developer installs
+ * Face v1.2 detect beside v1.0, with the SDK a developer installs
  * today (@azure-rest/ai-vision-face), unmodified: endpoint and key. One
  * container (real models) against a real billing endpoint started with its
  * ApiKey, shared by the tests of this file.
@@ -60,7 +60,7 @@ async function badArgument(image: Buffer, queryParameters: Query, message?: RegE
   if (message) assert.match(response.body.error.message, message);
 }
 
-test('issue 34: the v1.2 SDK with detection_03 and recognition_04 gets faceId, recognitionModel, landmarks and attributes', async () => {
+test('the v1.2 SDK with detection_03 and recognition_04 gets faceId, recognitionModel, landmarks and attributes', async () => {
   const face = await onlyFace(await photos.portrait(), {
     detectionModel: 'detection_03',
     recognitionModel: 'recognition_04',
@@ -85,7 +85,7 @@ test('issue 34: the v1.2 SDK with detection_03 and recognition_04 gets faceId, r
   assert.equal(plain.faceAttributes, undefined);
 });
 
-test('issue 34: v1.2 glasses, occlusion and accessories come from the glasses and mask models, in v1.2 spelling', async () => {
+test('v1.2 glasses, occlusion and accessories come from the glasses and mask models, in v1.2 spelling', async () => {
   const attributes = ['glasses', 'occlusion', 'accessories', 'exposure', 'noise'];
   const dark = (await onlyFace(await photos.sunglasses(), { returnFaceAttributes: attributes })).faceAttributes!;
   assert.equal(dark.glasses, 'sunglasses');
@@ -103,7 +103,7 @@ test('issue 34: v1.2 glasses, occlusion and accessories come from the glasses an
   assert.equal(masked.occlusion!.mouthOccluded, true);
 });
 
-test('issue 34: qualityForRecognition falls when the face is blurred', async () => {
+test('qualityForRecognition falls when the face is blurred', async () => {
   const order = ['low', 'medium', 'high'];
   const query = { recognitionModel: 'recognition_03', returnFaceAttributes: ['qualityForRecognition', 'blur'] };
   const sharpFace = (await onlyFace(await photos.portrait(), query)).faceAttributes!;
@@ -121,7 +121,7 @@ test('issue 34: qualityForRecognition falls when the face is blurred', async () 
   assert.equal(blurred.qualityForRecognition, 'low');
 });
 
-test('issue 34: v1.2 refuses what a detection model, a recognition model or v1.2 itself does not offer, with BadArgument', async () => {
+test('v1.2 refuses what a detection model, a recognition model or v1.2 itself does not offer, with BadArgument', async () => {
   const image = await photos.portrait();
   await badArgument(image, { returnFaceAttributes: ['emotion'] }, /retired or limited in Face v1\.2/);
   await badArgument(image, { returnFaceAttributes: ['age', 'headPose'] }, /age/);
@@ -145,14 +145,14 @@ test('issue 34: v1.2 refuses what a detection model, a recognition model or v1.2
   if (!isUnexpected(response)) assert.equal(response.body[0]!.faceAttributes!.glasses, 'Sunglasses');
 });
 
-test('issue 34: the v1.1-preview.1 path answers as v1.2', async () => {
+test('the v1.1-preview.1 path answers as v1.2', async () => {
   const preview = createFaceClient(base, new AzureKeyCredential('any-key'), { allowInsecureConnection: true, apiVersion: 'v1.1-preview.1' });
   const response = await detect(await photos.sunglasses(), { returnFaceAttributes: ['glasses'] }, preview);
   assert.ok(!isUnexpected(response));
   if (!isUnexpected(response)) assert.equal(response.body[0]!.faceAttributes!.glasses, 'sunglasses');
 });
 
-test('issue 34: with --tls the face container serves HTTPS with the local CA and the SDK needs no insecure option', async (t) => {
+test('with --tls the face container serves HTTPS with the local CA and the SDK needs no insecure option', async (t) => {
   const tlsDir = await tempDataDir(t);
   const secure = await startFaceWithBilling(tlsDir, { tls: true, workers: 1 });
   t.after(async () => {

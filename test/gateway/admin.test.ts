@@ -91,7 +91,7 @@ test('POST /config: YAML bodies, check_hash gives 304, form bodies are refused, 
   const same = await request(`${gw.admin}/config?check_hash=1`, { method: 'POST', body: yamlBody, headers: { 'content-type': 'text/yaml' } });
   assert.equal(same.statusCode, 304);
   await same.body.dump();
-  // Issue 19 row 6: a form is what any web page can post here unasked; only JSON and YAML are taken.
+  // A form is what any web page can post here unasked; only JSON and YAML are taken.
   const form = await request(`${gw.admin}/config`, {
     method: 'POST',
     body: new URLSearchParams({ config: yamlBody.replace('/yaml', '/form') }).toString(),

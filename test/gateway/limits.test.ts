@@ -1,7 +1,7 @@
 /**
  * The proxy listeners' limits (docs/gateway.md, "Limits per client"): each is
  * gone just over while a well-behaved client on the same gateway keeps being
- * served. The HTTPS ones reproduce the attacks of issue 19 (rows 2 and 7):
+ * served. The HTTPS ones reproduce two attacks found in review:
  * TCP connections that close or stay silent without finishing a TLS handshake
  * used to stay open for ever, until the process ran out of descriptors.
  */

@@ -1,5 +1,5 @@
 /**
- * AMQP 1.0 (issue 32): the device SDK's Amqp and AmqpWs transports and the
+ * AMQP 1.0: the device SDK's Amqp and AmqpWs transports and the
  * service SDK's Client, unmodified. Devices authenticate by put-token on
  * `$cbs`, send telemetry, receive and settle C2D messages, read and patch
  * their twin, get desired pushes and answer direct methods; the service sends

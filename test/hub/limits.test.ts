@@ -1,7 +1,7 @@
 /**
  * What one client may cost the hub (docs/hub.md "Limits per client"), each
- * limit gone just over, and the attacks of issue 19 (#7 connections that never
- * finish the handshake or never send CONNECT, #8 a 120 MB CONNECT, #10 a twin
+ * limit gone just over, and the attacks found in review (connections that
+ * never finish the handshake or never send CONNECT, a 120 MB CONNECT, a twin
  * patch nested 10,000 deep), while a well-behaved device on the same hub keeps
  * being served.
  */
@@ -59,7 +59,7 @@ async function pour(socket: Socket, total: number): Promise<number> {
   return sent;
 }
 
-test('issue 19 #7: connections that never finish the TLS handshake or never send CONNECT are closed; a device keeps being served', async () => {
+test('connections that never finish the TLS handshake or never send CONNECT are closed; a device keeps being served', async () => {
   const device = await wellBehavedDevice('patient');
   const silent = Array.from({ length: 20 }, () => tcpConnect({ host: '127.0.0.1', port: hub.mqttPort }));
   const halfHello = Array.from({ length: 5 }, () =>
@@ -81,7 +81,7 @@ test('issue 19 #7: connections that never finish the TLS handshake or never send
   await device.client.endAsync();
 });
 
-test('issue 19 #8: a CONNECT announcing 120 MB is cut off before its body is buffered; one just over 16 KB too, one under is read', async () => {
+test('a CONNECT announcing 120 MB is cut off before its body is buffered; one just over 16 KB too, one under is read', async () => {
   const device = await wellBehavedDevice('bystander');
   const attacks = await Promise.all(Array.from({ length: 4 }, () => tlsSocket()));
   const sent = await Promise.all(
@@ -120,7 +120,7 @@ test('issue 19 #8: a CONNECT announcing 120 MB is cut off before its body is buf
   await device.client.endAsync();
 });
 
-test('issue 19 #8: after CONNECT a packet of 256 KB + 4 bytes (a 256 KB message) is taken, one byte more closes the connection', async () => {
+test('after CONNECT a packet of 256 KB + 4 bytes (a 256 KB message) is taken, one byte more closes the connection', async () => {
   const device = await wellBehavedDevice('steady');
   const key = await hub.createDevice('heavy');
   const client = await connectDevice(hub, 'heavy', key);
@@ -135,7 +135,7 @@ test('issue 19 #8: after CONNECT a packet of 256 KB + 4 bytes (a 256 KB message)
   await device.client.endAsync();
 });
 
-test('issue 19 #10: twin patches nested 10,000 deep get the 400 over MQTT and REST, objects and arrays alike; nothing changes', async () => {
+test('twin patches nested 10,000 deep get the 400 over MQTT and REST, objects and arrays alike; nothing changes', async () => {
   const device = await wellBehavedDevice('deep');
   const nest = (open: string, close: string, inner: string) => `${open.repeat(10_000)}${inner}${close.repeat(10_000)}`;
   const patches = { objects: `{"a":${nest('{"a":', '}', '1')}}`, arrays: `{"a":${nest('[', ']', '1')}}` };

@@ -226,7 +226,7 @@ test('a direct method the device does not answer in time gives 504; one it is no
   await device.endAsync();
 });
 
-test('issue 19 #5: each built-in policy has exactly its rights (registryRead, registryWrite, serviceConnect), 401 Unauthorized otherwise', async () => {
+test('each built-in policy has exactly its rights (registryRead, registryWrite, serviceConnect), 401 Unauthorized otherwise', async () => {
   const policies = JSON.parse(await readFile(join(hub.dataDir, 'hub', 'policies.json'), 'utf8')) as Record<string, { primaryKey: string }>;
   await hub.createDevice('rights-probe');
   await hub.rest('PUT', '/devices/rights-victim', {});

@@ -1,5 +1,5 @@
 /**
- * MQTT over WebSockets (issue 22): the vendor SDK's `MqttWs` transport,
+ * MQTT over WebSockets: the vendor SDK's `MqttWs` transport,
  * unmodified, patches reported properties, receives a C2D message and answers
  * a direct method over `wss://…/$iothub/websocket` with subprotocol `mqtt`.
  * MqttWs always dials port 443; a hub on another port is reached with the

@@ -1,5 +1,5 @@
 /**
- * Issue 19 item 3 (and row 7's attack) on every HTTPS listener: each component
+ * Slow or silent TLS clients on every HTTPS listener: each component
  * whose options have --tls-handshake-timeout is started with TLS on and a
  * small bound, and on each of its HTTPS ports raw TCP connections that never
  * send a ClientHello (or only part of one) must be closed by the server, a

@@ -1,5 +1,5 @@
 /**
- * Issue 19 items 2 and 3 on one `offcloud up` (one start for the whole file):
+ * Per-client limits and vanishing clients on one `offcloud up` (one start for the whole file):
  * first each listed limit, gone just over while a well-behaved client of the
  * same listener keeps being served; then a burst of clients that vanish
  * mid-request on every listener of every component (keep-alive HTTP, bodies

@@ -1,5 +1,5 @@
 /**
- * Issue 19 row 9: after a burst of calls whose clients vanished mid-request,
+ * After a burst of calls whose clients vanished mid-request,
  * SIGTERM must still stop `offcloud scripts` (exit 0 within 5 s) with every
  * running script's process group gone. The scripts here ignore SIGTERM and
  * leave a grandchild that ignores it too, so only a SIGKILL to the group ends them.

@@ -1,5 +1,5 @@
 /**
- * Issue 34: the SDKs a developer installs today, unmodified (endpoint + key),
+ * The SDKs a developer installs today, unmodified (endpoint + key),
  * against the container started with Eula/Billing/ApiKey: @azure/ai-text-analytics
  * (Text Analytics v3.1) and @azure/ai-language-text (the Language API).
  */
@@ -29,13 +29,13 @@ function sumsToOne(scores: { positive: number; neutral: number; negative: number
   return Math.abs(scores.positive + scores.neutral + scores.negative - 1) < 0.011;
 }
 
-test('issue 34: without allowInsecureConnection the current SDKs refuse the plain-HTTP container before sending', async (t) => {
+test('without allowInsecureConnection the current SDKs refuse the plain-HTTP container before sending', async (t) => {
   const { base } = await startSetup(t);
   await assert.rejects(new TextAnalyticsClient(base, key).analyzeSentiment(['Nice.']), /allowInsecureConnection is false/);
   await assert.rejects(new TextAnalysisClient(base, key).analyze('SentimentAnalysis', ['Nice.']), /allowInsecureConnection is false/);
 });
 
-test('R-SENT-3 R-SENT-4 issue 34: @azure/ai-text-analytics (v3.1) gets labels, class confidences and sentences', async (t) => {
+test('R-SENT-3 R-SENT-4 @azure/ai-text-analytics (v3.1) gets labels, class confidences and sentences', async (t) => {
   const { base } = await startSetup(t);
   const results: AnalyzeSentimentResultArray = await textAnalytics(base).analyzeSentiment(
     [
@@ -73,7 +73,7 @@ test('R-SENT-3 R-SENT-4 issue 34: @azure/ai-text-analytics (v3.1) gets labels, c
   assert.equal(byId.bad!.error ? '' : byId.bad!.sentiment, 'negative');
 });
 
-test('R-SENT-4 issue 34: the v3 class confidences come from the same model as the v2 score', async (t) => {
+test('R-SENT-4 the v3 class confidences come from the same model as the v2 score', async (t) => {
   const { base } = await startSetup(t);
   const texts = [REVIEW, 'It is okay, I guess.', 'Brilliant.', 'Terrible service.'];
   const v2 = await request(base + SENTIMENT_V20, {
@@ -89,7 +89,7 @@ test('R-SENT-4 issue 34: the v3 class confidences come from the same model as th
   });
 });
 
-test('R-SENT-6 issue 34: per-document errors arrive as each SDK reports them, with their inner codes', async (t) => {
+test('R-SENT-6 per-document errors arrive as each SDK reports them, with their inner codes', async (t) => {
   const { base } = await startSetup(t);
   const documents = [
     { id: 'empty', language: 'en', text: '' },
@@ -107,7 +107,7 @@ test('R-SENT-6 issue 34: per-document errors arrive as each SDK reports them, wi
   assert.match((language_[1] as { error: { message: string } }).error.message, /Supported languages: da,de,el,en,es,fi/);
 });
 
-test('R-SENT-6 issue 34: too many documents is a RestError 400 from both SDKs', async (t) => {
+test('R-SENT-6 too many documents is a RestError 400 from both SDKs', async (t) => {
   const { base } = await startSetup(t);
   const eleven = Array.from({ length: 11 }, (_, i) => `Review number ${i} was fine.`);
   // ai-text-analytics reports a request-level error's outer code, ai-language-text the inner one with both messages.
@@ -123,7 +123,7 @@ test('R-SENT-6 issue 34: too many documents is a RestError 400 from both SDKs', 
   assert.equal((await language(wider.base).analyze('SentimentAnalysis', eleven)).length, 11);
 });
 
-test('issue 34: @azure/ai-language-text with its default api-version and the one before gets the same answer', async (t) => {
+test('@azure/ai-language-text with its default api-version and the one before gets the same answer', async (t) => {
   const { base } = await startSetup(t);
   const texts = [REVIEW, 'Great atmosphere. Close to plenty of restaurants, hotels, and transit!'];
   const current = await language(base).analyze('SentimentAnalysis', texts, 'en', { includeStatistics: true });
@@ -138,7 +138,7 @@ test('issue 34: @azure/ai-language-text with its default api-version and the one
   assert.deepEqual(first.error ? null : first.statistics, { characterCount: REVIEW.length, transactionCount: 1 });
 });
 
-test('issue 34: offsets and lengths count UTF-16 units by default, code points or text elements on request', async (t) => {
+test('offsets and lengths count UTF-16 units by default, code points or text elements on request', async (t) => {
   const { base } = await startSetup(t);
   // 👩‍👩‍👧 is 5 code points, 8 UTF-16 units, one text element; é written as e + U+0301 is 2 of each, one text element.
   const text = 'Cafe\u0301 👩‍👩‍👧 night. We loved the terrible view.';
@@ -178,7 +178,7 @@ test('issue 34: offsets and lengths count UTF-16 units by default, code points o
   );
 });
 
-test('R-SENT-8 R-SENT-9 issue 34: the billing ApiKey flow reaches the current SDKs in their error shape', async (t) => {
+test('R-SENT-8 R-SENT-9 the billing ApiKey flow reaches the current SDKs in their error shape', async (t) => {
   const wrongKey = await startSetup(t, { apiKey: 'not-a-key-of-any-resource' });
   await assert.rejects(textAnalytics(wrongKey.base).analyzeSentiment(['Nice.']), { name: 'RestError', statusCode: 401, code: 'Invalid' });
   const setup = await startSetup(t, { meteringIntervalMs: 100 });
@@ -196,7 +196,7 @@ test('R-SENT-8 R-SENT-9 issue 34: the billing ApiKey flow reaches the current SD
   assert.equal((await language(setup.base, noRetries).analyze('SentimentAnalysis', ['Fine again.'])).length, 1);
 });
 
-test('issue 34: with --tls the container serves HTTPS with the local CA, and the SDK needs no insecure option', async (t) => {
+test('with --tls the container serves HTTPS with the local CA, and the SDK needs no insecure option', async (t) => {
   const { container } = await startSetup(t, { tls: true });
   assert.ok(container.caCertPath);
   const endpoint = new URL(container.urls[0]!.url).origin.replace('127.0.0.1', 'localhost');
@@ -204,7 +204,7 @@ test('issue 34: with --tls the container serves HTTPS with the local CA, and the
   assert.deepEqual(await runHttpsClient('language', endpoint, container.caCertPath), { sentiment: 'positive' });
 });
 
-test('issue 34: opinion mining gives targets and their assessments, negation included, through both SDKs', async (t) => {
+test('opinion mining gives targets and their assessments, negation included, through both SDKs', async (t) => {
   const { base } = await startSetup(t);
   const text = 'The food was very good but the service was not helpful. It has a sleek premium aluminum design.';
   const [v31] = await textAnalytics(base).analyzeSentiment([{ id: 'r', language: 'en', text }], { includeOpinionMining: true });

@@ -1,4 +1,4 @@
-/** Issue 34: the v3.x and Language routes with undici: bad parameters, bodies and paths get the v3 error shape, and the container keeps serving. */
+/** The v3.x and Language routes with undici: bad parameters, bodies and paths get the v3 error shape, and the container keeps serving. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
@@ -16,7 +16,7 @@ async function post(base: string, path: string, body: string | Buffer, contentTy
 const analyzeBody = (extra: object = {}, documents: unknown = [{ id: '1', text: 'Lovely.' }]) =>
   JSON.stringify({ kind: 'SentimentAnalysis', analysisInput: { documents }, ...extra });
 
-test('R-SENT-6 issue 34: bad v3.1 and Language requests get 400 {error:{code, message, innererror}} and serving goes on', async (t) => {
+test('R-SENT-6 bad v3.1 and Language requests get 400 {error:{code, message, innererror}} and serving goes on', async (t) => {
   const { base } = await startSetup(t);
   const good = JSON.stringify({ documents: [{ id: '1', text: 'Lovely.' }] });
   const cases: [string, string, string | Buffer, string][] = [
@@ -67,7 +67,7 @@ test('R-SENT-6 issue 34: bad v3.1 and Language requests get 400 {error:{code, me
   assert.equal((JSON.parse(ok.text) as { kind: string }).kind, 'SentimentAnalysisResults');
 });
 
-test('issue 34: a very long word gets the LongWordsInDocument warning; showStats=true adds statistics', async (t) => {
+test('a very long word gets the LongWordsInDocument warning; showStats=true adds statistics', async (t) => {
   const { base } = await startSetup(t);
   const answer = await post(
     base,

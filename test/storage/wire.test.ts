@@ -251,7 +251,7 @@ async function sharedKeyListing(dates: { 'x-ms-date'?: string; date?: string }):
   return { status: answer.status, detail: errorCode(answer).detail };
 }
 
-test('Shared Key requests must carry a date within 15 minutes: a captured request cannot be replayed later (issue 19 row 4)', async () => {
+test('Shared Key requests must carry a date within 15 minutes: a captured request cannot be replayed later', async () => {
   const at = (offsetMinutes: number) => new Date(Date.now() + offsetMinutes * 60_000).toUTCString();
   assert.equal((await sharedKeyListing({ 'x-ms-date': at(0) })).status, 200, 'a fresh signed request is served');
   assert.equal((await sharedKeyListing({ date: at(-1) })).status, 200, 'the Date header stands in for x-ms-date');
@@ -270,7 +270,7 @@ test('Shared Key requests must carry a date within 15 minutes: a captured reques
   }
 });
 
-test('broken percent-encoding anywhere in a path answers the storage XML error with x-ms-error-code, over HTTPS and HTTP (issue 19 row 13)', async () => {
+test('broken percent-encoding anywhere in a path answers the storage XML error with x-ms-error-code, over HTTPS and HTTP', async () => {
   const { request } = await import('undici');
   const httpUrl = stack.storage.urls.find((u) => u.url.startsWith('http:'))!.url;
   const origin = (endpoint: string) => endpoint.replace('/devstoreaccount1', '');

@@ -3,7 +3,7 @@
  * (Google's engine, in its WebAssembly build) instead of JavaScript's
  * backtracking RegExp, under which one unauthenticated request with a
  * crafted path stalled every request of the process for minutes
- * (`~/files/(a+)+$` and 34 `a`s; issue 19 row 3). Kong runs PCRE with a
+ * (`~/files/(a+)+$` and 34 `a`s). Kong runs PCRE with a
  * match limit; RE2 needs none. RE2 has no lookaround and no backreferences:
  * paths that use them are refused when the configuration loads.
  */

@@ -234,8 +234,8 @@ export class FileStore implements HubStore {
   }
 
   /**
-   * Removes what writes cut off by a crash left beside the files (issue 19: no stray
-   * temporary files), and the locks of identity files a killed hub held mid-write,
+   * Removes what writes cut off by a crash left beside the files (no stray temporary
+   * files may pile up), and the locks of identity files a killed hub held mid-write,
    * which would otherwise hold that device's writes back until they are stale (10 s).
    * The hub server calls it at start; a command must not, since a running hub may be
    * in the middle of a write.
