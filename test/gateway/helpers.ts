@@ -100,6 +100,13 @@ export async function listenOn(t: After, server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** An echo backend and a gateway (format 3.0) whose one service `s` sends these routes to it. */
+export async function echoServiceWith(t: After, routes: unknown[]) {
+  const backend = await echoBackend(t);
+  const gw = await gatewayWith(t, { _format_version: '3.0', services: [{ name: 's', url: backend.url, routes }] });
+  return { backend, gw };
+}
+
 /** A loopback port nothing listens on (bound, read, released). */
 export { freePort };
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { echoBackend, errorsOf, gatewayWith } from './helpers.ts';
+import { echoBackend, echoServiceWith, errorsOf, gatewayWith } from './helpers.ts';
 
 async function call(url: string, init: Parameters<typeof request>[1] = {}) {
   const res = await request(url, init);
@@ -11,21 +11,11 @@ async function call(url: string, init: Parameters<typeof request>[1] = {}) {
 }
 
 test('request-termination: message, raw body with content type, trigger; the service sees nothing', async (t) => {
-  const backend = await echoBackend(t);
-  const gw = await gatewayWith(t, {
-    _format_version: '3.0',
-    services: [
-      {
-        name: 's',
-        url: backend.url,
-        routes: [
-          { paths: ['/down'], plugins: [{ name: 'request-termination', config: { status_code: 503, message: 'Down for maintenance' } }] },
-          { paths: ['/teapot'], plugins: [{ name: 'request-termination', config: { status_code: 418, body: '<p>tea</p>', content_type: 'text/html' } }] },
-          { paths: ['/maybe'], plugins: [{ name: 'request-termination', config: { status_code: 403, trigger: 'x-block' } }] },
-        ],
-      },
-    ],
-  });
+  const { backend, gw } = await echoServiceWith(t, [
+    { paths: ['/down'], plugins: [{ name: 'request-termination', config: { status_code: 503, message: 'Down for maintenance' } }] },
+    { paths: ['/teapot'], plugins: [{ name: 'request-termination', config: { status_code: 418, body: '<p>tea</p>', content_type: 'text/html' } }] },
+    { paths: ['/maybe'], plugins: [{ name: 'request-termination', config: { status_code: 403, trigger: 'x-block' } }] },
+  ]);
   const down = await call(`${gw.proxy}/down`);
   assert.equal(down.status, 503);
   assert.equal(JSON.parse(down.body).message, 'Down for maintenance');
@@ -61,20 +51,10 @@ test('correlation-id: an id per request upstream (uuid#counter), the client one 
 });
 
 test('request-size-limiting: 413 over the limit by Content-Length or by a chunked body; 411 when a length is required', async (t) => {
-  const backend = await echoBackend(t);
-  const gw = await gatewayWith(t, {
-    _format_version: '3.0',
-    services: [
-      {
-        name: 's',
-        url: backend.url,
-        routes: [
-          { paths: ['/small'], plugins: [{ name: 'request-size-limiting', config: { allowed_payload_size: 10, size_unit: 'bytes' } }] },
-          { paths: ['/strict'], plugins: [{ name: 'request-size-limiting', config: { require_content_length: true } }] },
-        ],
-      },
-    ],
-  });
+  const { backend, gw } = await echoServiceWith(t, [
+    { paths: ['/small'], plugins: [{ name: 'request-size-limiting', config: { allowed_payload_size: 10, size_unit: 'bytes' } }] },
+    { paths: ['/strict'], plugins: [{ name: 'request-size-limiting', config: { require_content_length: true } }] },
+  ]);
   assert.equal((await call(`${gw.proxy}/small`, { method: 'POST', body: '0123456789' })).status, 200);
   const over = await call(`${gw.proxy}/small`, { method: 'POST', body: '0123456789x' });
   assert.deepEqual([over.status, JSON.parse(over.body).message], [413, 'Request size limit exceeded']);
@@ -86,21 +66,11 @@ test('request-size-limiting: 413 over the limit by Content-Length or by a chunke
 });
 
 test('ip-restriction: deny first, then allow ranges; Kong 403 message or the configured status and message', async (t) => {
-  const backend = await echoBackend(t);
-  const gw = await gatewayWith(t, {
-    _format_version: '3.0',
-    services: [
-      {
-        name: 's',
-        url: backend.url,
-        routes: [
-          { paths: ['/local'], plugins: [{ name: 'ip-restriction', config: { allow: ['127.0.0.0/8', '::1'] } }] },
-          { paths: ['/denied'], plugins: [{ name: 'ip-restriction', config: { deny: ['127.0.0.1'], status: 401, message: 'go away' } }] },
-          { paths: ['/elsewhere'], plugins: [{ name: 'ip-restriction', config: { allow: ['10.0.0.0/8'] } }] },
-        ],
-      },
-    ],
-  });
+  const { backend, gw } = await echoServiceWith(t, [
+    { paths: ['/local'], plugins: [{ name: 'ip-restriction', config: { allow: ['127.0.0.0/8', '::1'] } }] },
+    { paths: ['/denied'], plugins: [{ name: 'ip-restriction', config: { deny: ['127.0.0.1'], status: 401, message: 'go away' } }] },
+    { paths: ['/elsewhere'], plugins: [{ name: 'ip-restriction', config: { allow: ['10.0.0.0/8'] } }] },
+  ]);
   assert.equal((await call(`${gw.proxy}/local`)).status, 200);
   const denied = await call(`${gw.proxy}/denied`);
   assert.deepEqual([denied.status, JSON.parse(denied.body).message], [401, 'go away']);

@@ -117,6 +117,18 @@ export interface PluginDefinition {
   create(config: Record<string, unknown>, env: PluginEnvironment, entity: { id: string }): PluginHandler;
 }
 
+/**
+ * A plugin's definition from what Kong declares of it (name, priority,
+ * schema) and a `create` that gets its config already typed: the schema
+ * checked every field and filled Kong's defaults before `create` runs.
+ */
+export function definePlugin<Config>(
+  about: Omit<PluginDefinition, 'create'>,
+  create: (conf: Config, env: PluginEnvironment, entity: { id: string }) => PluginHandler,
+): PluginDefinition {
+  return { ...about, create: (config, env, entity) => create(config as unknown as Config, env, entity) };
+}
+
 /** A plugin entity with its behaviour, ready to run. */
 export interface PluginInstance {
   entity: Plugin;

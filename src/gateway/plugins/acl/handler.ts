@@ -7,7 +7,7 @@
  */
 import type { Field, FieldError } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
-import { setOrClearHeader, type PluginDefinition } from '../types.ts';
+import { definePlugin, setOrClearHeader } from '../types.ts';
 
 interface AclConfig {
   allow: string[] | null;
@@ -40,24 +40,16 @@ function checkAclConfig(config: Record<string, unknown>, path: string, errors: F
 
 const FORBIDDEN = 'You cannot consume this service';
 
-export const acl: PluginDefinition = {
-  name: 'acl',
-  priority: 950,
-  configFields: aclFields,
-  checkConfig: checkAclConfig,
-  noConsumer: true,
-  create(config) {
-    const conf = config as unknown as AclConfig;
-    const allow = conf.allow?.length ? new Set(conf.allow) : null;
-    const deny = new Set(conf.deny ?? []);
-    return {
-      access(ctx) {
-        if (!ctx.consumer) throw ctx.credential ? new GatewayError(403, FORBIDDEN) : new GatewayError(401, 'Unauthorized');
-        const mine = ctx.directory.groupsOf(ctx.consumer.id);
-        const blocked = allow ? !mine.some((g) => allow.has(g)) : mine.some((g) => deny.has(g));
-        if (blocked) throw new GatewayError(403, FORBIDDEN);
-        if (!conf.hide_groups_header) setOrClearHeader(ctx.upstreamHeaders, 'x-consumer-groups', mine.length ? mine.join(', ') : null);
-      },
-    };
-  },
-};
+export const acl = definePlugin<AclConfig>({ name: 'acl', priority: 950, configFields: aclFields, checkConfig: checkAclConfig, noConsumer: true }, (conf) => {
+  const allow = conf.allow?.length ? new Set(conf.allow) : null;
+  const deny = new Set(conf.deny ?? []);
+  return {
+    access(ctx) {
+      if (!ctx.consumer) throw ctx.credential ? new GatewayError(403, FORBIDDEN) : new GatewayError(401, 'Unauthorized');
+      const mine = ctx.directory.groupsOf(ctx.consumer.id);
+      const blocked = allow ? !mine.some((g) => allow.has(g)) : mine.some((g) => deny.has(g));
+      if (blocked) throw new GatewayError(403, FORBIDDEN);
+      if (!conf.hide_groups_header) setOrClearHeader(ctx.upstreamHeaders, 'x-consumer-groups', mine.length ? mine.join(', ') : null);
+    },
+  };
+});

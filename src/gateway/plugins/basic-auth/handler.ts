@@ -10,7 +10,7 @@ import { hashBasicauthPassword } from '../../config/entities.ts';
 import type { Field } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { alreadyAuthenticated, failOrAnonymous, setConsumer } from '../authentication.ts';
-import type { PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type RequestContext } from '../types.ts';
 
 interface BasicAuthConfig {
   anonymous: string | null;
@@ -46,30 +46,23 @@ function sameHash(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export const basicAuth: PluginDefinition = {
-  name: 'basic-auth',
-  priority: 1100,
-  configFields: basicAuthFields,
-  noConsumer: true,
-  create(config) {
-    const conf = config as unknown as BasicAuthConfig;
-    const refusal = () => new GatewayError(401, 'Unauthorized', { 'WWW-Authenticate': `Basic realm="${conf.realm}"` });
-    return {
-      access(ctx) {
-        if (alreadyAuthenticated(ctx, conf.anonymous)) return;
-        const given = givenCredentials(ctx);
-        const credential = given && ctx.directory.findBasicauthCredential(given.username);
-        const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
-        if (!given || !credential || !consumer || !sameHash(hashBasicauthPassword(given.password, credential.consumer.id), credential.password)) {
-          failOrAnonymous(ctx, conf.anonymous, refusal());
-          return;
-        }
-        if (conf.hide_credentials) {
-          delete ctx.upstreamHeaders.authorization;
-          delete ctx.upstreamHeaders['proxy-authorization'];
-        }
-        setConsumer(ctx, consumer, credential, credential.username);
-      },
-    };
-  },
-};
+export const basicAuth = definePlugin<BasicAuthConfig>({ name: 'basic-auth', priority: 1100, configFields: basicAuthFields, noConsumer: true }, (conf) => {
+  const refusal = () => new GatewayError(401, 'Unauthorized', { 'WWW-Authenticate': `Basic realm="${conf.realm}"` });
+  return {
+    access(ctx) {
+      if (alreadyAuthenticated(ctx, conf.anonymous)) return;
+      const given = givenCredentials(ctx);
+      const credential = given && ctx.directory.findBasicauthCredential(given.username);
+      const consumer = credential && ctx.directory.findConsumer(credential.consumer.id);
+      if (!given || !credential || !consumer || !sameHash(hashBasicauthPassword(given.password, credential.consumer.id), credential.password)) {
+        failOrAnonymous(ctx, conf.anonymous, refusal());
+        return;
+      }
+      if (conf.hide_credentials) {
+        delete ctx.upstreamHeaders.authorization;
+        delete ctx.upstreamHeaders['proxy-authorization'];
+      }
+      setConsumer(ctx, consumer, credential, credential.username);
+    },
+  };
+});

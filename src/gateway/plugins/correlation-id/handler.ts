@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Field } from '../../config/schema.ts';
-import type { PluginDefinition } from '../types.ts';
+import { definePlugin } from '../types.ts';
 
 interface CorrelationConfig {
   header_name: string;
@@ -24,24 +24,18 @@ const correlationFields: Record<string, Field> = {
   echo_downstream: { type: 'boolean', default: false },
 };
 
-export const correlationId: PluginDefinition = {
-  name: 'correlation-id',
-  priority: 100001,
-  configFields: correlationFields,
-  create(config) {
-    const conf = config as unknown as CorrelationConfig;
-    const header = conf.header_name.toLowerCase();
-    // uuid#counter: one uuid per plugin instance and process, then a counter, as Kong keeps one per worker.
-    const base = randomUUID();
-    let counter = 0;
-    const next = () => (conf.generator === 'uuid' ? randomUUID() : `${base}#${++counter}`);
-    return {
-      access(ctx) {
-        const given = ctx.clientHeaders[header];
-        const id = typeof given === 'string' && given !== '' ? given : next();
-        ctx.upstreamHeaders[header] = id;
-        if (conf.echo_downstream) ctx.responseHeaders[conf.header_name] = id;
-      },
-    };
-  },
-};
+export const correlationId = definePlugin<CorrelationConfig>({ name: 'correlation-id', priority: 100001, configFields: correlationFields }, (conf) => {
+  const header = conf.header_name.toLowerCase();
+  // uuid#counter: one uuid per plugin instance and process, then a counter, as Kong keeps one per worker.
+  const base = randomUUID();
+  let counter = 0;
+  const next = () => (conf.generator === 'uuid' ? randomUUID() : `${base}#${++counter}`);
+  return {
+    access(ctx) {
+      const given = ctx.clientHeaders[header];
+      const id = typeof given === 'string' && given !== '' ? given : next();
+      ctx.upstreamHeaders[header] = id;
+      if (conf.echo_downstream) ctx.responseHeaders[conf.header_name] = id;
+    },
+  };
+});

@@ -8,7 +8,7 @@
 import { BlockList, isIP } from 'node:net';
 import type { Field, FieldError } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
-import type { PluginDefinition } from '../types.ts';
+import { definePlugin } from '../types.ts';
 
 interface IpRestrictionConfig {
   allow: string[] | null;
@@ -55,13 +55,9 @@ function blockList(entries: string[]): BlockList {
   return list;
 }
 
-export const ipRestriction: PluginDefinition = {
-  name: 'ip-restriction',
-  priority: 990,
-  configFields: ipRestrictionFields,
-  checkConfig: checkIpRestrictionConfig,
-  create(config) {
-    const conf = config as unknown as IpRestrictionConfig;
+export const ipRestriction = definePlugin<IpRestrictionConfig>(
+  { name: 'ip-restriction', priority: 990, configFields: ipRestrictionFields, checkConfig: checkIpRestrictionConfig },
+  (conf) => {
     const allow = conf.allow?.length ? blockList(conf.allow) : null;
     const deny = conf.deny?.length ? blockList(conf.deny) : null;
     const refuse = () => new GatewayError(conf.status ?? 403, conf.message ?? 'Your IP address is not allowed');
@@ -74,4 +70,4 @@ export const ipRestriction: PluginDefinition = {
       },
     };
   },
-};
+);

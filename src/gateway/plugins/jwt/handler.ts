@@ -9,7 +9,7 @@ import { compactVerify, decodeJwt, decodeProtectedHeader, importSPKI, type JWTPa
 import { GatewayError, PluginAnswer } from '../../errors.ts';
 import type { JwtSecret } from '../../config/model.ts';
 import { alreadyAuthenticated, failOrAnonymous, setConsumer } from '../authentication.ts';
-import type { PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type RequestContext } from '../types.ts';
 import { checkJwtConfig, jwtFields, type JwtConfig } from './schema.ts';
 
 const BEARER = /\s*[Bb]earer\s+(.+)/;
@@ -57,84 +57,76 @@ function claimErrors(claims: JWTPayload, conf: JwtConfig, now: number): Record<s
   return errors;
 }
 
-export const jwt: PluginDefinition = {
-  name: 'jwt',
-  priority: 1450,
-  configFields: jwtFields,
-  checkConfig: checkJwtConfig,
-  noConsumer: true,
-  create(config) {
-    const conf = config as unknown as JwtConfig;
-    const challenge = conf.realm ? `Bearer realm="${conf.realm}"` : 'Bearer';
-    const invalid = `${challenge} error="invalid_token"`;
-    const refuse = (message: string, www = invalid) => new GatewayError(401, message, { 'WWW-Authenticate': www });
-    /**
-     * Verification keys, imported once per secret of this configuration as
-     * WebCrypto keys (what jose verifies with; importing one for each token
-     * cost more than the verification itself).
-     */
-    const keys = new WeakMap<JwtSecret, Promise<CryptoKey>>();
-    const keyOf = (secret: JwtSecret): Promise<CryptoKey> => {
-      let key = keys.get(secret);
-      if (!key) {
-        const decode = (value: string) => (conf.secret_is_base64 ? Buffer.from(value, 'base64') : Buffer.from(value));
-        key = secret.algorithm.startsWith('HS')
-          ? crypto.subtle.importKey('raw', decode(secret.secret), { name: 'HMAC', hash: `SHA-${secret.algorithm.slice(2)}` }, false, ['verify'])
-          : importSPKI(decode(secret.rsa_public_key!).toString('utf8'), secret.algorithm);
-        keys.set(secret, key);
-      }
-      return key;
-    };
+export const jwt = definePlugin<JwtConfig>({ name: 'jwt', priority: 1450, configFields: jwtFields, checkConfig: checkJwtConfig, noConsumer: true }, (conf) => {
+  const challenge = conf.realm ? `Bearer realm="${conf.realm}"` : 'Bearer';
+  const invalid = `${challenge} error="invalid_token"`;
+  const refuse = (message: string, www = invalid) => new GatewayError(401, message, { 'WWW-Authenticate': www });
+  /**
+   * Verification keys, imported once per secret of this configuration as
+   * WebCrypto keys (what jose verifies with; importing one for each token
+   * cost more than the verification itself).
+   */
+  const keys = new WeakMap<JwtSecret, Promise<CryptoKey>>();
+  const keyOf = (secret: JwtSecret): Promise<CryptoKey> => {
+    let key = keys.get(secret);
+    if (!key) {
+      const decode = (value: string) => (conf.secret_is_base64 ? Buffer.from(value, 'base64') : Buffer.from(value));
+      key = secret.algorithm.startsWith('HS')
+        ? crypto.subtle.importKey('raw', decode(secret.secret), { name: 'HMAC', hash: `SHA-${secret.algorithm.slice(2)}` }, false, ['verify'])
+        : importSPKI(decode(secret.rsa_public_key!).toString('utf8'), secret.algorithm);
+      keys.set(secret, key);
+    }
+    return key;
+  };
 
-    /** The outcome for one token: the secret it is signed with and its claims, or the refusal. */
-    const check = (token: string, directory: RequestContext['directory']): { secret: JwtSecret; claims: JWTPayload } | GatewayError => {
-      if (token.split('.').length !== 3) return refuse('Bad token; invalid JWT');
-      let header: ProtectedHeaderParameters;
-      let claims: JWTPayload;
-      try {
-        header = decodeProtectedHeader(token);
-        claims = decodeJwt(token);
-      } catch {
-        return refuse('Bad token; invalid JSON');
-      }
-      const key = claims[conf.key_claim_name] ?? (header as Record<string, unknown>)[conf.key_claim_name];
-      if (key === undefined || key === null) return refuse(`No mandatory '${conf.key_claim_name}' in claims`);
-      if (key === '' || typeof key !== 'string') return refuse(`Invalid '${conf.key_claim_name}' in claims`);
-      const secret = directory.findJwtSecret(key);
-      if (!secret) return refuse(`No credentials found for given '${conf.key_claim_name}'`);
-      if (header.alg !== secret.algorithm) return refuse('Invalid algorithm');
-      return { secret, claims };
-    };
+  /** The outcome for one token: the secret it is signed with and its claims, or the refusal. */
+  const check = (token: string, directory: RequestContext['directory']): { secret: JwtSecret; claims: JWTPayload } | GatewayError => {
+    if (token.split('.').length !== 3) return refuse('Bad token; invalid JWT');
+    let header: ProtectedHeaderParameters;
+    let claims: JWTPayload;
+    try {
+      header = decodeProtectedHeader(token);
+      claims = decodeJwt(token);
+    } catch {
+      return refuse('Bad token; invalid JSON');
+    }
+    const key = claims[conf.key_claim_name] ?? (header as Record<string, unknown>)[conf.key_claim_name];
+    if (key === undefined || key === null) return refuse(`No mandatory '${conf.key_claim_name}' in claims`);
+    if (key === '' || typeof key !== 'string') return refuse(`Invalid '${conf.key_claim_name}' in claims`);
+    const secret = directory.findJwtSecret(key);
+    if (!secret) return refuse(`No credentials found for given '${conf.key_claim_name}'`);
+    if (header.alg !== secret.algorithm) return refuse('Invalid algorithm');
+    return { secret, claims };
+  };
 
-    const authenticate = async (ctx: RequestContext): Promise<void> => {
-      const tokens = tokensOf(ctx, conf);
-      if (tokens.size === 0) throw refuse('Unauthorized', challenge);
-      if (tokens.size > 1) throw refuse('Multiple tokens provided');
-      const [token] = tokens as unknown as [string];
-      const found = check(token, ctx.directory);
-      if (found instanceof GatewayError) throw found;
-      const { secret, claims } = found;
-      try {
-        await compactVerify(token, await keyOf(secret), { algorithms: [secret.algorithm] });
-      } catch {
-        throw refuse('Invalid signature');
-      }
-      const errors = claimErrors(claims, conf, Math.floor(Date.now() / 1000));
-      if (errors) throw new PluginAnswer(401, JSON.stringify(errors), { 'Content-Type': 'application/json; charset=utf-8', 'WWW-Authenticate': invalid });
-      const consumer = ctx.directory.findConsumer(secret.consumer.id);
-      if (!consumer) throw new GatewayError(401, `Could not find consumer for '${conf.key_claim_name}=${secret.key}'`);
-      setConsumer(ctx, consumer, secret, secret.key);
-    };
+  const authenticate = async (ctx: RequestContext): Promise<void> => {
+    const tokens = tokensOf(ctx, conf);
+    if (tokens.size === 0) throw refuse('Unauthorized', challenge);
+    if (tokens.size > 1) throw refuse('Multiple tokens provided');
+    const [token] = tokens as unknown as [string];
+    const found = check(token, ctx.directory);
+    if (found instanceof GatewayError) throw found;
+    const { secret, claims } = found;
+    try {
+      await compactVerify(token, await keyOf(secret), { algorithms: [secret.algorithm] });
+    } catch {
+      throw refuse('Invalid signature');
+    }
+    const errors = claimErrors(claims, conf, Math.floor(Date.now() / 1000));
+    if (errors) throw new PluginAnswer(401, JSON.stringify(errors), { 'Content-Type': 'application/json; charset=utf-8', 'WWW-Authenticate': invalid });
+    const consumer = ctx.directory.findConsumer(secret.consumer.id);
+    if (!consumer) throw new GatewayError(401, `Could not find consumer for '${conf.key_claim_name}=${secret.key}'`);
+    setConsumer(ctx, consumer, secret, secret.key);
+  };
 
-    return {
-      access(ctx) {
-        if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
-        if (alreadyAuthenticated(ctx, conf.anonymous)) return;
-        return authenticate(ctx).catch((err: unknown) => {
-          if (!(err instanceof GatewayError) || err.status !== 401) throw err;
-          failOrAnonymous(ctx, conf.anonymous, err);
-        });
-      },
-    };
-  },
-};
+  return {
+    access(ctx) {
+      if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
+      if (alreadyAuthenticated(ctx, conf.anonymous)) return;
+      return authenticate(ctx).catch((err: unknown) => {
+        if (!(err instanceof GatewayError) || err.status !== 401) throw err;
+        failOrAnonymous(ctx, conf.anonymous, err);
+      });
+    },
+  };
+});

@@ -5,7 +5,7 @@
  */
 import { GatewayError } from '../../errors.ts';
 import { alreadyAuthenticated, failOrAnonymous, setConsumer } from '../authentication.ts';
-import type { PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type RequestContext } from '../types.ts';
 import { keyAuthFields, type KeyAuthConfig } from './schema.ts';
 
 const NO_KEY = 'No API key found in request';
@@ -105,25 +105,17 @@ function authenticate(ctx: RequestContext, conf: KeyAuthConfig, found: Found): G
   return undefined;
 }
 
-export const keyAuth: PluginDefinition = {
-  name: 'key-auth',
-  priority: 1250,
-  configFields: keyAuthFields,
-  noConsumer: true,
-  create(config) {
-    // The schema checked every field and filled Kong's defaults.
-    const conf = config as unknown as KeyAuthConfig;
-    const finish = (ctx: RequestContext, found: Found) => {
-      const failure = authenticate(ctx, conf, found);
-      if (failure) failOrAnonymous(ctx, conf.anonymous, failure);
-    };
-    return {
-      access(ctx) {
-        if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
-        if (alreadyAuthenticated(ctx, conf.anonymous)) return;
-        if (conf.key_in_body) return findKeyWithBody(ctx, conf).then((found) => finish(ctx, found));
-        finish(ctx, findKeyWithoutBody(ctx, conf));
-      },
-    };
-  },
-};
+export const keyAuth = definePlugin<KeyAuthConfig>({ name: 'key-auth', priority: 1250, configFields: keyAuthFields, noConsumer: true }, (conf) => {
+  const finish = (ctx: RequestContext, found: Found) => {
+    const failure = authenticate(ctx, conf, found);
+    if (failure) failOrAnonymous(ctx, conf.anonymous, failure);
+  };
+  return {
+    access(ctx) {
+      if (!conf.run_on_preflight && ctx.method === 'OPTIONS') return;
+      if (alreadyAuthenticated(ctx, conf.anonymous)) return;
+      if (conf.key_in_body) return findKeyWithBody(ctx, conf).then((found) => finish(ctx, found));
+      finish(ctx, findKeyWithoutBody(ctx, conf));
+    },
+  };
+});

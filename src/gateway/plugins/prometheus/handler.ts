@@ -10,7 +10,7 @@
 import type { Field } from '../../config/schema.ts';
 import type { Series } from '../series.ts';
 import { renderSeries } from '../series.ts';
-import type { AnswerLog, PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type AnswerLog, type RequestContext } from '../types.ts';
 
 interface PrometheusConfig {
   per_consumer: boolean;
@@ -53,37 +53,31 @@ function observe(add: (name: string, labels: Record<string, string>, value: numb
   add(`${metric}_count`, labels, 1);
 }
 
-export const prometheus: PluginDefinition = {
-  name: 'prometheus',
-  priority: 13,
-  configFields: prometheusFields,
-  create(config, env) {
-    const conf = config as unknown as PrometheusConfig;
-    const add = env.series.add.bind(env.series);
-    return {
-      access() {},
-      log(ctx: RequestContext, entry: AnswerLog) {
-        const service = name(ctx.service);
-        const route = name(ctx.route);
-        const consumer = conf.per_consumer && ctx.consumer ? (ctx.consumer.username ?? ctx.consumer.custom_id ?? '') : '';
-        if (conf.status_code_metrics) {
-          add('kong_http_requests_total', { service, route, code: String(entry.status), source: entry.source, workspace: 'default', consumer }, 1);
-        }
-        if (conf.latency_metrics) {
-          const labels = { service, route, workspace: 'default' };
-          const latency = Math.round(entry.latency);
-          observe(add, 'kong_request_latency_ms', labels, latency);
-          if (entry.source === 'service') observe(add, 'kong_upstream_latency_ms', labels, Math.round(entry.upstreamLatency));
-          observe(add, 'kong_kong_latency_ms', labels, Math.max(0, Math.round(entry.latency - entry.upstreamLatency)));
-        }
-        if (conf.bandwidth_metrics) {
-          add('kong_bandwidth_bytes', { service, route, direction: 'ingress', workspace: 'default', consumer }, entry.requestSize);
-          add('kong_bandwidth_bytes', { service, route, direction: 'egress', workspace: 'default', consumer }, entry.responseSize);
-        }
-      },
-    };
-  },
-};
+export const prometheus = definePlugin<PrometheusConfig>({ name: 'prometheus', priority: 13, configFields: prometheusFields }, (conf, env) => {
+  const add = env.series.add.bind(env.series);
+  return {
+    access() {},
+    log(ctx: RequestContext, entry: AnswerLog) {
+      const service = name(ctx.service);
+      const route = name(ctx.route);
+      const consumer = conf.per_consumer && ctx.consumer ? (ctx.consumer.username ?? ctx.consumer.custom_id ?? '') : '';
+      if (conf.status_code_metrics) {
+        add('kong_http_requests_total', { service, route, code: String(entry.status), source: entry.source, workspace: 'default', consumer }, 1);
+      }
+      if (conf.latency_metrics) {
+        const labels = { service, route, workspace: 'default' };
+        const latency = Math.round(entry.latency);
+        observe(add, 'kong_request_latency_ms', labels, latency);
+        if (entry.source === 'service') observe(add, 'kong_upstream_latency_ms', labels, Math.round(entry.upstreamLatency));
+        observe(add, 'kong_kong_latency_ms', labels, Math.max(0, Math.round(entry.latency - entry.upstreamLatency)));
+      }
+      if (conf.bandwidth_metrics) {
+        add('kong_bandwidth_bytes', { service, route, direction: 'ingress', workspace: 'default', consumer }, entry.requestSize);
+        add('kong_bandwidth_bytes', { service, route, direction: 'egress', workspace: 'default', consumer }, entry.responseSize);
+      }
+    },
+  };
+});
 
 /** Kong's /metrics text for the series the proxy processes kept, with the node figures Kong always exposes. */
 export function renderKongMetrics(series: Series[], node: { requests: number; active: number; accepted: number }): string {

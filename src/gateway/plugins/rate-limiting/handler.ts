@@ -4,7 +4,7 @@
  * service, with Kong's headers and 429 answer.
  */
 import { GatewayError } from '../../errors.ts';
-import type { PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type RequestContext } from '../types.ts';
 import type { Counter, CounterResult, CounterStore } from './policies.ts';
 import { RedisCounters } from './policies.ts';
 import { checkRateLimitingConfig, expandRedisShorthands, PERIODS, rateLimitingFields, type Period, type RateLimitingConfig } from './schema.ts';
@@ -123,15 +123,9 @@ function apply(ctx: RequestContext, conf: RateLimitingConfig, names: WindowHeade
   } else if (!result.allowed) throw new GatewayError(conf.error_code, conf.error_message);
 }
 
-export const rateLimiting: PluginDefinition = {
-  name: 'rate-limiting',
-  priority: 910,
-  configFields: rateLimitingFields,
-  expandShorthands: expandRedisShorthands,
-  checkConfig: checkRateLimitingConfig,
-  create(config, env) {
-    // The schema checked every field and filled Kong's defaults.
-    const conf = config as unknown as RateLimitingConfig;
+export const rateLimiting = definePlugin<RateLimitingConfig>(
+  { name: 'rate-limiting', priority: 910, configFields: rateLimitingFields, expandShorthands: expandRedisShorthands, checkConfig: checkRateLimitingConfig },
+  (conf, env) => {
     const periods = configuredPeriods(conf);
     const names = periods.map(windowHeaders);
     const store: CounterStore = conf.policy === 'redis' ? env.counters.redis(conf.redis) : env.counters.local;
@@ -155,4 +149,4 @@ export const rateLimiting: PluginDefinition = {
       },
     };
   },
-};
+);

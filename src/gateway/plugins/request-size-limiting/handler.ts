@@ -6,7 +6,7 @@
  */
 import type { Field } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
-import type { PluginDefinition } from '../types.ts';
+import { definePlugin } from '../types.ts';
 
 interface SizeConfig {
   allowed_payload_size: number;
@@ -23,26 +23,20 @@ const sizeFields: Record<string, Field> = {
 const UNIT = { megabytes: 2 ** 20, kilobytes: 2 ** 10, bytes: 1 };
 const tooLarge = () => new GatewayError(413, 'Request size limit exceeded');
 
-export const requestSizeLimiting: PluginDefinition = {
-  name: 'request-size-limiting',
-  priority: 951,
-  configFields: sizeFields,
-  create(config) {
-    const conf = config as unknown as SizeConfig;
-    const limit = conf.allowed_payload_size * UNIT[conf.size_unit];
-    return {
-      access(ctx) {
-        const declared = ctx.clientHeaders['content-length'];
-        if (declared !== undefined) {
-          if (Number(declared) > limit) throw tooLarge();
-          return;
-        }
-        if (ctx.clientHeaders['transfer-encoding'] === undefined) return;
-        if (conf.require_content_length) throw new GatewayError(411, 'A valid Content-Length header is required');
-        return ctx.readBody().then((body) => {
-          if (body.length > limit) throw tooLarge();
-        });
-      },
-    };
-  },
-};
+export const requestSizeLimiting = definePlugin<SizeConfig>({ name: 'request-size-limiting', priority: 951, configFields: sizeFields }, (conf) => {
+  const limit = conf.allowed_payload_size * UNIT[conf.size_unit];
+  return {
+    access(ctx) {
+      const declared = ctx.clientHeaders['content-length'];
+      if (declared !== undefined) {
+        if (Number(declared) > limit) throw tooLarge();
+        return;
+      }
+      if (ctx.clientHeaders['transfer-encoding'] === undefined) return;
+      if (conf.require_content_length) throw new GatewayError(411, 'A valid Content-Length header is required');
+      return ctx.readBody().then((body) => {
+        if (body.length > limit) throw tooLarge();
+      });
+    },
+  };
+});

@@ -7,7 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Field, FieldError } from '../../config/schema.ts';
 import { GatewayError, PluginAnswer } from '../../errors.ts';
-import type { PluginDefinition } from '../types.ts';
+import { definePlugin } from '../types.ts';
 
 interface TerminationConfig {
   status_code: number;
@@ -32,13 +32,9 @@ function checkTerminationConfig(config: Record<string, unknown>, path: string, e
   if (config.content_type !== null && config.body === null) errors.push({ path, message: "'content_type' requires 'body'" });
 }
 
-export const requestTermination: PluginDefinition = {
-  name: 'request-termination',
-  priority: 2,
-  configFields: terminationFields,
-  checkConfig: checkTerminationConfig,
-  create(config) {
-    const conf = config as unknown as TerminationConfig;
+export const requestTermination = definePlugin<TerminationConfig>(
+  { name: 'request-termination', priority: 2, configFields: terminationFields, checkConfig: checkTerminationConfig },
+  (conf) => {
     const answer = () =>
       conf.body !== null
         ? new PluginAnswer(conf.status_code, conf.body, { 'Content-Type': conf.content_type ?? 'application/json; charset=utf-8' })
@@ -53,4 +49,4 @@ export const requestTermination: PluginDefinition = {
       },
     };
   },
-};
+);

@@ -7,7 +7,7 @@
  */
 import type { Field, FieldError } from '../../config/schema.ts';
 import { join } from '../../config/schema.ts';
-import type { PluginDefinition, RequestContext } from '../types.ts';
+import { definePlugin, type RequestContext } from '../types.ts';
 
 type Part = 'headers' | 'querystring' | 'body';
 const PARTS: readonly Part[] = ['headers', 'querystring', 'body'];
@@ -131,13 +131,9 @@ function checkTransformerConfig(config: Record<string, unknown>, path: string, e
   if (uri !== null && !uri.startsWith('/')) errors.push({ path: join(join(path, 'replace'), 'uri'), message: 'should start with: /' });
 }
 
-export const requestTransformer: PluginDefinition = {
-  name: 'request-transformer',
-  priority: 801,
-  configFields: transformerFields,
-  checkConfig: checkTransformerConfig,
-  create(config) {
-    const conf = config as unknown as TransformerConfig;
+export const requestTransformer = definePlugin<TransformerConfig>(
+  { name: 'request-transformer', priority: 801, configFields: transformerFields, checkConfig: checkTransformerConfig },
+  (conf) => {
     const [headers, query, body] = PARTS.map((part) => editsOf(conf, part, part === 'headers'));
     return {
       access(ctx) {
@@ -149,4 +145,4 @@ export const requestTransformer: PluginDefinition = {
       },
     };
   },
-};
+);
