@@ -10,4 +10,4 @@ const devdata = await startDevData({
   registry: 'mdns',
   registryRefreshMs: 500,
 });
-announce({ url: devdata.urls[0]!.url.replace('/data/{device}', '') }, () => devdata.close());
+announce({ url: devdata.urls[0]!.url.replace('/data/{device}', ''), pid: process.pid }, () => devdata.close());

@@ -8,4 +8,4 @@ const devsvc = await startDevSvc({
   serviceName: process.env.BENCH_DEVICES_SERVICE!,
   registry: 'mdns',
 });
-announce({ address: devsvc.facts!.devsvc!.address, registry: devsvc.facts!.devsvc!.registry }, () => devsvc.close());
+announce({ address: devsvc.facts!.devsvc!.address, registry: devsvc.facts!.devsvc!.registry, pid: process.pid }, () => devsvc.close());
