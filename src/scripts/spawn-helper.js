@@ -21,11 +21,18 @@ import { spawn } from 'node:child_process';
 /**
  * Node starts reading a pipe as soon as spawn() makes it; this process must
  * not read a byte of what the server is to read, so reading stops before the
- * event loop runs again (before any data can have been read).
+ * event loop runs again (before any data can have been read). Node offers no
+ * public way to do that (docs/decisions/007-private-internals.md): this is its
+ * stream handle's own `readStop()`. On a Node without it the run is refused
+ * (false), rather than losing the first lines of every script.
  */
 function stopReading(stream) {
+  if (typeof stream._handle?.readStop !== 'function') return false;
   stream._handle.readStop();
+  return true;
 }
+
+const NO_READ_STOP = `Node ${process.version} has no readStop() on a child's pipe handle (docs/decisions/007-private-internals.md)`;
 
 process.on('message', (request) => {
   const { id } = request;
@@ -45,8 +52,11 @@ process.on('message', (request) => {
     child.once('error', (err) => process.send({ type: 'failed', id, code: err.code ?? err.message }));
     return;
   }
-  stopReading(child.stdout);
-  stopReading(child.stderr);
+  if (!stopReading(child.stdout) || !stopReading(child.stderr)) {
+    process.kill(-child.pid, 'SIGKILL');
+    process.send({ type: 'failed', id, code: NO_READ_STOP });
+    return;
+  }
   child.once('exit', (code, signal) => process.send({ type: 'exit', id, code, signal }));
   if (child.stdin) {
     // A script that never reads stdin closes it early: EPIPE is expected then.

@@ -6,6 +6,7 @@
  * production.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import test from 'node:test';
 import { instantiateLlhttp, LLHTTP_SOURCE, type LlhttpCallbacks } from '../../src/gateway/http/llhttp.ts';
@@ -51,6 +52,11 @@ test('the installed undici is the one whose llhttp files were checked', () => {
     `undici ${installed} is installed but src/gateway/http/llhttp.ts was checked against ${LLHTTP_SOURCE.undiciVersion}: ` +
       `check that ${LLHTTP_SOURCE.simd} and ${LLHTTP_SOURCE.plain} still hold llhttp with the exports this suite lists, run test/gateway, then update the pin`,
   );
+});
+
+test('package.json pins undici to exactly that version, so no install can bring another', () => {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> };
+  assert.equal(manifest.dependencies['undici'], LLHTTP_SOURCE.undiciVersion, 'an exact version, no range (docs/decisions/007-private-internals.md)');
 });
 
 test('both builds undici ships are WebAssembly modules with the C interface the parser calls', () => {

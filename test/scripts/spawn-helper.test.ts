@@ -5,6 +5,8 @@
  * leave a run hanging nor its script running, and is replaced.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { request } from 'undici';
@@ -42,6 +44,14 @@ test('R-SCRIPT-5 every line scripts print at once, while the helper hands their 
     );
     assert.deepEqual(exitOf(answer), { code: 0, signal: null, reason: 'exited' });
   }
+});
+
+test("the Node internal the helper stops reading with is there: a child's pipe handle has readStop() (docs/decisions/007)", async (t) => {
+  const child = spawn(process.execPath, ['-e', 'process.stdout.write("x")'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.after(() => child.kill());
+  const handle = (child.stdout as unknown as { _handle?: { readStop?: unknown } })._handle;
+  assert.equal(typeof handle?.readStop, 'function', `Node ${process.version} moved it: src/scripts/spawn-helper.js must change before this Node is supported`);
+  await once(child, 'exit');
 });
 
 test('a spawn helper that dies mid-run ends the run (reason lost), kills its group, and is replaced', async () => {
