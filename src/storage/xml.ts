@@ -117,6 +117,7 @@ function blobItem(blob: ListedBlob, include: BlobListInclude) {
             ...(v.tierChanged !== undefined ? { AccessTierChangeTime: httpDate(v.tierChanged) } : {}),
           }
         : {}),
+      ...(type === 'PageBlob' ? { 'x-ms-blob-sequence-number': v.sequenceNumber ?? 0 } : {}),
       ...(tagCount ? { TagCount: tagCount } : {}),
     },
     ...(include.includeMetadata ? metadataElement(v.metadata) : {}),

@@ -17,6 +17,7 @@ import { getBlockList, putBlock, putBlockList } from './block-blob.ts';
 import { appendBlock, sealAppendBlob } from './append-blob.ts';
 import { getBlobTags, setBlobTags, tagsFromHeader } from './tags.ts';
 import { abortCopyBlob, copyBlob } from './copy.ts';
+import { getPageRanges, pageBlobCreation, pageBlobPropertyChange, putPage } from './page-blob.ts';
 import { getAccountInformation } from './service.ts';
 
 /** Longest blob name the service allows, in characters, and most `/`-separated segments. */
@@ -77,6 +78,7 @@ function blobHeaders(op: Operation, blob: BlobVersion, lease: LeaseRecord | unde
     op.reply.header('x-ms-access-tier', blob.tier ?? 'Hot').header('x-ms-access-tier-inferred', String(blob.tier === undefined));
     if (blob.tierChanged !== undefined) op.reply.header('x-ms-access-tier-change-time', httpDate(blob.tierChanged));
   }
+  if (blob.blobType === 'PageBlob') op.reply.header('x-ms-blob-sequence-number', String(blob.sequenceNumber ?? 0));
   if (blob.blobType === 'AppendBlob') {
     op.reply.header('x-ms-blob-committed-block-count', String(blob.appendCount ?? 0));
     if (blob.sealed) op.reply.header('x-ms-blob-sealed', 'true');
@@ -182,7 +184,8 @@ export async function putBlob(op: Operation, container: string, name: string): P
   await op.authorize('create');
   const type = header(op, 'x-ms-blob-type');
   if (!type) throw errors.missingHeader('x-ms-blob-type');
-  if (type !== 'BlockBlob' && type !== 'AppendBlob') throw errors.invalidHeader('x-ms-blob-type', type);
+  if (type !== 'BlockBlob' && type !== 'AppendBlob' && type !== 'PageBlob') throw errors.invalidHeader('x-ms-blob-type', type);
+  if (type === 'PageBlob') return putPageBlob(op, container, name);
   const expectedLength = Number(header(op, 'content-length') ?? NaN);
   if (expectedLength > op.limits.maxBlobBytes) throw errors.requestBodyTooLarge();
   if (type === 'AppendBlob' && expectedLength > 0) throw errors.invalidHeader('content-length', String(expectedLength));
@@ -196,6 +199,24 @@ export async function putBlob(op: Operation, container: string, name: string): P
     precondition,
     ...(md5 ? { expectedMd5: md5 } : {}),
     extra: { ...newBlobExtras(op), ...(type === 'AppendBlob' ? { blobType: type, tier: undefined, md5: '' } : {}) },
+  });
+  op.blobWritten();
+  writeResult(op, blob);
+  await op.reply.code(201).send();
+}
+
+/** Put Blob of a page blob: `x-ms-blob-content-length` zero bytes, no body (page-blob.ts). */
+async function putPageBlob(op: Operation, container: string, name: string): Promise<void> {
+  const { size, extra } = pageBlobCreation(op);
+  const precondition = writePrecondition(op);
+  precondition(op.store.findBlob(container, name));
+  const tags = newBlobExtras(op)?.tags;
+  const blob = await op.store.createPageBlob(container, name, size, {
+    properties: blobProperties(op, true),
+    metadata: metadataFromHeaders(op),
+    limit: 0,
+    precondition,
+    extra: { ...extra, ...(tags ? { tags } : {}) },
   });
   op.blobWritten();
   writeResult(op, blob);
@@ -315,22 +336,54 @@ async function getBlobMetadata(op: Operation, container: string, name: string): 
   await op.reply.code(200).send();
 }
 
+/** The headers of Set Blob Properties that replace the content properties as a set. */
+const CONTENT_PROPERTY_HEADERS = [
+  'x-ms-blob-content-type',
+  'x-ms-blob-content-encoding',
+  'x-ms-blob-content-language',
+  'x-ms-blob-content-disposition',
+  'x-ms-blob-cache-control',
+  'x-ms-blob-content-md5',
+];
+
 /**
  * Set Blob Properties: the content headers are replaced as a set (one not given is
- * cleared, as the service does), and `x-ms-blob-content-md5` sets the stored MD5.
+ * cleared, as the service does), and `x-ms-blob-content-md5` sets the stored MD5. A page
+ * blob's resize or sequence number change (page-blob.ts) leaves them as they are unless
+ * the request names one of them.
  */
 async function setBlobProperties(op: Operation, container: string, name: string): Promise<void> {
   await op.authorize('write');
   const properties = blobProperties(op, false);
   const md5 = header(op, 'x-ms-blob-content-md5');
   if (md5 !== undefined && md5 !== '' && Buffer.from(md5, 'base64').length !== 16) throw errors.invalidHeader('x-ms-blob-content-md5', md5);
-  const blob = await updateExisting(op, container, name, (current, now) => {
+  const pageChange = pageBlobPropertyChange(op);
+  const replacesContent = !pageChange || CONTENT_PROPERTY_HEADERS.some((name) => header(op, name) !== undefined);
+  const conditions = conditionsOf(op);
+  const change = (current: BlobRecord, now: number): BlobRecord => {
+    checkWriteConditions(conditions, current);
+    checkLeaseCondition(op, current.lease, now, 'blob');
     if (current.tier === 'Archive') throw errors.blobArchived();
-    const { contentEncoding: _e, contentLanguage: _l, contentDisposition: _d, cacheControl: _c, ...rest } = current;
+    const changed = pageChange ? pageChange.change(current) : current;
+    if (!replacesContent) return touched(op, changed, now);
+    const { contentEncoding: _e, contentLanguage: _l, contentDisposition: _d, cacheControl: _c, ...rest } = changed;
     return { ...touched(op, rest as BlobRecord, now), ...properties, md5: md5 ?? '' };
-  });
+  };
+  const blob = pageChange?.edit
+    ? await op.store.changePages(container, name, pageChange.edit, change)
+    : ((await op.store.updateBlob(container, name, change)) as BlobRecord);
   changeResult(op, blob);
+  if (blob.blobType === 'PageBlob') op.reply.header('x-ms-blob-sequence-number', String(blob.sequenceNumber ?? 0));
   await op.reply.code(200).send();
+}
+
+/** Get Page Ranges of the blob or of the snapshot `?snapshot=` names. */
+async function pageRangesOf(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('read');
+  const base = op.store.getBlob(container, name);
+  const version = addressedVersion(op, base);
+  checkReadLease(op, version === base ? base.lease : undefined, op.store.now());
+  return getPageRanges(op, container, name, version);
 }
 
 /** Snapshot Blob: the blob as it is now, kept under a time stamp (`x-ms-snapshot`); metadata given replaces the copied one. */
@@ -410,6 +463,8 @@ export async function blobOperation(op: Operation, container: string, name: stri
   if (method === 'GET' && comp === 'blocklist') return getBlockList(op, container, name);
   if (method === 'PUT' && comp === 'appendblock') return appendBlock(op, container, name);
   if (method === 'PUT' && comp === 'seal') return sealAppendBlob(op, container, name);
+  if (method === 'PUT' && comp === 'page') return putPage(op, container, name);
+  if (read && comp === 'pagelist') return pageRangesOf(op, container, name);
   if (read && comp === null) return readBlob(op, container, name);
   if (method === 'DELETE' && comp === null) return deleteBlob(op, container, name);
   if (method === 'PUT' && comp === 'metadata') return setBlobMetadata(op, container, name);

@@ -5,6 +5,8 @@
  *                    its bytes (see blob-index.ts: a compacted index and a log of changes)
  *   data/<id>        blob contents, named by random id (blob names never reach the filesystem)
  *   blocks/<h>/<b>   uncommitted blocks of a blob (h = hash of the blob name, b = hex block id)
+ * A page blob's data file is sparse, as long as the blob; Put Page writes into it in place
+ * (see changePages).
  * A blob's bytes are written to a temporary file, flushed and renamed before the index
  * change that points at them is flushed, and the file a blob no longer uses is removed only
  * once the index change that drops it is durable: after a crash a blob is either its last
@@ -14,7 +16,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
@@ -22,6 +24,7 @@ import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
 import { errors } from '../errors.ts';
 import { DEFAULT_COMPACT_INDEX_AFTER } from '../options.ts';
 import { BlobIndex } from './blob-index.ts';
+import { PAGE_SIZE, type PageRange } from './page-ranges.ts';
 
 export interface ContainerRecord {
   name: string;
@@ -77,7 +80,7 @@ export interface WriteOptions {
   /** Throws when the write must not replace this blob (If-Match, If-None-Match); checked as the write commits. */
   precondition?: (existing: BlobRecord | undefined) => void;
   /** What the write sets besides bytes, properties and metadata (blob type, tier, tags, copy state, a given MD5). */
-  extra?: Partial<Pick<BlobVersion, 'blobType' | 'tier' | 'tierChanged' | 'tags' | 'copy' | 'md5'>>;
+  extra?: Partial<Pick<BlobVersion, 'blobType' | 'tier' | 'tierChanged' | 'tags' | 'copy' | 'md5' | 'pages' | 'sequenceNumber'>>;
 }
 
 /** A blob's state at one moment: its bytes (a data file) and what describes them. */
@@ -102,7 +105,16 @@ export interface BlobVersion extends BlobProperties {
   /** Append blobs: blocks appended so far, and whether Append Blob Seal closed it. */
   appendCount?: number;
   sealed?: boolean;
+  /** Page blobs: the pages written (page-ranges.ts), and the sequence number. */
+  pages?: PageRange[];
+  sequenceNumber?: number;
 }
+
+/** What Put Page does to a page blob's bytes: write a body, clear pages, or (Set Blob Properties) resize. */
+export type PageEdit = { write: 'update'; start: number; bytes: Buffer } | { write: 'clear'; start: number; end: number } | { write: 'resize'; size: number };
+
+/** Zeros a clear writes, a buffer at a time. */
+const ZEROS = Buffer.alloc(256 * PAGE_SIZE);
 
 export type BlobType = 'BlockBlob' | 'AppendBlob' | 'PageBlob';
 export type AccessTier = 'Hot' | 'Cool' | 'Cold' | 'Archive';
@@ -441,6 +453,80 @@ export class AccountStore {
       if (state.index.blobs.get(name)?.file !== data.id) await rm(join(state.dir, 'data', data.id), { force: true });
       throw err;
     }
+  }
+
+  /** Creates a page blob of `size` bytes, all zero: a sparse data file, flushed and named like any other. */
+  async createPageBlob(container: string, name: string, size: number, options: WriteOptions): Promise<BlobRecord> {
+    const state = this.state(container);
+    const id = randomUUID();
+    const path = join(state.dir, 'data', id);
+    const temp = `${path}.${randomUUID()}.tmp`;
+    try {
+      const handle = await open(temp, 'wx');
+      try {
+        await handle.truncate(size);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, path);
+      await syncDirectory(dirname(path));
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    return this.commitData(state, name, { id, size, md5: '' }, options);
+  }
+
+  /**
+   * Changes a page blob's bytes (Put Page, clear, resize) and its record as one index
+   * change: `change` sees the blob as it is then (it throws to refuse) and returns its new
+   * record; the edit is applied to the data file and flushed before that record is. A data
+   * file a snapshot shares is copied first and the copy edited, so snapshots keep their
+   * bytes; otherwise the file is edited in place: a crash during an edit that was never
+   * acknowledged can leave its pages part written (the other pages are untouched).
+   */
+  async changePages(container: string, name: string, edit: PageEdit, change: (blob: BlobRecord, now: number) => BlobRecord): Promise<BlobRecord> {
+    const state = this.state(container);
+    return this.changeIndex(state, async () => {
+      const previous = state.index.blobs.get(name);
+      if (!previous) throw errors.blobNotFound();
+      const record = change(previous, this.now());
+      const current = join(state.dir, 'data', previous.file);
+      const shared = (previous.snapshots ?? []).some((s) => s.file === previous.file);
+      const file = shared ? randomUUID() : previous.file;
+      const path = join(state.dir, 'data', file);
+      const temp = shared ? `${path}.${randomUUID()}.tmp` : path;
+      try {
+        if (shared) await copyFile(current, temp);
+        const handle = await open(temp, 'r+');
+        try {
+          if (edit.write === 'update') await handle.write(edit.bytes, 0, edit.bytes.length, edit.start);
+          if (edit.write === 'resize') await handle.truncate(edit.size);
+          if (edit.write === 'clear') {
+            for (let at = edit.start; at <= edit.end; at += ZEROS.length) await handle.write(ZEROS, 0, Math.min(ZEROS.length, edit.end - at + 1), at);
+          }
+          await handle.datasync();
+        } finally {
+          await handle.close();
+        }
+        if (shared) {
+          await rename(temp, path);
+          await syncDirectory(dirname(path));
+        }
+      } catch (err) {
+        if (shared) await rm(temp, { force: true });
+        throw err;
+      }
+      const next = { ...record, file };
+      try {
+        await state.index.put(next);
+      } catch (err) {
+        if (shared) await rm(path, { force: true });
+        throw err;
+      }
+      return { value: next, dropped: droppedFiles(previous, next) };
+    });
   }
 
   private blockDir(state: ContainerState, blob: string): string {
