@@ -24,7 +24,7 @@ async function cpuPerCall(stage: () => Promise<unknown>): Promise<number> {
 }
 
 const models = await FaceModels.load(defaultModelPaths());
-const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false };
+const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false, hair: false };
 const stages = {
   'age, gender (FaceRes)': { ...none, ageAndGender: true },
   emotion: { ...none, emotion: true },

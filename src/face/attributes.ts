@@ -5,6 +5,7 @@
  * §2.3 types; v1.2 writes its values in camelCase).
  */
 import { badArgument } from './errors.ts';
+import { HAIR_COLOURS } from './hair/heads.ts';
 import type { GlassesProbabilities } from './models/glasses.ts';
 import type { MeasuredFace, Measurements } from './models/index.ts';
 import type { QualityValues } from './models/quality.ts';
@@ -38,6 +39,14 @@ export const SUPPORTED_ATTRIBUTES: readonly FaceAttribute[] = ALL_ATTRIBUTES.fil
 
 export type UnsupportedAttributes = 'refuse' | 'omit';
 
+/** The attributes the hair heads answer, when the user has trained them. */
+const HAIR_ATTRIBUTES: readonly FaceAttribute[] = ['facialHair', 'hair'];
+/** How a user turns facialHair and hair on; said whenever one is refused. */
+export const HOW_TO_ENABLE_HAIR =
+  'facialHair and hair need heads you train on your own machine: run `offcloud models train face-hair --celeba <dir> --accept-celeba-terms` ' +
+  '(or --images <dir> --terms <text>), then start the container with --hair-model <file> (`offcloud up --face-hair-model <file>`), ' +
+  'or leave the file at face-hair/face-hair.json in a models folder (docs/face.md).';
+
 /** What one API version accepts and answers. */
 export interface FaceApiProfile {
   version: 'v1.0' | 'v1.2';
@@ -63,6 +72,11 @@ export const FACE_V1_0: FaceApiProfile = {
 const RETIRED_IN_V1_2: readonly FaceAttribute[] = ['age', 'gender', 'smile', 'facialHair', 'emotion', 'hair', 'makeup'];
 /** The names v1.2 accepts, in response order. */
 const V1_2_ATTRIBUTES: readonly FaceAttribute[] = ALL_ATTRIBUTES.filter((a) => !RETIRED_IN_V1_2.includes(a));
+
+/** The profile with facialHair and hair answered (where the version names them): the container has hair heads. */
+export function withHairHeads(api: FaceApiProfile): FaceApiProfile {
+  return { ...api, supported: api.names.filter((a) => api.supported.includes(a) || HAIR_ATTRIBUTES.includes(a)) };
+}
 
 export const FACE_V1_2: FaceApiProfile = {
   version: 'v1.2',
@@ -103,8 +117,10 @@ export function parseAttributeList(raw: string, detectionModel: string, unsuppor
   }
   const missing = [...wanted].filter((a) => !api.supported.includes(a));
   if (missing.length && unsupported === 'refuse') {
+    const hint = missing.some((a) => HAIR_ATTRIBUTES.includes(a)) ? ` ${HOW_TO_ENABLE_HAIR}` : '';
     throw badArgument(
-      `Attribute ${missing.join(', ')} is not supported by this container: no estimator for it can run here. ` + `Supported: ${api.supported.join(', ')}.`,
+      `Attribute ${missing.join(', ')} is not supported by this container: no estimator for it can run here. ` +
+        `Supported: ${api.supported.join(', ')}.${hint}`,
     );
   }
   return ALL_ATTRIBUTES.filter((a) => wanted.has(a) && api.supported.includes(a));
@@ -120,6 +136,7 @@ export function measurementsFor(attributes: readonly FaceAttribute[], landmarks:
     glasses: has('glasses', 'accessories', 'occlusion'),
     mask: has('accessories', 'mask', 'occlusion'),
     quality: has('blur', 'exposure', 'noise', 'qualityForRecognition'),
+    hair: has('facialHair', 'hair'),
   };
 }
 
@@ -141,6 +158,37 @@ function glassesOf(face: MeasuredFace): GlassesProbabilities {
   const p = required(face.glasses, 'glasses');
   return face.rectangle.width < GLASSES_MIN_WIDTH ? { eyeglasses: 0, sunglasses: 0 } : p;
 }
+/**
+ * facialHair and hair are answered only for faces at least this wide; a
+ * narrower face gets zero confidences and `invisible: true` (the heads were
+ * much worse on small faces, issue 36).
+ */
+export const HAIR_MIN_WIDTH = 60;
+
+/**
+ * facialHair: each head's probability times P(male), which cut the beard
+ * head's false positives on beardless darker-skinned faces (issue 36; the
+ * heads file's card gives the rates the user measured).
+ */
+function facialHairOf(face: MeasuredFace): { moustache: number; beard: number; sideburns: number } {
+  if (face.rectangle.width < HAIR_MIN_WIDTH) return { moustache: 0, beard: 0, sideburns: 0 };
+  const p = required(face.hair, 'hair');
+  const male = required(face.male, 'male');
+  const gated = (head: 'moustache' | 'beard' | 'sideburns') => round(required(p[head], head) * male, 2);
+  return { moustache: gated('moustache'), beard: gated('beard'), sideburns: gated('sideburns') };
+}
+
+/** hair: bald from its head, invisible when the hat head says a hat hides it (then no colours), colours most likely first. */
+function hairOf(face: MeasuredFace): { bald: number; invisible: boolean; hairColor: { color: string; confidence: number }[] } {
+  if (face.rectangle.width < HAIR_MIN_WIDTH) return { bald: 0, invisible: true, hairColor: [] };
+  const p = required(face.hair, 'hair');
+  const invisible = required(p.hat, 'hat') > PRESENT;
+  const hairColor = invisible
+    ? []
+    : HAIR_COLOURS.flatMap((color) => (p[color] === undefined ? [] : [{ color, confidence: round(p[color], 2) }])).sort((a, b) => b.confidence - a.confidence);
+  return { bald: round(required(p.bald, 'bald'), 2), invisible, hairColor };
+}
+
 /** The mask attribute's "uncertain" band. */
 const MASK_SURE = 0.7;
 
@@ -200,6 +248,12 @@ export function faceAttributes(face: MeasuredFace, attributes: readonly FaceAttr
         break;
       case 'smile':
         out.smile = round(required(face.emotion, 'emotion').happy, 3);
+        break;
+      case 'facialHair':
+        out.facialHair = facialHairOf(face);
+        break;
+      case 'hair':
+        out.hair = hairOf(face);
         break;
       case 'glasses': {
         const p = glassesOf(face);

@@ -19,7 +19,7 @@ export const faceOptions = {
     default: 'refuse',
     choices: ['refuse', 'omit'],
     description:
-      'an attribute no model here can estimate (facialHair, hair, makeup, occlusion, qualityForRecognition): refuse the request with BadArgument, or omit the attribute',
+      'an attribute no model here can estimate (makeup, occlusion, qualityForRecognition on v1.0; facialHair and hair without --hair-model): refuse the request with BadArgument, or omit the attribute',
   },
   urlTimeoutMs: {
     type: 'integer',
@@ -44,6 +44,12 @@ export const faceOptions = {
     type: 'string',
     default: '',
     description: 'sunglasses classifier ONNX file (default: face-attributes-glasses-mantasu/glasses_sunglasses.onnx)',
+  },
+  hairModel: {
+    type: 'string',
+    default: '',
+    description:
+      'facialHair and hair heads you trained (`offcloud models train face-hair`); default: face-hair/face-hair.json in a models folder if there, else those attributes are refused',
   },
   maskModel: { type: 'string', default: '', description: 'face-mask detector TF.js model.json (default: face-attributes-mask-aizoo/model.json)' },
 } as const;

@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { WorkerPool } from '../common/worker-pool.ts';
 import { FaceApiError, type FaceErrorCode } from './errors.ts';
-import { type MeasuredFace, type Measurements, type ModelPaths } from './models/index.ts';
+import { type MeasuredFace, type Measurements, type ModelSet } from './models/index.ts';
 import type { Region } from './models/image.ts';
 
 /** Decoded RGB pixels in memory shared by the workers. */
@@ -41,9 +41,9 @@ export class ModelPool {
   private constructor(private readonly pool: WorkerPool<FaceTask, FaceAnswer>) {}
 
   /** Starts `size` workers and resolves once every one has loaded its models. */
-  static async start(size: number, paths: ModelPaths, logger: Logger): Promise<ModelPool> {
+  static async start(size: number, models: ModelSet, logger: Logger): Promise<ModelPool> {
     const module = new URL('./worker.ts', import.meta.url);
-    return new ModelPool(await WorkerPool.start<FaceTask, FaceAnswer>({ name: 'face', module, size, workerData: paths, logger }));
+    return new ModelPool(await WorkerPool.start<FaceTask, FaceAnswer>({ name: 'face', module, size, workerData: models, logger }));
   }
 
   /** Decodes and measures an image file; an image the decoder refuses rejects with its FaceApiError. */
@@ -79,11 +79,11 @@ export class ModelPool {
 }
 
 /** The models of the large group; every other model is in the small one, so none runs in both. */
-const LARGE_MODELS: ReadonlySet<keyof Measurements> = new Set(['ageAndGender', 'mesh']);
+const LARGE_MODELS: ReadonlySet<keyof Measurements> = new Set(['ageAndGender', 'hair', 'mesh']);
 
 /**
- * The wanted models in two groups of similar cost: FaceRes (age, gender) and
- * the mesh, the two large ones, and the small ones (emotion, glasses, mask,
+ * The wanted models in two groups of similar cost: FaceRes (age, gender, and
+ * the hair heads on its descriptor) and the mesh, the two large ones, and the small ones (emotion, glasses, mask,
  * blur/exposure/noise); an empty group is left out.
  */
 function modelGroups(wanted: Measurements): Measurements[] {

@@ -4,6 +4,8 @@
  * @azure-rest/ai-vision-face calls, with raw image bytes or a JSON
  * `{"url"}`, answered from real models running in worker threads.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { withDefaults, type OptionValues, type RuntimeExtras } from '../common/config.ts';
 import type { RunningComponent } from '../common/component.ts';
@@ -11,7 +13,9 @@ import { createHttpServer, installErrorHandler, listen } from '../common/http.ts
 import { resolveOptionalTls } from '../common/tls.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
-import { resolveModelFile } from '../common/models.ts';
+import { modelSearchPath, resolveModelFile } from '../common/models.ts';
+import { StartupError } from '../common/errors.ts';
+import { HAIR_HEADS_PATH, readHeadsFile, type HeadsFile } from './hair/heads.ts';
 import { EYEGLASSES, FACE_DETECTOR, MASK_MODEL, SUNGLASSES, type ModelFile } from '../models/catalogue.ts';
 import {
   billingGate,
@@ -28,20 +32,26 @@ import { badArgument, FaceApiError, invalidUrl, toWireError } from './errors.ts'
 import { faceOptions } from './options.ts';
 import { ModelPool } from './pool.ts';
 import type { ModelPaths } from './models/index.ts';
-import { FACE_V1_0, FACE_V1_2, type FaceApiProfile, type UnsupportedAttributes } from './attributes.ts';
+import { FACE_V1_0, FACE_V1_2, withHairHeads, type FaceApiProfile, type UnsupportedAttributes } from './attributes.ts';
 
 export type FaceOptions = OptionValues<typeof faceOptions>;
 
 /** A `{"url"}` body is a few hundred bytes; a generous limit still stops abuse early. */
 const JSON_BODY_LIMIT = 64 * 1024;
 const DETECT_PATH = '/face/v1.0/detect';
-/** Every detect route and the API version it speaks; the previews are the other apiVersion values the v1.2 SDK offers. */
-const DETECT_ROUTES: [string, FaceApiProfile][] = [
-  [DETECT_PATH, FACE_V1_0],
-  ['/face/v1.2/detect', FACE_V1_2],
-  ['/face/v1.2-preview.1/detect', FACE_V1_2],
-  ['/face/v1.1-preview.1/detect', FACE_V1_2],
-];
+/**
+ * Every detect route and the API version it speaks (v1.0 answers facialHair
+ * and hair when the container has hair heads); the previews are the other
+ * apiVersion values the v1.2 SDK offers.
+ */
+function detectRoutes(hairHeads: boolean): [string, FaceApiProfile][] {
+  return [
+    [DETECT_PATH, hairHeads ? withHairHeads(FACE_V1_0) : FACE_V1_0],
+    ['/face/v1.2/detect', FACE_V1_2],
+    ['/face/v1.2-preview.1/detect', FACE_V1_2],
+    ['/face/v1.1-preview.1/detect', FACE_V1_2],
+  ];
+}
 const FACE_CONTAINER_VERSION = '1.0.0';
 
 const flagParameter = (name: string, fallback: boolean, description: string) => ({
@@ -84,7 +94,22 @@ const detectOperation = (api: FaceApiProfile) => ({
   },
 });
 
-const openApiPaths: OpenApiPaths = Object.fromEntries(DETECT_ROUTES.map(([path, api]) => [path, detectOperation(api)]));
+const openApiPaths = (routes: [string, FaceApiProfile][]): OpenApiPaths => Object.fromEntries(routes.map(([path, api]) => [path, detectOperation(api)]));
+
+/** The hair heads: --hair-model's file, else face-hair/face-hair.json in a models folder, else none (facialHair and hair refused). */
+function hairHeadsOf(options: FaceOptions): { file: HeadsFile; path: string } | null {
+  const path = options.hairModel
+    ? resolve(options.hairModel)
+    : modelSearchPath(options.dataDir)
+        .map((dir) => resolve(dir, HAIR_HEADS_PATH))
+        .find((candidate) => existsSync(candidate));
+  if (!path) return null;
+  try {
+    return { file: readHeadsFile(path), path };
+  } catch (err) {
+    throw new StartupError(`hair heads ${path} (--hair-model): ${(err as Error).message}; train them with \`offcloud models train face-hair\``);
+  }
+}
 
 function modelPaths(options: FaceOptions): ModelPaths {
   const find = (file: ModelFile, explicit: string) => resolveModelFile({ ...file, explicit, dataDir: options.dataDir });
@@ -105,6 +130,8 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const options = withDefaults(faceOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'face');
   const paths = modelPaths(options);
+  const hairHeads = hairHeadsOf(options);
+  const routes = detectRoutes(hairHeads !== null);
   const tls = await resolveOptionalTls(options);
   // Eula/Billing/ApiKey first: a container missing them must not spend seconds loading models.
   const billing = await openBillingConnection({ component: 'face', kind: 'face', containerVersion: FACE_CONTAINER_VERSION, options, logger });
@@ -114,7 +141,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const analysed = metrics.histogram('face_detect_seconds', 'time to detect and measure the faces of one image (download excluded)');
   const found = metrics.counter('face_faces_detected_total', 'faces answered by detect');
   const app = createHttpServer({ logger, tls, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
-  registerContainerSurface(app, { connection: billing, title: 'Face (v1.0 and v1.2)', version: '1.2', paths: openApiPaths });
+  registerContainerSurface(app, { connection: billing, title: 'Face (v1.0 and v1.2)', version: '1.2', paths: openApiPaths(routes) });
 
   // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.
   app.removeAllContentTypeParsers();
@@ -149,7 +176,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
     billing.record({ [CONTAINER_KINDS.face.billedMeter]: 1 });
     return reply.send(faces);
   };
-  for (const [path, api] of DETECT_ROUTES) app.post(path, { preHandler: billingGate(billing) }, detect(api));
+  for (const [path, api] of routes) app.post(path, { preHandler: billingGate(billing) }, detect(api));
 
   app.setNotFoundHandler(async (request) => {
     throw new FaceApiError(404, 'NotFound', `No resource at ${request.method} ${request.url.split('?')[0]}.`);
@@ -157,9 +184,9 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   installErrorHandler(app, { logger, toWire: toWireError });
 
   const url = await listen(app, { host: options.host, port: options.port, component: 'face' });
-  logger.info({ url, workers: options.workers }, 'face listening; loading models');
+  logger.info({ url, workers: options.workers, hairHeads: hairHeads?.path ?? null }, 'face listening; loading models');
   try {
-    pool = await ModelPool.start(options.workers, paths, logger);
+    pool = await ModelPool.start(options.workers, { paths, hairHeads: hairHeads?.file ?? null }, logger);
   } catch (err) {
     await app.close();
     await billing.close();

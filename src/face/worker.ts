@@ -6,11 +6,12 @@
 import { serveTasks } from '../common/worker-pool.ts';
 import { decodeImage } from './decode.ts';
 import { FaceApiError } from './errors.ts';
-import { FaceModels, type ModelPaths } from './models/index.ts';
+import { FaceModels, type ModelSet } from './models/index.ts';
 import type { FaceAnswer, FaceTask } from './pool.ts';
 
-await serveTasks<FaceTask, FaceAnswer>(async (paths) => {
-  const models = await FaceModels.load(paths as ModelPaths);
+await serveTasks<FaceTask, FaceAnswer>(async (data) => {
+  const { paths, hairHeads } = data as ModelSet;
+  const models = await FaceModels.load(paths, hairHeads);
   return async (task) => {
     if (task.kind === 'measure') {
       const { pixels, width, height } = task.image;

@@ -14,6 +14,7 @@ import type { PullProgress } from './pull.ts';
 
 const PULL_USAGE = 'offcloud models pull [<model or file>…] [--models-dir DIR | --data-dir DIR] [--mirror URL] [--force]';
 const LIST_USAGE = 'offcloud models list [--data-dir DIR]';
+const TRAIN_USAGE = 'offcloud models train face-hair (--celeba <dir> --accept-celeba-terms | --images <dir> --terms <text>) [options]: see docs/face.md';
 
 const OPTIONS = { 'models-dir': { type: 'string' }, 'data-dir': { type: 'string' }, mirror: { type: 'string' }, force: { type: 'boolean', default: false } } as const;
 
@@ -85,6 +86,12 @@ export const modelsCommands: CommandGroup = {
       summary: 'show every model file, where it is found, and the option that replaces it',
       usage: LIST_USAGE,
       run: (args) => listModels(args),
+    },
+    train: {
+      summary: "train face-hair: the face container's facialHair and hair heads, on labelled images you have (CelebA or your own), into <data-dir>/models",
+      usage: TRAIN_USAGE,
+      // The trainer loads the face models' runtimes: only when it runs.
+      run: async (args) => (await import('../face/hair/command.ts')).trainModel(args),
     },
   },
 };

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { writeFileAtomic } from '../common/files.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
-import { seededRandom } from '../common/random.ts';
+import { seededRandom, shuffle } from '../common/random.ts';
 import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
 import { writeModel, type SentimentModelCard } from './model.ts';
 
@@ -52,14 +52,6 @@ export function trainingDataPath(): string {
   return process.env.SST2_TRAIN ?? DEFAULT_DATA;
 }
 export const DEFAULT_OUT = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
-
-function shuffle<T>(items: T[], random: () => number): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
-}
 
 export function readSst2(path: string): { examples: Example[]; sha256: string } {
   const raw = readFileSync(path);

@@ -4,7 +4,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { exposureLevelOf, FACE_V1_0, levelOf, measurementsFor, parseAttributeList } from '../../src/face/attributes.ts';
+import {
+  exposureLevelOf,
+  FACE_V1_0,
+  FACE_V1_2,
+  faceAttributes,
+  levelOf,
+  measurementsFor,
+  parseAttributeList,
+  withHairHeads,
+} from '../../src/face/attributes.ts';
 import { parseDetectOptions } from '../../src/face/detect-request.ts';
 import { FaceApiError } from '../../src/face/errors.ts';
 
@@ -25,6 +34,32 @@ test('R-FACE-5 unsupported attributes: refused by default, dropped under --unsup
   const options = parseDetectOptions({ returnFaceAttributes: 'hair' }, 'omit');
   assert.deepEqual(options.attributes, []);
   assert.equal(options.attributesRequested, true, 'faceAttributes still appears, empty');
+});
+
+test('R-FACE-5 facialHair and hair from the heads: gated by P(male), invisible under a hat, nothing below 60 px', () => {
+  const hair = { moustache: 0.9, beard: 0.8, sideburns: 0.4, bald: 0.1, hat: 0.2, brown: 0.7, black: 0.2, gray: 0.05 };
+  const face = (width: number, male: number, scores = hair) => ({ rectangle: { left: 0, top: 0, width, height: width }, male, hair: scores });
+  const api = withHairHeads(FACE_V1_0);
+  assert.deepEqual(faceAttributes(face(80, 0.5), ['facialHair', 'hair'], api), {
+    facialHair: { moustache: 0.45, beard: 0.4, sideburns: 0.2 },
+    hair: {
+      bald: 0.1,
+      invisible: false,
+      hairColor: [
+        { color: 'brown', confidence: 0.7 },
+        { color: 'black', confidence: 0.2 },
+        { color: 'gray', confidence: 0.05 },
+      ],
+    },
+  });
+  assert.deepEqual(faceAttributes(face(80, 1, { ...hair, hat: 0.9 }), ['hair'], api), { hair: { bald: 0.1, invisible: true, hairColor: [] } });
+  assert.deepEqual(faceAttributes(face(59, 1), ['facialHair', 'hair'], api), {
+    facialHair: { moustache: 0, beard: 0, sideburns: 0 },
+    hair: { bald: 0, invisible: true, hairColor: [] },
+  });
+  assert.deepEqual(parseAttributeList('hair,age,facialHair', 'detection_01', 'refuse', api), ['age', 'facialHair', 'hair']);
+  assert.throws(() => parseAttributeList('hair', 'detection_01', 'refuse', withHairHeads(FACE_V1_2)), badArgument, 'v1.2 retired them either way');
+  assert.deepEqual(measurementsFor(['hair'], false).hair, true);
 });
 
 test('R-FACE-5 levels use the reference thresholds (0.25 / 0.75)', () => {
@@ -55,7 +90,7 @@ test('R-FACE-4 query defaults as the official client sends them, and what each a
     faceIdTimeToLive: 86400,
     api: FACE_V1_0,
   });
-  const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false };
+  const none = { mesh: false, ageAndGender: false, emotion: false, glasses: false, mask: false, quality: false, hair: false };
   assert.deepEqual(measurementsFor([], false), none);
   assert.deepEqual(measurementsFor(['blur'], false), { ...none, quality: true });
   assert.deepEqual(measurementsFor(['accessories'], false), { ...none, glasses: true, mask: true });

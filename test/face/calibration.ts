@@ -11,7 +11,7 @@ import { embedAtWidth, type KnownFace } from './known-faces.ts';
 export const CALIBRATION_WIDTHS = [20, 24, 28, 32, 40, 48, 56, 60, 64, 80] as const;
 
 /** What the table measures; a test may ask for less (every estimator costs CPU per face). */
-export const ESTIMATES: Measurements = { mesh: false, ageAndGender: true, emotion: true, glasses: true, mask: false, quality: false };
+export const ESTIMATES: Measurements = { mesh: false, ageAndGender: true, emotion: true, glasses: true, mask: false, quality: false, hair: false };
 
 /** Each face measured at its own size, in its own photo, from its own box. */
 export async function measureAtOwnSize(models: FaceModels, faces: readonly KnownFace[], estimates = ESTIMATES): Promise<Map<KnownFace, MeasuredFace>> {

@@ -183,6 +183,7 @@ test('R-FACE-5 attributes without an estimator here (facialHair, hair, makeup, o
   assert.match(message, /facialHair/);
   assert.match(message, /hair/);
   assert.match(message, /Supported: age, gender/);
+  assert.match(message, /offcloud models train face-hair .*--hair-model <file>/, 'the refusal says how to turn facialHair and hair on');
   await rejectsWithCode(client.face.detectWithStream(portrait, { returnFaceAttributes: ['makeup'] }), 400, 'BadArgument');
 });
 

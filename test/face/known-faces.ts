@@ -31,11 +31,18 @@ export interface KnownFace {
 }
 
 /** Top of each row of faces on the contact sheet, and its cell pitch. */
-const SHEET_ROWS = [293, 405, 518, 624, 740, 852];
-const SHEET_PITCH = 107;
-const SHEET_LEFT = 20;
+export const SHEET_ROWS = [293, 405, 518, 624, 740, 852];
+export const SHEET_PITCH = 107;
+export const SHEET_LEFT = 20;
 /** Per row, per column: m/f, or ? where unclear. */
-const SHEET_GENDER = ['mmmmmmmmmmmmmmmmmm', 'mmmmmmffmffffmfmmf', 'mfffmmmmffffmfffff', 'fmffmffffffffffmff', 'ffffffffmff?mfffff', 'fffffmmffmffffffff'];
+export const SHEET_GENDER = [
+  'mmmmmmmmmmmmmmmmmm',
+  'mmmmmmffmffffmfmmf',
+  'mfffmmmmffffmfffff',
+  'fmffmffffffffffmff',
+  'ffffffffmff?mfffff',
+  'fffffmmffmffffffff',
+];
 /** Per row, per column: S sunglasses worn, - none, ? unclear. */
 const SHEET_SUNGLASSES = ['---------?--?-----', '-S-S----S------S--', 'S------S-----S----', '------------------', '-----------S------', '---------------?--'];
 const STRIP_GENDER = ['male', 'female', 'female', 'female', 'female'] as const;

@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { fusingConvolutions } from './fuse.ts';
+import { DESCRIPTOR_LENGTH } from './hair-features.ts';
 import { fileModelHandler } from './tfjs-files.ts';
 import type { Region, RgbImage } from './image.ts';
 import { fromSquare, sampleSquares, squareAround, type Square } from './square.ts';
@@ -49,10 +50,15 @@ export interface FaceMesh {
   headPose: { roll: number; yaw: number; pitch: number };
 }
 
-export interface AgeAndGender {
+/** What FaceRes says of one face: its age, its gender, and (when asked for) its 1,024-value descriptor. */
+export interface FaceDescription {
   age: number;
   gender: 'male' | 'female';
+  /** P(male), 0..1. */
+  male: number;
+  descriptor?: Float32Array;
 }
+
 
 /** The `model.json` of one of the models inside @vladmandic/human. */
 export function humanModelFile(name: string): string {
@@ -81,8 +87,8 @@ export class HumanModels {
     return new HumanModels(description, emotion, mesh);
   }
 
-  /** Age (years) and gender of each face, from HSE FaceRes. */
-  async ageAndGender(image: RgbImage, boxes: readonly Region[]): Promise<AgeAndGender[]> {
+  /** Age (years) and gender of each face from HSE FaceRes, and its descriptor when `withDescriptor`. */
+  async describe(image: RgbImage, boxes: readonly Region[], withDescriptor: boolean): Promise<FaceDescription[]> {
     if (boxes.length === 0) return [];
     const { scale, size } = CROP.description;
     const pixels = sampleSquares(image, boxes.map((b) => squareAround(b, scale)), size);
@@ -92,11 +98,18 @@ export class HumanModels {
     // Outputs by shape: gender [N,1] (P(male)), age [N,100] (softmax over years), a descriptor [N,1024].
     const genderTensor = outputs.find((t) => t.shape[1] === 1)!;
     const ageTensor = outputs.find((t) => t.shape[1] === 100)!;
-    const [male, ages] = await Promise.all([genderTensor.data(), ageTensor.data()]);
+    const descriptorTensor = outputs.find((t) => t.shape[1] === DESCRIPTOR_LENGTH)!;
+    const [male, ages, descriptors] = await Promise.all([
+      genderTensor.data(),
+      ageTensor.data(),
+      withDescriptor ? descriptorTensor.data() : Promise.resolve(undefined),
+    ]);
     tf.dispose(outputs);
     return boxes.map((_, n) => ({
       age: ageOf(ages.subarray(n * 100, (n + 1) * 100) as Float32Array),
       gender: male[n]! > 0.5 ? 'male' : 'female',
+      male: male[n]!,
+      ...(descriptors ? { descriptor: Float32Array.from(descriptors.subarray(n * DESCRIPTOR_LENGTH, (n + 1) * DESCRIPTOR_LENGTH)) } : {}),
     }));
   }
 

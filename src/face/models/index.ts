@@ -4,7 +4,9 @@
  */
 import { FaceDetector } from './detector.ts';
 import { GlassesClassifier, type GlassesProbabilities } from './glasses.ts';
-import { HumanModels, type HumanEmotion } from './human.ts';
+import { HairHeads, type HeadScores, type HeadsFile } from '../hair/heads.ts';
+import { hairFeatures, regionStatistics } from './hair-features.ts';
+import { HumanModels, type FaceDescription, type HumanEmotion } from './human.ts';
 import { landmarksFromMesh, type FaceLandmarks } from './landmarks.ts';
 import { MaskDetector } from './mask.ts';
 import { measureQuality, type QualityValues } from './quality.ts';
@@ -18,6 +20,12 @@ export interface ModelPaths {
   mask: string;
 }
 
+/** What a model worker loads: the model files and, when the user trained them, the hair heads. */
+export interface ModelSet {
+  paths: ModelPaths;
+  hairHeads: HeadsFile | null;
+}
+
 /** What a request needs measured, beyond the rectangles: each model runs only when asked. */
 export interface Measurements {
   /** The face mesh: landmarks and head pose. */
@@ -27,6 +35,8 @@ export interface Measurements {
   glasses: boolean;
   mask: boolean;
   quality: boolean;
+  /** FaceRes's descriptor and the region colours, through the hair heads (facialHair, hair). */
+  hair: boolean;
 }
 
 export interface MeasuredFace {
@@ -36,6 +46,9 @@ export interface MeasuredFace {
   headPose?: { roll: number; yaw: number; pitch: number };
   age?: number;
   gender?: 'male' | 'female';
+  /** P(male) from FaceRes, with `hair`. */
+  male?: number;
+  hair?: HeadScores;
   emotion?: Record<HumanEmotion, number>;
   glasses?: GlassesProbabilities;
   mask?: number;
@@ -57,9 +70,10 @@ export class FaceModels {
     private readonly human: HumanModels,
     private readonly glasses: GlassesClassifier,
     private readonly masks: MaskDetector,
+    private readonly hairHeads: HairHeads | null,
   ) {}
 
-  static async load(paths: ModelPaths): Promise<FaceModels> {
+  static async load(paths: ModelPaths, hairHeads: HeadsFile | null = null): Promise<FaceModels> {
     routeFileUrlsToDisk();
     const human = await HumanModels.load();
     // After human's models: their loader selects and initialises the wasm backend the mask model runs on.
@@ -68,7 +82,7 @@ export class FaceModels {
       GlassesClassifier.load(paths.eyeglasses, paths.sunglasses),
       MaskDetector.load(paths.mask),
     ]);
-    return new FaceModels(detector, human, glasses, masks);
+    return new FaceModels(detector, human, glasses, masks, hairHeads ? new HairHeads(hairHeads) : null);
   }
 
   /** The faces the detector keeps, largest first, at most maxFaces. */
@@ -91,8 +105,14 @@ export class FaceModels {
       const meshes = await inBatches(boxes, (batch) => this.human.meshes(image, batch));
       meshes.forEach((mesh, i) => Object.assign(faces[i]!, { landmarks: landmarksFromMesh(mesh.points), headPose: mesh.headPose }));
     }
-    if (wanted.ageAndGender) {
-      const described = await inBatches(boxes, (batch) => this.human.ageAndGender(image, batch));
+    if (wanted.hair) {
+      const heads = this.hairHeads;
+      if (!heads) throw new Error('hair was asked of a worker without hair heads');
+      (await this.hairFeatures(image, boxes)).forEach(({ age, gender, male, features }, i) =>
+        Object.assign(faces[i]!, { age, gender, male, hair: heads.score(features) }),
+      );
+    } else if (wanted.ageAndGender) {
+      const described = await inBatches(boxes, (batch) => this.human.describe(image, batch, false));
       described.forEach(({ age, gender }, i) => Object.assign(faces[i]!, { age, gender }));
     }
     if (wanted.emotion) (await inBatches(boxes, (batch) => this.human.emotions(image, batch))).forEach((emotion, i) => (faces[i]!.emotion = emotion));
@@ -100,5 +120,12 @@ export class FaceModels {
     if (wanted.quality) for (const face of faces) face.quality = await measureQuality(image, face.rectangle);
     (await glasses).forEach((p, i) => (faces[i]!.glasses = p));
     return faces;
+  }
+
+  /** FaceRes's answer for each face, with the features the hair heads read (FEATURE_LENGTH values). */
+  async hairFeatures(image: RgbImage, boxes: readonly Region[]): Promise<(FaceDescription & { features: Float32Array })[]> {
+    const described = await inBatches(boxes, (batch) => this.human.describe(image, batch, true));
+    const regions = regionStatistics(image, boxes);
+    return described.map(({ descriptor, ...rest }, i) => ({ ...rest, features: hairFeatures(descriptor!, regions[i]!) }));
   }
 }
