@@ -2,7 +2,8 @@
  * The bench's photos, made from the images inside @vladmandic/human: the
  * portrait (1 face), four panels of the face strip (4 faces), two rows of the
  * contact sheet (20 faces), all at 640 px wide, and four full rows of the
- * contact sheet at 1920 px (71 faces).
+ * contact sheet at 1920 px (71 faces), and the whole contact sheet, 1920 ×
+ * 954 px, whose 100 largest faces (of about 115) are answered.
  */
 import sharp from 'sharp';
 import { crowd, fivePeople, portrait, sheetFaces } from '../../test/face/images.ts';
@@ -26,5 +27,6 @@ export async function benchPhotos(): Promise<Photo[]> {
     { name: '4 faces at 640 px', bytes: await at640(strip) },
     { name: '20 faces at 640 px', bytes: await at640(twenty) },
     { name: '71 faces at 1920 px', bytes: await sheetFaces(4, 18) },
+    { name: '100 faces at 1920 px (contact sheet)', bytes: await crowd() },
   ];
 }

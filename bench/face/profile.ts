@@ -1,6 +1,6 @@
 /**
- * Where a face detect's CPU goes, stage by stage, for the bench's 1-face and
- * 20-face photos with the seven attributes: each stage run alone in this
+ * Where a face detect's CPU goes, stage by stage, for the bench's 1-face,
+ * 20-face and 100-face photos with the seven attributes: each stage run alone in this
  * thread, repeated, and timed by this process's CPU time (every thread:
  * sharp's and onnxruntime's too), so the figures hold on a shared machine.
  *
@@ -40,7 +40,7 @@ console.log(
       .map(() => '---|')
       .join(''),
 );
-for (const photo of (await benchPhotos()).filter((p) => p.name.startsWith('1 face') || p.name.startsWith('20 faces'))) {
+for (const photo of (await benchPhotos()).filter((p) => /^(1 face|20 faces|100 faces)/.test(p.name))) {
   const image = await decodeImage(photo.bytes);
   const boxes = await models.detect(image, 100);
   const cells = [await cpuPerCall(() => decodeImage(photo.bytes)), await cpuPerCall(() => models.detect(image, 100))].map((ms) => ms.toFixed(1));
