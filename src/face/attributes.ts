@@ -161,13 +161,13 @@ function glassesOf(face: MeasuredFace): GlassesProbabilities {
 /**
  * facialHair and hair are answered only for faces at least this wide; a
  * narrower face gets zero confidences and `invisible: true` (the heads were
- * much worse on small faces, issue 36).
+ * much worse on small faces when measured on CelebA).
  */
 export const HAIR_MIN_WIDTH = 60;
 
 /**
  * facialHair: each head's probability times P(male), which cut the beard
- * head's false positives on beardless darker-skinned faces (issue 36; the
+ * head's false positives on beardless darker-skinned faces (docs/face.md; the
  * heads file's card gives the rates the user measured).
  */
 function facialHairOf(face: MeasuredFace): { moustache: number; beard: number; sideburns: number } {

@@ -1,5 +1,5 @@
 /**
- * facialHair and hair (issue 36): the heads a user trains with
+ * facialHair and hair: the heads a user trains with
  * `offcloud models train face-hair`, on a small labelled set made here
  * (test/face/hair-set.ts: real faces with hair painted on, no CelebA), and
  * the container answering from them with the reference's shape.

@@ -74,7 +74,7 @@ export interface TrainJob {
 /**
  * CelebA's aligned crops fill the picture with the face, so little is left
  * around it for the detector: a grey border this wide lets it find most of
- * them (issue 36), and costs nothing on other photos.
+ * them, and costs nothing on other photos.
  */
 const BORDER = 60;
 const GREY = 128;

@@ -1,5 +1,5 @@
 /**
- * What the facial-hair and hair heads read of a face (issue 36): FaceRes's
+ * What the facial-hair and hair heads read of a face: FaceRes's
  * 1,024-value descriptor, which already tells beards and baldness apart, and
  * the colours around the face, which tell the hair's colour and whether a hat
  * hides it. The colours are read on a square 1.8 times the detector's box,
