@@ -11,7 +11,7 @@ import { fuseConvolutions } from '../../src/face/models/fuse.ts';
 import { ageOf, humanModelFile } from '../../src/face/models/human.ts';
 import { FaceModels } from '../../src/face/models/index.ts';
 import { sampleSquares, squareAround } from '../../src/face/models/square.ts';
-import { fileModelHandler } from '../../src/face/models/tfjs-files.ts';
+import { fileModelHandler } from '../../src/common/tfjs-files.ts';
 import { defaultModelPaths } from './container.ts';
 import { portrait, sheetFaces } from './images.ts';
 

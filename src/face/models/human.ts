@@ -12,10 +12,9 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { fusingConvolutions } from './fuse.ts';
 import { DESCRIPTOR_LENGTH } from './hair-features.ts';
-import { fileModelHandler } from './tfjs-files.ts';
+import { fileModelHandler, useWasmBackend } from '../../common/tfjs-files.ts';
 import type { Region, RgbImage } from './image.ts';
 import { fromSquare, sampleSquares, squareAround, type Square } from './square.ts';
 
@@ -74,9 +73,7 @@ export class HumanModels {
 
   /** Loads the three models on the wasm backend (which it selects, for the mask model too). */
   static async load(): Promise<HumanModels> {
-    setWasmPaths(join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm')), '/'));
-    await tf.setBackend('wasm');
-    await tf.ready();
+    await useWasmBackend();
     const load = (name: string) => tf.loadGraphModel(fileModelHandler(humanModelFile(name)));
     // FaceRes ships with its batch norms and ReLU6 unfused (the other two are fused already).
     const [description, emotion, mesh] = await Promise.all([

@@ -10,7 +10,7 @@ import { HumanModels, type FaceDescription, type HumanEmotion } from './human.ts
 import { landmarksFromMesh, type FaceLandmarks } from './landmarks.ts';
 import { MaskDetector } from './mask.ts';
 import { measureQuality, type QualityValues } from './quality.ts';
-import { routeFileUrlsToDisk } from './tfjs-files.ts';
+import { routeFileUrlsToDisk } from '../../common/tfjs-files.ts';
 import type { Region, RgbImage } from './image.ts';
 
 export interface ModelPaths {

@@ -4,7 +4,7 @@
  * crop: P(mask) is the mask score of the anchor the model is surest about.
  */
 import * as tf from '@tensorflow/tfjs';
-import { fileModelHandler } from './tfjs-files.ts';
+import { fileModelHandler } from '../../common/tfjs-files.ts';
 import { cropResized, type Region, type RgbImage } from './image.ts';
 import { withMargin } from './glasses.ts';
 

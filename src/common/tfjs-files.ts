@@ -1,12 +1,23 @@
 /**
- * TF.js model files read from disk. Node's fetch does not read file:// URLs
+ * TF.js model files read from disk (the face models, the sentiment encoder). Node's fetch does not read file:// URLs
  * and @tensorflow/tfjs-node (which would) downloads a native library at
  * install, so the wasm backend gets its models through this IOHandler.
  */
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
+import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
+
+const require = createRequire(import.meta.url);
+
+/** Selects the WebAssembly backend, its .wasm files read from the installed package (once per thread). */
+export async function useWasmBackend(): Promise<void> {
+  setWasmPaths(join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm')), '/'));
+  await tf.setBackend('wasm');
+  await tf.ready();
+}
 
 interface ModelJson {
   modelTopology: tf.io.ModelJSON['modelTopology'];
