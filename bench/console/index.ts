@@ -119,7 +119,8 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     context.report(r);
     results.push(r);
   };
-  const progress = (what: string) => console.error(`bench console: ${what} (load ${load()})`);
+  const started = Date.now();
+  const progress = (what: string) => console.error(`bench console: ${what} (at ${((Date.now() - started) / 1000).toFixed(0)} s, load ${load()})`);
   /** A phase that fails says so; the figures before and after it still come. */
   const phase = async (what: string, body: () => Promise<void>) => {
     try {
@@ -212,6 +213,7 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     await blobs.create();
     await blobs.getBlockBlobClient('one.txt').upload('x', 1);
     const rssAtStart = await rssMiB(pid);
+    progress('servers and browser started');
 
     const overview = await time('overview', [['dl.endpoints', 1]]);
     const emptyHub = await time('hub', hubReady(1, 0));
@@ -247,13 +249,17 @@ export async function run(context: BenchContext): Promise<BenchResult[]> {
     await phase('the devices page', async () => {
       // Beside the 3 seed devices, in the file DevSvc serves and the console lists (DevSvc rereads it when it changes).
       for (let i = 0; i < DEVICES - 3; i++) await addDevice(deviceFilePath(dataDir), `bench-${i}`, i % 2 === 0);
+      progress(`${DEVICES - 3} devices added to DevSvc's file`);
       // DevSvc rereads the file after each of those writes: time the page once it answers for them all.
       for (const until = Date.now() + DEVSVC_WAIT_MS; ;) {
         const answer = (await (await fetch(`${base}/api/devsvc/replicas`)).json()) as {
           replicas: { health: string; devices: { name: string; answer: string }[] }[];
         };
         const answered = answer.replicas[0]?.devices.filter((d) => d.answer === 'active' || d.answer === 'inactive').length ?? 0;
-        if (answered === DEVICES) break;
+        if (answered === DEVICES) {
+          progress(`DevSvc answers for all ${DEVICES} devices`);
+          break;
+        }
         if (Date.now() > until) throw new Error(`DevSvc never answered for all ${DEVICES} devices; last answer: ${JSON.stringify(answer)}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
