@@ -3,6 +3,8 @@ import { acl } from './acl/handler.ts';
 import { basicAuth } from './basic-auth/handler.ts';
 import { correlationId } from './correlation-id/handler.ts';
 import { cors } from './cors/handler.ts';
+import { fileLog } from './file-log/handler.ts';
+import { httpLog } from './http-log/handler.ts';
 import { ipRestriction } from './ip-restriction/handler.ts';
 import { jwt } from './jwt/handler.ts';
 import { keyAuth } from './key-auth/handler.ts';
@@ -14,7 +16,20 @@ import type { PluginDefinition } from './types.ts';
 import { rateLimiting } from './rate-limiting/handler.ts';
 
 export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
-  [acl, basicAuth, correlationId, cors, ipRestriction, jwt, keyAuth, prometheus, rateLimiting, requestSizeLimiting, requestTermination, requestTransformer].map(
-    (p) => [p.name, p],
-  ),
+  [
+    acl,
+    basicAuth,
+    correlationId,
+    cors,
+    fileLog,
+    httpLog,
+    ipRestriction,
+    jwt,
+    keyAuth,
+    prometheus,
+    rateLimiting,
+    requestSizeLimiting,
+    requestTermination,
+    requestTransformer,
+  ].map((p) => [p.name, p]),
 );

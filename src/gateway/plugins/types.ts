@@ -31,6 +31,12 @@ export interface RequestContext {
   path: string;
   /** The path sent upstream instead of the one the route computes (request-transformer's replace.uri), or null. */
   upstreamPath: string | null;
+  /** Path and query as the service got them, once the request was forwarded (null before, or when the gateway answered itself). */
+  upstreamUri: string | null;
+  /** The request target as the client sent it (path and query, unnormalized). */
+  requestTarget(): string;
+  /** The gateway port the client connected to. */
+  serverPort(): number;
   /** The raw query string without `?`; plugins that change it write it back. */
   query: string;
   /** The client's headers as received (lower-case names). */

@@ -268,6 +268,7 @@ class ProxyContext implements RequestContext {
   /** The plugin running now: one that throws has refused the request. */
   plugin: string | null = null;
   upstreamPath: string | null = null;
+  upstreamUri: string | null = null;
   /** The route's plugin chain. */
   readonly slots: readonly PluginSlot[];
   /** Plugins that ran and have a header_filter or log phase, in order (null when none: most requests). */
@@ -311,6 +312,14 @@ class ProxyContext implements RequestContext {
     const raw = this.req.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
     return values;
+  }
+
+  requestTarget(): string {
+    return this.req.url;
+  }
+
+  serverPort(): number {
+    return this.req.socket.localPort ?? 0;
   }
 
   readBody(): Promise<Buffer> {
@@ -492,6 +501,7 @@ export class Proxy {
       delete headers['transfer-encoding'];
     }
     const path = (ctx.upstreamPath ?? upstreamPath(route, service.path, ctx.path, match.matched)) + (ctx.query ? `?${ctx.query}` : '');
+    ctx.upstreamUri = path;
 
     const sentAt = performance.now();
     const { traffic } = this.options;
