@@ -8,9 +8,11 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
+import { tempDataDir } from '../helpers/index.ts';
 import { echoBackend, gatewayWith } from './helpers.ts';
 
 interface Check {
@@ -22,6 +24,8 @@ interface Check {
   upstream?: string;
   /** Headers of the answer, by lower-case name. */
   answer?: Record<string, string | undefined>;
+  /** Fields of the answer's JSON body (others, such as Kong's request_id, are not compared). */
+  body?: Record<string, unknown>;
 }
 
 const jwtToken = (iss: string, secret: string) =>
@@ -73,16 +77,58 @@ const CHECKS: Record<string, Check[] | (() => Promise<Check[]>)> = {
     { path: '/reports/2024', status: 200, upstream: '/reports/2024' },
     { path: '/reports/24', status: 404 },
   ],
+  'access-logging-ops.yml': [
+    { path: '/billing/invoices', status: 200, upstream: '/api/invoices', answer: { 'x-served-by': 'gateway' } },
+    { method: 'POST', path: '/billing/invoices', status: 200, upstream: '/api/invoices', answer: { 'x-served-by': 'gateway' } },
+  ],
+  'maintenance-and-ip-allowlist.yml': [
+    { path: '/admin/users', status: 200, upstream: '/users' },
+    { path: '/reports/v1/2024', status: 503, body: { message: 'Reports v1 is being migrated; use /reports/v2' } },
+    { path: '/internal/stats', status: 404, body: { message: 'Not Found' } },
+  ],
+  'response-transformer-docs.yml': [
+    {
+      path: '/me',
+      status: 200,
+      upstream: '/',
+      answer: { 'cache-control': 'no-store' },
+      body: { url: '/', method: 'GET', bytes: 0, api_version: 3, beta: false, roles: ['reader'] },
+    },
+  ],
+  'public-api-key-auth-rate-limits.yml': [
+    { path: '/forecast/today', headers: { 'x-api-key': 'free-key' }, status: 200, upstream: '/v2/today', answer: { 'x-ratelimit-limit-minute': '5' } },
+    { path: '/forecast/today', headers: { 'x-api-key': 'partner-key' }, status: 200, answer: { 'x-ratelimit-limit-minute': '1000' } },
+    { path: '/forecast/today', status: 401, body: { message: 'No API key found in request' } },
+    { method: 'POST', path: '/forecast/today', headers: { 'x-api-key': 'free-key' }, status: 404 },
+  ],
 };
 
 const CORPUS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'corpus');
 
 /**
  * The file as a user has it, with every service URL and upstream target
- * (compose-style names such as `http://rest:3000`) pointed at `backend`.
+ * (compose-style names such as `http://rest:3000`) pointed at `backend`,
+ * and its log files (under /var/log/kong/) written to `logDir`.
  */
-function pointedAt(text: string, backend: string): string {
-  return text.replace(/https?:\/\/[\w.-]+:\d+/g, backend).replace(/(target: )[\w.-]+:\d+/g, `$1${new URL(backend).host}`);
+function pointedAt(text: string, backend: string, logDir: string): string {
+  return text
+    .replace(/https?:\/\/[\w.-]+:\d+/g, backend)
+    .replace(/(target: )[\w.-]+:\d+/g, `$1${new URL(backend).host}`)
+    .replaceAll('/var/log/kong/', `${logDir}/`);
+}
+
+/** The JSON entries of the log files in `dir`, once there are `count` (file-log writes after the answer). */
+async function logEntries(dir: string, count: number): Promise<unknown[]> {
+  for (let i = 0; ; i++) {
+    const texts = await Promise.all((await readdir(dir)).map((name) => readFile(join(dir, name), 'utf8')));
+    const entries = texts
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as unknown);
+    if (entries.length >= count || i === 500) return entries;
+    await delay(10);
+  }
 }
 
 test('corpus: every file has its checks', async () => {
@@ -92,16 +138,25 @@ test('corpus: every file has its checks', async () => {
 for (const [file, checks] of Object.entries(CHECKS)) {
   test(`corpus: ${file}`, async (t) => {
     const backend = await echoBackend(t);
-    const gw = await gatewayWith(t, pointedAt(await readFile(join(CORPUS_DIR, file), 'utf8'), backend.url));
-    for (const check of typeof checks === 'function' ? await checks() : checks) {
+    const logDir = await tempDataDir(t);
+    const text = await readFile(join(CORPUS_DIR, file), 'utf8');
+    const gw = await gatewayWith(t, pointedAt(text, backend.url, logDir));
+    const list = typeof checks === 'function' ? await checks() : checks;
+    for (const check of list) {
       const before = backend.seen.length;
       const res = await request(`${gw.proxy}${check.path}`, { method: check.method ?? 'GET', headers: check.headers ?? {} });
-      await res.body.dump();
+      const body = await res.body.text();
       const what = `${check.method ?? 'GET'} ${check.path}`;
       assert.equal(res.statusCode, check.status, what);
       if (check.upstream !== undefined) assert.equal(backend.seen[before]?.url, check.upstream, what);
       if (check.status >= 400) assert.equal(backend.seen.length, before, `${what}: nothing reached the service`);
       for (const [name, value] of Object.entries(check.answer ?? {})) assert.equal(res.headers[name], value, `${what}: ${name}`);
+      if (check.body !== undefined) {
+        const answered = JSON.parse(body) as Record<string, unknown>;
+        assert.deepEqual(Object.fromEntries(Object.keys(check.body).map((key) => [key, answered[key]])), check.body, `${what}: body`);
+      }
     }
+    // Kong's file-log writes one entry for every request, the gateway's own answers too.
+    if (text.includes('name: file-log')) assert.equal((await logEntries(logDir, list.length)).length, list.length, 'file-log entries');
   });
 }

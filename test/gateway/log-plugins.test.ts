@@ -100,7 +100,7 @@ test('http-log: one entry per POST by default, custom headers and Basic from the
             name: 'many',
             paths: ['/many'],
             plugins: [
-              { name: 'http-log', config: { http_endpoint: batched.url, queue: { max_batch_size: 2, max_coalescing_delay: 0.05, initial_retry_delay: 0.01 } } },
+              { name: 'http-log', config: { http_endpoint: batched.url, queue: { max_batch_size: 2, max_coalescing_delay: 60, initial_retry_delay: 0.01 } } },
             ],
           },
         ],

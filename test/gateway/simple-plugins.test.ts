@@ -82,3 +82,37 @@ test('ip-restriction: deny first, then allow ranges; Kong 403 message or the con
     "plugins[0].config.allow[1]: invalid ip or cidr range: 'host'",
   ]);
 });
+
+test("response-transformer: header and JSON edits in Kong's order, json_types casts, Content-Length follows; other bodies untouched", async (t) => {
+  const backend = await echoBackend(t, (req, res) => {
+    if (req.url === '/text') return res.writeHead(200, { 'content-type': 'text/plain', 'x-internal': '1' }).end('{"secret":1}');
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-internal': '1', 'x-old': 'old' }).end('{"secret":1,"name":"a","tags":"t"}');
+  });
+  const config = {
+    remove: { headers: ['x-internal'], json: ['secret'] },
+    rename: { headers: ['x-old:x-new'], json: ['name:title'] },
+    replace: { json: ['title:Mr', 'missing:x'] },
+    add: { headers: ['x-added:1'], json: ['count:3', 'ok:true', 'title:ignored'], json_types: ['number', 'boolean'] },
+    append: { headers: ['x-new:two'], json: ['tags:u', 'list:v'] },
+  };
+  const gw = await gatewayWith(t, {
+    _format_version: '3.0',
+    services: [{ name: 's', url: backend.url, routes: [{ paths: ['/'] }], plugins: [{ name: 'response-transformer', config }] }],
+  });
+  const json = await call(`${gw.proxy}/json`);
+  assert.deepEqual(JSON.parse(json.body), { title: 'Mr', tags: ['t', 'u'], count: 3, ok: true, list: ['v'] });
+  assert.equal(json.headers['content-length'], String(Buffer.byteLength(json.body)));
+  assert.deepEqual(
+    [json.headers['x-internal'], json.headers['x-new'], json.headers['x-old'], json.headers['x-added']],
+    [undefined, ['old', 'two'], undefined, '1'],
+  );
+  const text = await call(`${gw.proxy}/text`);
+  assert.deepEqual([text.body, text.headers['x-internal'], text.headers['x-added']], ['{"secret":1}', undefined, '1']);
+  assert.deepEqual(
+    errorsOf({ _format_version: '3.0', plugins: [{ name: 'response-transformer', config: { add: { json: ['novalue'], json_types: ['date'] } } }] }),
+    [
+      "plugins[0].config.add.json[0]: invalid value: 'novalue' (expected 'name:value')",
+      'plugins[0].config.add.json_types[0]: expected one of: boolean, number, string',
+    ],
+  );
+});

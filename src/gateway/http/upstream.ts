@@ -9,7 +9,8 @@ import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { clientBodyError, GatewayError, MESSAGES } from '../errors.ts';
-import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody, type ClientResponse } from './server.ts';
+import { headerLines, LAST_CHUNK, writeChunk, writeHeadAndBody } from './server.ts';
+import type { AnswerSink } from '../proxy/whole-answer.ts';
 import { MessageParser, type HttpParsers, type MessageEvents, type MessageHead } from './parser.ts';
 import type { Service } from '../config/model.ts';
 
@@ -33,7 +34,7 @@ export interface ForwardRequest {
   /** Called once with the upstream's status and headers (name/value pairs as received), before its body is written to `client`. */
   onResponse(status: number, rawHeaders: readonly string[]): void;
   /** The client's answer: the upstream's body goes there, and when it closes early the upstream request is dropped. */
-  client: ClientResponse;
+  client: AnswerSink;
 }
 
 /** A failure of the upstream side, by code: Node's socket errors or the gateway's own. */

@@ -12,6 +12,7 @@ import { prometheus } from './prometheus/handler.ts';
 import { requestSizeLimiting } from './request-size-limiting/handler.ts';
 import { requestTermination } from './request-termination/handler.ts';
 import { requestTransformer } from './request-transformer/handler.ts';
+import { responseTransformer } from './response-transformer/handler.ts';
 import type { PluginDefinition } from './types.ts';
 import { rateLimiting } from './rate-limiting/handler.ts';
 
@@ -31,5 +32,6 @@ export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
     requestSizeLimiting,
     requestTermination,
     requestTransformer,
+    responseTransformer,
   ].map((p) => [p.name, p]),
 );

@@ -81,6 +81,12 @@ export interface PluginHandler {
    * its name/value pairs as the client will get them, to be edited in place.
    */
   header?(ctx: RequestContext, status: number, headers: string[]): void;
+  /**
+   * Kong's body_filter phase, given the service's whole answer body (the
+   * proxy holds the answer for requests this plugin ran on): returns the
+   * body to send. `headers` may still be edited.
+   */
+  body?(ctx: RequestContext, status: number, headers: string[], body: Buffer): Buffer;
   /** Kong's log phase: once per request, when its answer's head went out (a proxied one or the gateway's own). */
   log?(ctx: RequestContext, entry: AnswerLog): void;
 }

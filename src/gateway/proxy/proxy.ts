@@ -28,6 +28,7 @@ import { getHeader } from '../plugins/headers.ts';
 import type { LoadedConfig } from './compile.ts';
 import { normalizePath, upstreamPath, withoutPort, type RouteMatch } from './router.ts';
 import type { ProxyTraffic } from './traffic.ts';
+import { WholeAnswer } from './whole-answer.ts';
 
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
@@ -207,6 +208,8 @@ function withLogPhases(ctx: ProxyContext): PluginHandler[] | null {
   }
   return later;
 }
+
+const hasBodyPhase = (plugin: PluginHandler) => plugin.body !== undefined;
 
 /** The header_filter phases of the plugins that ran (`headers` editable), then their log phases. */
 function afterAnswer(
@@ -505,6 +508,7 @@ export class Proxy {
 
     const sentAt = performance.now();
     const { traffic } = this.options;
+    const whole = ctx.later !== null && ctx.later.some(hasBodyPhase) ? new WholeAnswer(res, ctx, ctx.later.filter(hasBodyPhase)) : null;
     return this.options.pools.forward({
       service,
       peer: balancer ? this.peers(balancer, headers, preserveHost) : undefined,
@@ -513,14 +517,15 @@ export class Proxy {
       headers,
       body: ctx.body ?? req.body,
       maxBodySize: this.options.maxBodySize,
-      client: res,
+      client: whole ?? res,
       // A method, not an arrow: tsx names every arrow it sees assigned, at a cost per request.
       onResponse(status, upstream) {
         const answeredAt = performance.now();
         traffic.answered(ctx, status, info.started, answeredAt - info.started);
         const headers = responseHeaders(upstream, ctx, Math.round(answeredAt - sentAt), Math.round(sentAt - info.started));
         if (ctx.later !== null) afterAnswer(ctx, ctx.later, status, headers, answeredAt - info.started, answeredAt - sentAt, 'service');
-        res.writeHead(status, headers);
+        if (whole) whole.head(status, headers);
+        else res.writeHead(status, headers);
       },
     });
   }

@@ -8,10 +8,10 @@
 import type { Field, FieldError } from '../../config/schema.ts';
 import { join } from '../../config/schema.ts';
 import { definePlugin, type RequestContext } from '../types.ts';
+import { appendValue, applyEdits, colonPair, noTemplate, pairsOf, type Edits } from '../transformations.ts';
 
 type Part = 'headers' | 'querystring' | 'body';
 const PARTS: readonly Part[] = ['headers', 'querystring', 'body'];
-type Action = 'remove' | 'rename' | 'replace' | 'add' | 'append';
 
 interface TransformerConfig {
   http_method: string | null;
@@ -22,9 +22,6 @@ interface TransformerConfig {
   append: Record<Part, string[]>;
 }
 
-/** Kong evaluates `$(…)` templates in values; this gateway does not, so they are refused rather than sent as text. */
-const noTemplate = (v: string) => (v.includes('$(') ? "not supported by offcloud's gateway (templates in values, $(…))" : undefined);
-const colonPair = (v: string) => (/^[^:]+:/.test(v) ? noTemplate(v) : `invalid value: '${v}' (expected 'name:value')`);
 const list = (check?: (v: string) => string | undefined): Field => ({ type: 'array', default: [], elements: { type: 'string', ...(check ? { check } : {}) } });
 const section = (pairs: boolean, extra: Record<string, Field> = {}): Field => ({
   type: 'record',
@@ -46,26 +43,9 @@ const transformerFields: Record<string, Field> = {
   append: section(true),
 };
 
-/** `name:value` as Kong splits it (at the first colon). */
-function pairsOf(values: string[]): [string, string][] {
-  return values.map((v) => {
-    const colon = v.indexOf(':');
-    return [v.slice(0, colon), v.slice(colon + 1)];
-  });
-}
-
-/** One part's edits, made once per plugin instance. */
-interface Edits {
-  remove: string[];
-  rename: [string, string][];
-  replace: [string, string][];
-  add: [string, string][];
-  append: [string, string][];
-}
-
-function editsOf(conf: TransformerConfig, part: Part, lowerCase: boolean): Edits | null {
+function editsOf(conf: TransformerConfig, part: Part, lowerCase: boolean): Edits<string> | null {
   const name = (n: string) => (lowerCase ? n.toLowerCase() : n);
-  const pairs = (action: Exclude<Action, 'remove'>) => pairsOf(conf[action][part]).map(([n, v]): [string, string] => [name(n), v]);
+  const pairs = (action: 'replace' | 'add' | 'append') => pairsOf(conf[action][part]).map(([n, v]): [string, string] => [name(n), v]);
   const edits = {
     remove: conf.remove[part].map(name),
     rename: pairsOf(conf.rename[part]).map(([from, to]): [string, string] => [name(from), name(to)]),
@@ -76,23 +56,8 @@ function editsOf(conf: TransformerConfig, part: Part, lowerCase: boolean): Edits
   return Object.values(edits).some((e) => e.length > 0) ? edits : null;
 }
 
-/** The edits on a map of names to one value or several (headers, query arguments, a JSON object). */
-function applyEdits(target: Record<string, unknown>, edits: Edits, append: (existing: unknown, value: string) => unknown): void {
-  for (const name of edits.remove) delete target[name];
-  for (const [from, to] of edits.rename) {
-    if (target[from] === undefined) continue;
-    target[to] = target[from];
-    delete target[from];
-  }
-  for (const [name, value] of edits.replace) if (target[name] !== undefined) target[name] = value;
-  for (const [name, value] of edits.add) if (target[name] === undefined) target[name] = value;
-  for (const [name, value] of edits.append) target[name] = target[name] === undefined ? value : append(target[name], value);
-}
-
-const appendValue = (existing: unknown, value: string) => (Array.isArray(existing) ? [...(existing as unknown[]), value] : [existing, value]);
-
 /** A query string or form body with the edits made (a repeated argument is a list of values). */
-function editedParams(text: string, edits: Edits): string {
+function editedParams(text: string, edits: Edits<string>): string {
   const params = new URLSearchParams(text);
   const args: Record<string, unknown> = {};
   for (const key of new Set(params.keys())) {
@@ -105,7 +70,7 @@ function editedParams(text: string, edits: Edits): string {
   return out.toString();
 }
 
-async function transformBody(ctx: RequestContext, edits: Edits): Promise<void> {
+async function transformBody(ctx: RequestContext, edits: Edits<string>): Promise<void> {
   const type = String(ctx.clientHeaders['content-type'] ?? '')
     .split(';')[0]!
     .trim()
@@ -138,7 +103,7 @@ export const requestTransformer = definePlugin<TransformerConfig>(
     return {
       access(ctx) {
         if (conf.http_method) ctx.method = conf.http_method;
-        if (headers) applyEdits(ctx.upstreamHeaders, headers, (existing, value) => appendValue(existing, value) as string[]);
+        if (headers) applyEdits(ctx.upstreamHeaders, headers, (existing, value) => appendValue(existing, value) as string | string[]);
         if (query) ctx.query = editedParams(ctx.query, query);
         if (conf.replace.uri) ctx.upstreamPath = conf.replace.uri;
         if (body) return transformBody(ctx, body);
