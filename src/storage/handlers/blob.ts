@@ -17,6 +17,9 @@ import { getBlockList, putBlock, putBlockList } from './block-blob.ts';
 import { appendBlock, sealAppendBlob } from './append-blob.ts';
 import { getBlobTags, setBlobTags, tagsFromHeader } from './tags.ts';
 import { abortCopyBlob, copyBlob } from './copy.ts';
+import { STRUCTURED_BODY, wrapping } from './checksums.ts';
+import { Crc64 } from '../crc64.ts';
+import { Readable } from 'node:stream';
 import { getPageRanges, pageBlobCreation, pageBlobPropertyChange, putPage } from './page-blob.ts';
 import { getAccountInformation } from './service.ts';
 
@@ -254,30 +257,62 @@ export async function readBlob(op: Operation, container: string, name: string): 
   if (blob.tier === 'Archive') throw errors.blobArchived();
   const range = requestedRange(op, blob.size);
   const path = op.store.dataPath(container, blob);
+  const structured = structuredReply(op);
   if (!range) {
     if (blob.md5) op.reply.header('content-md5', blob.md5);
-    op.reply.header('content-length', String(blob.size));
-    await op.reply.code(200).send(blob.size === 0 ? '' : createReadStream(path, { start: 0, end: blob.size - 1 }));
+    await op.reply.code(200).send(content(op, path, { start: 0, end: blob.size - 1 }, structured));
     return;
   }
-  op.reply.header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`).header('content-length', String(range.end - range.start + 1));
+  op.reply.header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`);
+  const wantsMd5 = header(op, 'x-ms-range-get-content-md5') === 'true';
+  const wantsCrc64 = header(op, 'x-ms-range-get-content-crc64') === 'true';
+  if (wantsMd5 && wantsCrc64) throw errors.invalidHeader('x-ms-range-get-content-crc64', 'true');
+  if (wantsCrc64) op.reply.header('x-ms-content-crc64', (await rangeDigest(path, range, 'x-ms-range-get-content-crc64', new Crc64())).toString('base64'));
   if (blob.md5) {
-    if (header(op, 'x-ms-range-get-content-md5') === 'true') op.reply.header('content-md5', await rangeMd5(path, range));
+    if (wantsMd5) op.reply.header('content-md5', (await rangeDigest(path, range, 'x-ms-range-get-content-md5', createHash('md5'))).toString('base64'));
     op.reply.header('x-ms-blob-content-md5', blob.md5);
   }
-  await op.reply.code(206).send(createReadStream(path, { start: range.start, end: range.end }));
+  await op.reply.code(206).send(content(op, path, range, structured));
+}
+
+/** Whether a read asks for its content as a structured message (`x-ms-structured-body`, checksums.ts). */
+function structuredReply(op: Operation): boolean {
+  const asked = header(op, 'x-ms-structured-body');
+  if (asked === undefined) return false;
+  if (asked.toLowerCase() !== STRUCTURED_BODY.toLowerCase()) throw errors.invalidHeader('x-ms-structured-body', asked);
+  return true;
+}
+
+/** Bytes `start`..`end` of a data file as the answer's body (wrapped when asked), with its length headers. */
+function content(op: Operation, path: string, range: { start: number; end: number }, structured: boolean): Readable | string {
+  const length = range.end - range.start + 1;
+  const bytes = length === 0 ? Readable.from([]) : createReadStream(path, range);
+  if (!structured) {
+    op.reply.header('content-length', String(length));
+    return length === 0 ? '' : bytes;
+  }
+  const message = wrapping(length);
+  op.reply
+    .header('content-length', String(message.messageLength))
+    .header('x-ms-structured-body', STRUCTURED_BODY)
+    .header('x-ms-structured-content-length', String(length));
+  return bytes.pipe(message.stream);
 }
 
 function readConditions(op: Operation, blob: BlobVersion) {
   return checkReadConditions(conditionsOf(op), blob);
 }
 
-/** MD5 of a range (x-ms-range-get-content-md5, ranges up to 4 MiB as the service allows). */
-async function rangeMd5(path: string, range: { start: number; end: number }): Promise<string> {
-  if (range.end - range.start + 1 > 4 * 1024 * 1024) throw errors.outOfRangeInput('x-ms-range-get-content-md5');
-  const md5 = createHash('md5');
-  for await (const chunk of createReadStream(path, { start: range.start, end: range.end })) md5.update(chunk as Buffer);
-  return md5.digest('base64');
+/** MD5 or CRC-64 of a range (x-ms-range-get-content-md5/-crc64, ranges up to 4 MiB as the service allows). */
+async function rangeDigest(
+  path: string,
+  range: { start: number; end: number },
+  asked: string,
+  digest: { update(b: Buffer): unknown; digest(): Buffer },
+): Promise<Buffer> {
+  if (range.end - range.start + 1 > 4 * 1024 * 1024) throw errors.outOfRangeInput(asked);
+  for await (const chunk of createReadStream(path, { start: range.start, end: range.end })) digest.update(chunk as Buffer);
+  return digest.digest();
 }
 
 /**

@@ -6,6 +6,7 @@ import type { AccountStore } from '../persistence/store.ts';
 import type { StorageAccount } from '../persistence/accounts.ts';
 import { errors } from '../errors.ts';
 import type { Action } from '../authentication/index.ts';
+import { checkedBody } from './checksums.ts';
 
 /** A sub-request of a Blob Batch: a request line and headers. */
 export interface Subrequest {
@@ -65,11 +66,12 @@ export function header(op: Operation, name: string): string | undefined {
 }
 
 /**
- * The request body, piped rather than handed over: a write that fails (a full disk) stops
+ * The request body's content (checksums.ts: a structured message unwrapped, CRC-64s
+ * checked), piped rather than handed over: a write that fails (a full disk) stops
  * reading it without destroying the request, so the error can still be answered.
  */
 export function body(op: Operation): Readable {
-  return op.request.raw.pipe(new PassThrough());
+  return checkedBody(op, op.request.raw.pipe(new PassThrough()));
 }
 
 /** Reads a small request body (a block list) into a string, up to `limit` bytes. */
