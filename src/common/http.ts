@@ -12,7 +12,7 @@ import { isDiskFull } from './files.ts';
 import { ComponentMetrics } from './metrics.ts';
 import { describeKey } from './config.ts';
 import { cutAfterDrain, onShutdownSignal } from './shutdown.ts';
-import type { TlsMaterial } from './tls.ts';
+import { CLIENT_CERTIFICATE_OPTIONS, type TlsMaterial } from './tls.ts';
 
 export interface HttpServerOptions {
   logger: Logger;
@@ -53,7 +53,16 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
     // A connection that has not finished its handshake in time is closed (Node reports it
     // as tlsClientError and, with no listener there, destroys the socket).
-    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key, handshakeTimeout: options.tls.handshakeTimeout } } : {}),
+    ...(options.tls
+      ? {
+          https: {
+            cert: options.tls.cert,
+            key: options.tls.key,
+            handshakeTimeout: options.tls.handshakeTimeout,
+            ...(options.tls.requestClientCertificate ? CLIENT_CERTIFICATE_OPTIONS : {}),
+          },
+        }
+      : {}),
   }) as unknown as FastifyInstance;
   // Responses finished while closing carry `Connection: close`, so keep-alive
   // clients let go and close() completes as soon as in-flight work is done.

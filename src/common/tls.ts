@@ -10,7 +10,12 @@ export interface TlsMaterial {
   caCertPath: string | null;
   /** ms a client has to finish its handshake (--tls-handshake-timeout) before its connection is closed. */
   handshakeTimeout: number;
+  /** Ask clients for a certificate, without requiring or checking one (the hub checks its X.509 devices' itself). */
+  requestClientCertificate?: boolean;
 }
+
+/** The node TLS server options that ask for a client certificate and leave its checks to the caller. */
+export const CLIENT_CERTIFICATE_OPTIONS = { requestCert: true, rejectUnauthorized: false } as const;
 
 /**
  * The certificate a TLS server presents: the user's files when both

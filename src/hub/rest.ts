@@ -17,6 +17,7 @@ import { HubError } from './domain/errors.ts';
 import { toWireError } from './errors.ts';
 import { WEBSOCKET_PATH } from './websocket.ts';
 import { registerDeviceApi } from './device-http.ts';
+import { presentedChain } from './client-certificate.ts';
 
 export interface RestOptions {
   host: string;
@@ -73,8 +74,11 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     if (path === '/health' || path === '/ready' || path === WEBSOCKET_PATH) return;
     const config = request.routeOptions.config as { right?: Right; device?: boolean };
     try {
-      if (config.device) await hub.authenticateDeviceRequest(identityOf(request.params as IdParams), request.headers.authorization);
-      else await hub.authenticateService(request.headers.authorization, config.right);
+      if (config.device) {
+        const token = request.headers.authorization;
+        const certificate = token === undefined ? presentedChain(request.raw.socket) : undefined;
+        await hub.authenticateDeviceRequest(identityOf(request.params as IdParams), { token, certificate });
+      } else await hub.authenticateService(request.headers.authorization, config.right);
     } catch (err) {
       if (err instanceof ServiceRefused) logger.info({ method: request.method, path: path?.slice(0, 200), reason: err.reason }, 'call refused');
       throw err;
@@ -120,6 +124,27 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
       return reply.header('etag', `"${record.etag}"`).send(await hub.describe(record));
     });
   }
+
+  // ---- CA certificates for X.509 devices (the real hub's certificates API, here on the hub's own host) ----
+  type NameParams = { name: string };
+  const sendCertificate = (reply: FastifyReply, view: { etag: string }) => reply.header('etag', `"${view.etag}"`).send(view);
+  app.get('/certificates', registryRead, async () => hub.listCaCertificates());
+  app.get<{ Params: NameParams }>('/certificates/:name', registryRead, async (request, reply) =>
+    sendCertificate(reply, await hub.caCertificate(request.params.name)),
+  );
+  app.put<{ Params: NameParams }>('/certificates/:name', registryWrite, async (request, reply) =>
+    sendCertificate(reply, await hub.putCaCertificate(request.params.name, request.body, ifMatch(request))),
+  );
+  app.delete<{ Params: NameParams }>('/certificates/:name', registryWrite, async (request, reply) => {
+    await hub.deleteCaCertificate(request.params.name, ifMatch(request));
+    return reply.code(200).send();
+  });
+  app.post<{ Params: NameParams }>('/certificates/:name/generateVerificationCode', registryWrite, async (request, reply) =>
+    sendCertificate(reply, await hub.generateVerificationCode(request.params.name, ifMatch(request))),
+  );
+  app.post<{ Params: NameParams }>('/certificates/:name/verify', registryWrite, async (request, reply) =>
+    sendCertificate(reply, await hub.verifyCaCertificate(request.params.name, request.body, ifMatch(request))),
+  );
 
   // ---- twins and direct methods ----
   for (const path of ['/twins/:id', '/twins/:id/modules/:mid']) {

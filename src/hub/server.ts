@@ -64,7 +64,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
     const limits = { ...DEFAULT_CLIENT_LIMITS, connectTimeoutMs: options.connectTimeoutMs };
     mqtt = await startMqttEndpoint(hub, { host: options.host, port: options.port, tls, logger, limits });
     amqp = await startAmqpEndpoint(hub, { host: options.host, port: options.amqpPort, tls, logger, connectTimeoutMs: options.connectTimeoutMs });
-    rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls, logger, metrics });
+    rest = await startRestApi(hub, { host: options.host, port: options.restPort, tls: { ...tls, requestClientCertificate: true }, logger, metrics });
     // One MQTT packet's worth per WebSocket message, or a few AMQP frames (AMQP_MAX_FRAME_BYTES each).
     const webSockets = new DeviceWebSockets({
       logger,

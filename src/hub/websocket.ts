@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { UnusedConnections } from '../common/connections.ts';
-import type { TlsMaterial } from '../common/tls.ts';
+import { CLIENT_CERTIFICATE_OPTIONS, type TlsMaterial } from '../common/tls.ts';
 
 export const WEBSOCKET_PATH = '/$iothub/websocket';
 
@@ -77,6 +77,7 @@ export function createWebSocketListener(
   const server = createServer({
     cert: options.tls.cert,
     key: options.tls.key,
+    ...CLIENT_CERTIFICATE_OPTIONS,
     minVersion: 'TLSv1.2',
     handshakeTimeout: connectTimeoutMs,
     headersTimeout: connectTimeoutMs,

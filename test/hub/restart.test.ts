@@ -5,15 +5,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { withFileLock, writeFileAtomic } from '../../src/common/files.ts';
-import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { tempDataDir } from '../helpers/index.ts';
 import { connectDevice, eventually, killHard, nextMessage, spawnHub } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -180,34 +178,3 @@ test("the lock a hub killed mid-write held on a device's file is gone after a re
   );
   assert.equal((await running.hub.rest('PATCH', '/twins/locked', { tags: { after: 'restart' } })).status, 200);
 });
-
-test(
-  'a twin write the store hands its worker under a file lock that was lost meanwhile is refused in one line, and the write of the process that took the lock over stays',
-  { timeout: 60_000 },
-  async (t) => {
-    const dataDir = await tempDataDir(t);
-    await promisify(execFile)(process.execPath, [...CLI, 'hub', 'device', 'create', 'held', '--data-dir', dataDir], { cwd: ROOT });
-    const path = join(dataDir, 'hub', 'identities', `${createHash('sha256').update('held').digest('hex')}.json`);
-    const holder = spawn(process.execPath, ['--import', 'tsx', new URL('./store-lock-holder.ts', import.meta.url).pathname, dataDir], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      cwd: ROOT,
-    });
-    t.after(() => holder.kill('SIGKILL'));
-    const closed = once(holder, 'close');
-    const stdout = new LineWatcher(holder.stdout);
-    const stderr = new LineWatcher(holder.stderr);
-    await stdout.waitFor(/^locked$/);
-
-    // The holder is blocked inside its lock and refreshes it no more: this takes it over once it is stale.
-    await withFileLock(path, async () => {
-      const record = JSON.parse(await readFile(path, 'utf8')) as { twin: { tags: object } };
-      await writeFileAtomic(path, JSON.stringify({ ...record, twin: { ...record.twin, tags: { by: 'taker' } } }));
-    });
-    holder.stdin.end('write now\n');
-
-    const [code] = await closed;
-    assert.equal(code, 0, stderr.text);
-    assert.match(stdout.text, /^refused in one line: the lock on .*\.json was lost \(.*\), so nothing was written/m);
-    assert.deepEqual((JSON.parse(await readFile(path, 'utf8')) as { twin: { tags: object } }).twin.tags, { by: 'taker' });
-  },
-);

@@ -4,7 +4,9 @@
  * AmqpWs transports and the service SDK's Client speak it. Authentication is
  * claims-based, as on the real hub: a client puts a SAS token on the `$cbs`
  * node for an audience (a device, a module, or the hub for the service side)
- * and may then attach the links that audience covers. Each link is a thin
+ * and may then attach the links that audience covers; a device with an X.509
+ * certificate puts no token, its TLS client certificate proves it when it
+ * attaches its first link. Each link is a thin
  * adapter over the domain (device.ts, service.ts).
  */
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
@@ -12,7 +14,7 @@ import rhea, { type Connection, type EventContext, type Message, type Sender } f
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { formatHost } from '../../common/http.ts';
-import type { TlsMaterial } from '../../common/tls.ts';
+import { CLIENT_CERTIFICATE_OPTIONS, type TlsMaterial } from '../../common/tls.ts';
 import { ConnectRefused, ServiceRefused, type DeviceHub } from '../domain/hub.ts';
 import { HubError } from '../domain/errors.ts';
 import { identityKey, parseIdentityKey, type Identity } from '../domain/registry.ts';
@@ -20,6 +22,9 @@ import { hostWithoutPort } from '../domain/sas.ts';
 import { amqpCondition } from '../errors.ts';
 import { listening } from '../listen.ts';
 import type { WebSocketAcceptor } from '../websocket.ts';
+import { presentedChain } from '../client-certificate.ts';
+import type { PresentedChain } from '../domain/x509.ts';
+import type { IncomingMessage } from 'node:http';
 import { DeviceLinks } from './device.ts';
 import { ServiceLinks } from './service.ts';
 
@@ -38,15 +43,40 @@ export interface AmqpEndpoint {
   close(): Promise<void>;
 }
 
-/** What one AMQP connection has proven on `$cbs`, and the `$cbs` link its answers go back on. */
+/** What one AMQP connection has proven on `$cbs` or by its client certificate, and the `$cbs` link its answers go back on. */
 export class AmqpClient {
-  /** Device and module keys this connection holds a valid token for. */
+  /** Device and module keys this connection holds a valid token for, or proved by its certificate. */
   readonly identities = new Map<string, Identity>();
   service = false;
   cbsReplies: Sender | undefined;
+  /** Identities whose X.509 check this connection has started (each is checked once). */
+  readonly certificateChecked = new Set<string>();
+  /** The tail of the X.509 checks under way; the connection's link and message events wait behind it. */
+  private checks: Promise<void> | undefined;
 
-  constructor(readonly connection: Connection) {}
+  constructor(
+    readonly connection: Connection,
+    /** The certificate chain of its TLS handshake, when it sent one (X.509 devices, which put no token). */
+    readonly certificate: PresentedChain | undefined,
+  ) {}
+
+  /** Runs `handle` now, or, while an X.509 check is under way, after it, in the order the events came. */
+  inOrder(handle: () => unknown): void {
+    if (this.checks) this.after(handle);
+    else handle();
+  }
+
+  after(task: () => unknown): void {
+    const tail = (this.checks ?? Promise.resolve()).then(task).then(() => undefined);
+    this.checks = tail;
+    void tail.then(() => {
+      if (this.checks === tail) this.checks = undefined;
+    });
+  }
 }
+
+/** The connection option that carries, over WebSockets, the client certificate of the upgraded request. */
+const CLIENT_CERTIFICATE = 'offcloud_client_certificate';
 
 const CBS = '$cbs';
 /** The largest frame a client may send (what the hub offers in its open). */
@@ -96,7 +126,8 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
   const clientOf = (connection: Connection): AmqpClient => {
     let client = clients.get(connection);
     if (!client) {
-      client = new AmqpClient(connection);
+      const overWebSocket = (connection.options as unknown as Record<string, unknown>)[CLIENT_CERTIFICATE] as PresentedChain | undefined;
+      client = new AmqpClient(connection, overWebSocket ?? presentedChain((connection as unknown as { socket?: unknown }).socket));
       clients.set(connection, client);
       open.add(connection);
     }
@@ -138,6 +169,29 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
     }
   };
 
+  /**
+   * X.509: a connection that sent a client certificate and attaches a link of a device it has not
+   * proven yet is checked for that device (once); its events wait until the check is done, and a
+   * refused check leaves the device unproven (its links are refused as without a token).
+   */
+  const checkCertificateFor = (client: AmqpClient, address: string): void => {
+    const target = client.certificate && deviceAddress(address);
+    if (!target) return;
+    const key = identityKey(target.identity);
+    if (client.identities.has(key) || client.certificateChecked.has(key)) return;
+    client.certificateChecked.add(key);
+    client.after(async () => {
+      try {
+        await hub.verifyDeviceCertificate(target.identity, client.certificate!);
+        client.identities.set(key, target.identity);
+        await devices.connected(client, target.identity);
+      } catch (err) {
+        if (err instanceof ConnectRefused) logger.info({ key, reason: err.message }, 'AMQP client certificate refused');
+        else logger.error({ err }, 'AMQP client certificate check failed');
+      }
+    });
+  };
+
   container.on('connection_open', (context: EventContext) => {
     clientOf(context.connection);
   });
@@ -150,9 +204,12 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
       client.cbsReplies = sender;
       return;
     }
-    if (!devices.senderOpened(client, sender, address) && !service.senderOpened(client, sender, address)) {
-      refuseLink(sender, new HubError('DeviceNotFound', `no node ${address.slice(0, 256)}`));
-    }
+    checkCertificateFor(client, address);
+    client.inOrder(() => {
+      if (!devices.senderOpened(client, sender, address) && !service.senderOpened(client, sender, address)) {
+        refuseLink(sender, new HubError('DeviceNotFound', `no node ${address.slice(0, 256)}`));
+      }
+    });
   });
   container.on('receiver_open', (context: EventContext) => {
     const receiver = context.receiver!;
@@ -160,9 +217,12 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
     const address = addressOf(receiver.target);
     receiver.set_target({ address });
     if (address === CBS) return;
-    if (!devices.receiverOpened(client, receiver, address) && !service.receiverOpened(client, receiver, address)) {
-      refuseLink(receiver, new HubError('DeviceNotFound', `no node ${address.slice(0, 256)}`));
-    }
+    checkCertificateFor(client, address);
+    client.inOrder(() => {
+      if (!devices.receiverOpened(client, receiver, address) && !service.receiverOpened(client, receiver, address)) {
+        refuseLink(receiver, new HubError('DeviceNotFound', `no node ${address.slice(0, 256)}`));
+      }
+    });
   });
   container.on('message', (context: EventContext) => {
     const client = clientOf(context.connection);
@@ -171,7 +231,7 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
     const message = context.message!;
     const address = addressOf(receiver.target);
     if (address !== CBS) {
-      if (!devices.onMessage(client, receiver, delivery, message, address)) service.onMessage(client, delivery, message, address);
+      client.inOrder(() => devices.onMessage(client, receiver, delivery, message, address) || service.onMessage(client, delivery, message, address));
       return;
     }
     void putToken(client, message).then(({ status, description }) => {
@@ -228,6 +288,7 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
     host: options.host,
     cert: options.tls.cert,
     key: options.tls.key,
+    ...CLIENT_CERTIFICATE_OPTIONS,
     minVersion: 'TLSv1.2',
     handshakeTimeout: options.connectTimeoutMs,
     ...connectionOptions,
@@ -241,8 +302,12 @@ export async function startAmqpEndpoint(hub: DeviceHub, options: AmqpEndpointOpt
   return {
     url: `amqps://${formatHost(options.host)}:${port}`,
     port,
-    acceptWebSocket(socket: WebSocket) {
-      container.websocket_accept(socket as unknown as Parameters<typeof container.websocket_accept>[0], connectionOptions as never);
+    acceptWebSocket(socket: WebSocket, request: IncomingMessage) {
+      const certificate = presentedChain(request.socket);
+      container.websocket_accept(
+        socket as unknown as Parameters<typeof container.websocket_accept>[0],
+        { ...connectionOptions, ...(certificate ? { [CLIENT_CERTIFICATE]: certificate } : {}) } as never,
+      );
     },
     async close() {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));

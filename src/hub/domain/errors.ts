@@ -13,6 +13,7 @@ export const HubErrorCodes = {
   DeviceMaximumQueueDepthExceeded: 403004,
   DeviceNotFound: 404001,
   ModuleNotFound: 404010,
+  CertificateNotFound: 404020,
   DeviceNotOnline: 404103,
   DeviceAlreadyExists: 409001,
   ModuleAlreadyExistsOnDevice: 409301,

@@ -4,7 +4,7 @@
  * caller, read and patch twins, queue cloud-to-device messages, invoke direct
  * methods, record telemetry. Protocol adapters stay thin around this.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
@@ -14,6 +14,7 @@ import { hasRight, type Right } from './policies.ts';
 import { ServiceQueue, type FeedbackRecord } from './service-queue.ts';
 import { parseQuery, runQuery } from './query.ts';
 import {
+  authenticationView,
   createIdentityRecord,
   deviceView,
   identityKey,
@@ -28,6 +29,17 @@ import {
 } from './registry.ts';
 import { hostWithoutPort, isExpired, parseSasToken, resourceCovers, signedWith } from './sas.ts';
 import type { HubStore } from './store.ts';
+import {
+  caCertificateNamed,
+  caCertificateView,
+  putCaCertificate,
+  validateCertificateName,
+  verifyCaCertificate,
+  withVerificationCode,
+  x509Refusal,
+  type CaCertificateRecord,
+  type PresentedChain,
+} from './x509.ts';
 import {
   deviceTwinView,
   parsePatch,
@@ -68,6 +80,12 @@ export interface DeviceConnection {
 
 /** Why a CONNECT was refused (CONNACK 5), for the log; the device only sees the code. */
 export class ConnectRefused extends Error {}
+
+/** What a device proves itself with: a SAS token, or the certificate chain of its TLS handshake. */
+export interface DeviceCredentials {
+  token?: string | undefined;
+  certificate?: PresentedChain | undefined;
+}
 
 /** Why a REST call was refused, for the log; the caller only sees 401 `Unauthorized`, as from the real hub. */
 export class ServiceRefused extends HubError {
@@ -158,8 +176,16 @@ export class DeviceHub {
 
   // ---- device side -------------------------------------------------------
 
-  /** CONNECT (§5): client id, username and SAS password; throws ConnectRefused. */
-  async authenticateDevice(clientId: string, username: string | undefined, password: Buffer | undefined): Promise<DeviceConnection> {
+  /**
+   * CONNECT (§5): client id, username and SAS password, or no password and the client
+   * certificate of the TLS handshake (X.509); throws ConnectRefused.
+   */
+  async authenticateDevice(
+    clientId: string,
+    username: string | undefined,
+    password: Buffer | undefined,
+    certificate?: PresentedChain,
+  ): Promise<DeviceConnection> {
     const identity = parseIdentityKey(clientId);
     if (!identity) throw new ConnectRefused(`client id ${JSON.stringify(clientId.slice(0, 64))} is not a device or device/module id`);
     const parsed = username === undefined ? undefined : parseUsername(username, clientId);
@@ -167,24 +193,20 @@ export class DeviceHub {
     if (hostWithoutPort(parsed.host) !== hostWithoutPort(this.settings.hostName))
       throw new ConnectRefused(`username names hub ${parsed.host}, not ${this.settings.hostName}`);
     const key = identityKey(identity);
-    await this.verifyDeviceToken(identity, password?.toString('utf8'));
+    await this.verifyDeviceCredentials(identity, { token: password?.toString('utf8'), certificate });
     const connection = { identity, key, twinAllowed: parsed.twinAllowed, ...(parsed.modelId ? { modelId: parsed.modelId } : {}) };
     // Stored before the connection is accepted, so the twin shows it once the device is open.
     await this.announceModel(connection);
     return connection;
   }
 
-  /**
-   * A device's (or module's) SAS token, signed with one of its keys or with a policy that
-   * may connect devices, for a resource that covers it; the identity must be enabled.
-   * Throws ConnectRefused with the reason.
-   */
-  async verifyDeviceToken(identity: Identity, tokenText: string | undefined): Promise<IdentityRecord> {
-    const token = tokenText === undefined ? undefined : parseSasToken(tokenText);
-    if (!token) throw new ConnectRefused('the credential is not a SharedAccessSignature');
-    if (isExpired(token)) throw new ConnectRefused('the SAS token has expired');
-    const target = `${this.settings.hostName}/devices/${identity.deviceId}${identity.moduleId ? `/modules/${identity.moduleId}` : ''}`;
-    if (!resourceCovers(token.resource, target)) throw new ConnectRefused(`the SAS token is for ${token.resource}, not ${target}`);
+  /** A SAS token when one is given, else the client certificate (X.509); see the two below. */
+  verifyDeviceCredentials(identity: Identity, { token, certificate }: DeviceCredentials): Promise<IdentityRecord> {
+    return token === undefined && certificate?.length ? this.verifyDeviceCertificate(identity, certificate) : this.verifyDeviceToken(identity, token);
+  }
+
+  /** The registered, enabled identity (a module's device enabled too), or ConnectRefused. */
+  private async enabledIdentity(identity: Identity): Promise<IdentityRecord> {
     const key = identityKey(identity);
     const record = await this.store.getIdentity(key);
     if (!record) throw new ConnectRefused(`${key} is not registered`);
@@ -193,6 +215,22 @@ export class DeviceHub {
       const device = await this.store.getIdentity(identity.deviceId);
       if (device?.status !== 'enabled') throw new ConnectRefused(`device ${identity.deviceId} is disabled or gone`);
     }
+    return record;
+  }
+
+  /**
+   * A device's (or module's) SAS token, signed with one of its keys (an identity that uses
+   * X.509 has none) or with a policy that may connect devices, for a resource that covers it;
+   * the identity must be enabled. Throws ConnectRefused with the reason.
+   */
+  async verifyDeviceToken(identity: Identity, tokenText: string | undefined): Promise<IdentityRecord> {
+    const token = tokenText === undefined ? undefined : parseSasToken(tokenText);
+    if (!token) throw new ConnectRefused('the credential is not a SharedAccessSignature');
+    if (isExpired(token)) throw new ConnectRefused('the SAS token has expired');
+    const target = `${this.settings.hostName}/devices/${identity.deviceId}${identity.moduleId ? `/modules/${identity.moduleId}` : ''}`;
+    if (!resourceCovers(token.resource, target)) throw new ConnectRefused(`the SAS token is for ${token.resource}, not ${target}`);
+    const record = await this.enabledIdentity(identity);
+    if (record.authentication && !token.keyName) throw new ConnectRefused(`${identityKey(identity)} authenticates with X.509, not with keys`);
     let keys = [record.keys.primaryKey, record.keys.secondaryKey];
     if (token.keyName) {
       const policy = hasRight(token.keyName, 'deviceConnect') ? (await this.store.policies())[token.keyName] : undefined;
@@ -203,10 +241,30 @@ export class DeviceHub {
     return record;
   }
 
-  /** A device's HTTPS request: its SAS token in `Authorization`; refused as the service's calls are (401). */
-  async authenticateDeviceRequest(identity: Identity, authorization: string | undefined): Promise<void> {
+  /**
+   * X.509 (the TLS handshake proved the key): the identity is registered `selfSigned` with the
+   * certificate's thumbprint, or `certificateAuthority` and the certificate, whose CN is the
+   * device id, chains to a verified CA certificate of the hub.
+   */
+  async verifyDeviceCertificate(identity: Identity, chain: PresentedChain): Promise<IdentityRecord> {
+    const record = await this.enabledIdentity(identity);
+    if (!record.authentication) throw new ConnectRefused(`${identityKey(identity)} authenticates with keys (SAS), not with a certificate`);
+    const roots = record.authentication.type === 'certificateAuthority' ? await this.verifiedCaCertificates() : [];
+    const refusal = x509Refusal(record.authentication, identity.deviceId, chain, roots, new Date());
+    if (refusal) throw new ConnectRefused(refusal);
+    return record;
+  }
+
+  private async verifiedCaCertificates(): Promise<X509Certificate[]> {
+    return Object.values(await this.store.caCertificates())
+      .filter((c) => c.isVerified)
+      .map((c) => new X509Certificate(c.certificate));
+  }
+
+  /** A device's HTTPS request: its SAS token in `Authorization`, or its client certificate; refused as the service's calls are (401). */
+  async authenticateDeviceRequest(identity: Identity, credentials: DeviceCredentials): Promise<void> {
     try {
-      await this.verifyDeviceToken(identity, authorization);
+      await this.verifyDeviceCredentials(identity, credentials);
     } catch (err) {
       if (err instanceof ConnectRefused) throw new ServiceRefused(err.message);
       throw err;
@@ -441,12 +499,64 @@ export class DeviceHub {
     for (const gone of [key, ...modules.map(identityKey)]) await this.bus.publish({ type: 'revoked', key: gone });
   }
 
+  // ---- CA certificates (X.509 devices signed by a CA): the real hub's certificates API ----
+
+  async listCaCertificates() {
+    return { value: Object.values(await this.store.caCertificates()).map(caCertificateView) };
+  }
+
+  async caCertificate(name: string) {
+    return caCertificateView(caCertificateNamed(await this.store.caCertificates(), name));
+  }
+
+  /** PUT: a new CA certificate (without If-Match), or a replacement of the one whose etag If-Match names. */
+  async putCaCertificate(name: string, body: unknown, ifMatch: string | undefined) {
+    validateCertificateName(name);
+    const all = await this.store.updateCaCertificates((current) => {
+      const existing = current[name];
+      if (existing) checkIfMatch(ifMatch ?? '', existing.etag);
+      return { ...current, [name]: putCaCertificate(existing, name, body) };
+    });
+    return caCertificateView(all[name]!);
+  }
+
+  async deleteCaCertificate(name: string, ifMatch: string | undefined): Promise<void> {
+    await this.store.updateCaCertificates((current) => {
+      checkIfMatch(ifMatch, caCertificateNamed(current, name).etag);
+      const { [name]: _gone, ...rest } = current;
+      return rest;
+    });
+  }
+
+  /** The proof-of-possession steps: a code, then a certificate with that CN signed by the CA's key. */
+  async generateVerificationCode(name: string, ifMatch: string | undefined) {
+    return this.changeCaCertificate(name, ifMatch, (record) => withVerificationCode(record));
+  }
+
+  async verifyCaCertificate(name: string, body: unknown, ifMatch: string | undefined) {
+    return this.changeCaCertificate(name, ifMatch, (record) => verifyCaCertificate(record, body));
+  }
+
+  private async changeCaCertificate(name: string, ifMatch: string | undefined, change: (record: CaCertificateRecord) => CaCertificateRecord) {
+    const all = await this.store.updateCaCertificates((current) => {
+      const record = caCertificateNamed(current, name);
+      checkIfMatch(ifMatch, record.etag);
+      return { ...current, [name]: change(record) };
+    });
+    return caCertificateView(all[name]!);
+  }
+
   async serviceTwin(key: string) {
     return this.serviceTwinOf(await this.identity(key));
   }
 
   private async serviceTwinOf(record: IdentityRecord) {
-    return serviceTwinView(record, await this.store.isOnline(identityKey(record)), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
+    return serviceTwinView(
+      record,
+      await this.store.isOnline(identityKey(record)),
+      record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId),
+      authenticationView(record),
+    );
   }
 
   /** PATCH (merge) or PUT (replace) /twins/{id}: tags and desired; desired changes reach the device. */

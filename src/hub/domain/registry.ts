@@ -8,6 +8,7 @@ import { newEtag } from './etag.ts';
 import { HubError, invalidArgument } from './errors.ts';
 import { generateKey } from './sas.ts';
 import { NEVER, newTwin, type Twin } from './twin.ts';
+import { x509AuthenticationFrom, type X509Authentication } from './x509.ts';
 
 export interface Identity {
   deviceId: string;
@@ -32,6 +33,8 @@ export interface IdentityRecord {
   twin: Twin;
   /** The Plug and Play model the device announced when it last connected with one. */
   modelId?: string;
+  /** How the identity authenticates when not by its keys (SAS): X.509 thumbprints or a CA. */
+  authentication?: X509Authentication;
 }
 
 /** Characters the real hub allows in device and module ids, up to 128 of them. */
@@ -65,7 +68,7 @@ function validKey(value: unknown, name: string): string {
 
 export interface IdentityInput {
   status?: unknown;
-  authentication?: { symmetricKey?: { primaryKey?: unknown; secondaryKey?: unknown } } | unknown;
+  authentication?: { type?: unknown; symmetricKey?: { primaryKey?: unknown; secondaryKey?: unknown }; x509Thumbprint?: unknown } | unknown;
 }
 
 function keysFrom(input: IdentityInput, current?: SymmetricKeys): SymmetricKeys {
@@ -94,19 +97,39 @@ export function createIdentityRecord(identity: Identity, input: IdentityInput = 
     status: statusFrom(input.status, 'enabled'),
     statusUpdatedTime: now.toISOString(),
     keys: keysFrom(input),
+    ...withAuthentication(x509AuthenticationFrom(input.authentication)),
     twin: newTwin(now),
   };
 }
 
-/** A PUT on an existing identity: status and keys change, the twin stays. */
+function withAuthentication(authentication: X509Authentication | undefined): { authentication?: X509Authentication } {
+  return authentication ? { authentication } : {};
+}
+
+/** A PUT on an existing identity: status, keys and the kind of authentication change, the twin stays. */
 export function updateIdentityRecord(record: IdentityRecord, input: IdentityInput, now = new Date()): IdentityRecord {
   const status = statusFrom(input.status, record.status);
+  const { authentication: _current, ...rest } = record;
   return {
-    ...record,
+    ...rest,
     etag: newEtag(),
     status,
     statusUpdatedTime: status === record.status ? record.statusUpdatedTime : now.toISOString(),
     keys: keysFrom(input, record.keys),
+    ...withAuthentication(input.authentication === undefined ? record.authentication : x509AuthenticationFrom(input.authentication)),
+  };
+}
+
+/** The `authentication` of the device JSON: keys for a SAS identity, thumbprints for a selfSigned one. */
+export function authenticationView(record: Pick<IdentityRecord, 'keys' | 'authentication'>) {
+  const auth = record.authentication;
+  return {
+    type: auth?.type ?? 'sas',
+    symmetricKey: auth ? { primaryKey: null, secondaryKey: null } : { ...record.keys },
+    x509Thumbprint:
+      auth?.type === 'selfSigned'
+        ? { primaryThumbprint: auth.primaryThumbprint, secondaryThumbprint: auth.secondaryThumbprint }
+        : { primaryThumbprint: null, secondaryThumbprint: null },
   };
 }
 
@@ -137,7 +160,7 @@ export function deviceView(record: IdentityRecord, connected: boolean, pendingC2
     statusUpdatedTime: record.statusUpdatedTime,
     lastActivityTime: NEVER,
     cloudToDeviceMessageCount: pendingC2d,
-    authentication: { type: 'sas', symmetricKey: { ...record.keys }, x509Thumbprint: { primaryThumbprint: null, secondaryThumbprint: null } },
+    authentication: authenticationView(record),
     capabilities: { iotEdge: false },
   };
 }

@@ -6,6 +6,7 @@
 import type { C2dMessage } from './messages.ts';
 import type { Policies } from './policies.ts';
 import type { IdentityRecord } from './registry.ts';
+import type { CaCertificates } from './x509.ts';
 
 export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
 
@@ -21,6 +22,10 @@ export interface HubStore {
   deleteIdentity(key: string): Promise<boolean>;
   /** The hub's shared access policies, made on first use (`iothubowner`). */
   policies(): Promise<Policies>;
+  /** The CA certificates uploaded to the hub, by name. */
+  caCertificates(): Promise<CaCertificates>;
+  /** Read-modify-write of them, serialised; `change` may throw to leave them untouched. */
+  updateCaCertificates(change: (current: CaCertificates) => CaCertificates): Promise<CaCertificates>;
 
   enqueueC2d(deviceId: string, message: C2dMessage): Promise<void>;
   /** The oldest pending message that has not expired (expired ones are dropped). */

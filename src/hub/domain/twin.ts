@@ -281,6 +281,7 @@ export function serviceTwinView(
   record: { deviceId: string; moduleId?: string; modelId?: string; status: string; statusUpdatedTime: string; etag: string; twin: Twin },
   connected: boolean,
   pendingC2d: number,
+  authentication: { type: string; x509Thumbprint: object },
 ) {
   const { twin } = record;
   return {
@@ -294,8 +295,8 @@ export function serviceTwinView(
     connectionState: connected ? 'Connected' : 'Disconnected',
     lastActivityTime: NEVER,
     cloudToDeviceMessageCount: pendingC2d,
-    authenticationType: 'sas',
-    x509Thumbprint: { primaryThumbprint: null, secondaryThumbprint: null },
+    authenticationType: authentication.type,
+    x509Thumbprint: authentication.x509Thumbprint,
     version: twin.version,
     tags: twin.tags,
     properties: { desired: sectionView(twin.desired), reported: sectionView(twin.reported) },

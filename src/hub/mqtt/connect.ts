@@ -1,10 +1,12 @@
 /**
- * CONNECT and its end: the SAS check of §5 (CONNACK 5 on refusal), then
+ * CONNECT and its end: the SAS check of §5, or X.509 for a device that sends
+ * no password but a client certificate (CONNACK 5 on refusal), then
  * presence once the connection is ready, and the identity marked offline when
  * it goes.
  */
 import type { AedesOptions, AuthenticateError, Client } from 'aedes';
 import { ConnectRefused } from '../domain/hub.ts';
+import { presentedChain } from '../client-certificate.ts';
 import { sendC2d } from './c2d.ts';
 import { DeviceSession, type EndpointContext } from './session.ts';
 
@@ -22,7 +24,9 @@ export function connectHandlers({ hub, sessions, logger }: EndpointContext): Pic
       callback(null, true);
     },
     authenticate(client, username, password, callback) {
-      hub.authenticateDevice(client.id, username, password).then(
+      // Over WebSockets the TLS socket is the upgraded request's.
+      const certificate = password === undefined ? presentedChain(client.req?.socket ?? client.conn) : undefined;
+      hub.authenticateDevice(client.id, username, password, certificate).then(
         (connection) => {
           const session = new DeviceSession(client, connection, keepSessionWanted.get(client) ?? false);
           if (!connection.identity.moduleId) session.c2d = hub.c2dDelivery(connection.identity.deviceId, (message) => sendC2d(session, message));

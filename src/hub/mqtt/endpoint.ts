@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { UnusedConnections } from '../../common/connections.ts';
 import { formatHost } from '../../common/http.ts';
 import { listenOn } from '../listen.ts';
-import type { TlsMaterial } from '../../common/tls.ts';
+import { CLIENT_CERTIFICATE_OPTIONS, type TlsMaterial } from '../../common/tls.ts';
 import type { DeviceHub } from '../domain/hub.ts';
 import { onPuback } from './c2d.ts';
 import { connectHandlers, onClientDisconnect, onClientReady } from './connect.ts';
@@ -60,8 +60,9 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
     capPacketSize(client, limits);
     answerPublishesDirectly(context, client);
   };
-  const server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs }, (socket) =>
-    accept(broker.handle(socket)),
+  const server = createServer(
+    { cert: options.tls.cert, key: options.tls.key, ...CLIENT_CERTIFICATE_OPTIONS, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs },
+    (socket) => accept(broker.handle(socket)),
   );
   // A failed or timed-out handshake (an untrusting client, a port scan, a client that never
   // speaks) is that connection's problem only. With a listener here Node leaves the socket

@@ -11,6 +11,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
+import type { CaCertificates } from '../domain/x509.ts';
 import { createFileExclusive, removeFile, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
@@ -172,6 +173,24 @@ export class FileStore implements HubStore {
       const { policies, added } = withMissingPolicies(stored);
       if (added) await this.writer.write(path, JSON.stringify(policies, null, 2), 0o600);
       return policies;
+    });
+  }
+
+  async caCertificates(): Promise<CaCertificates> {
+    try {
+      return JSON.parse(await readFile(join(this.dir, 'certificates.json'), 'utf8')) as CaCertificates;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw err;
+    }
+  }
+
+  /** Only the hub writes the CA certificates (its REST API), so a queue in this process orders the writes. */
+  updateCaCertificates(change: (current: CaCertificates) => CaCertificates): Promise<CaCertificates> {
+    return this.writes.run('\0certificates', async () => {
+      const next = change(await this.caCertificates());
+      await this.writer.write(join(this.dir, 'certificates.json'), JSON.stringify(next, null, 2), 0o600);
+      return next;
     });
   }
 

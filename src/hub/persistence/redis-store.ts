@@ -9,6 +9,7 @@ import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
+import type { CaCertificates } from '../domain/x509.ts';
 import { KeyedQueue } from './keyed-queue.ts';
 
 /** Deletes a key (or hash field) only while it still holds the caller's value. */
@@ -100,6 +101,19 @@ export class RedisStore implements HubStore {
     // Replicas adding a new built-in policy at once: one write lands, the others read it back.
     if (added && (await this.redis.eval(SET_IF_UNCHANGED, 1, key, text, JSON.stringify(policies))) !== 1) return this.policies();
     return policies;
+  }
+
+  async caCertificates(): Promise<CaCertificates> {
+    const text = await this.redis.get(this.k('certificates'));
+    return text === null ? {} : (JSON.parse(text) as CaCertificates);
+  }
+
+  updateCaCertificates(change: (current: CaCertificates) => CaCertificates): Promise<CaCertificates> {
+    return this.withLock('\0certificates', async () => {
+      const next = change(await this.caCertificates());
+      await this.redis.set(this.k('certificates'), JSON.stringify(next));
+      return next;
+    });
   }
 
   /** Drops expired messages; returns the live ones with their stored text. */
