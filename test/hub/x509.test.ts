@@ -1,5 +1,5 @@
 /**
- * X.509 device authentication (issue 32, item 6), with the unmodified SDKs:
+ * X.509 device authentication, with the unmodified SDKs:
  * devices registered through azure-iothub's Registry as `selfSigned` (by
  * thumbprint) or `certificateAuthority` connect with their client certificate
  * over every device transport (Mqtt, MqttWs, Amqp, AmqpWs, Http); a CA counts
