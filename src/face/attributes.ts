@@ -6,7 +6,7 @@
  */
 import { badArgument } from './errors.ts';
 import { HAIR_COLOURS } from './hair/heads.ts';
-import type { GlassesProbabilities } from './models/glasses.ts';
+import { GLASSES_MIN_WIDTH, type GlassesProbabilities } from './models/glasses.ts';
 import type { MeasuredFace, Measurements } from './models/index.ts';
 import type { QualityValues } from './models/quality.ts';
 
@@ -30,6 +30,7 @@ export const ALL_ATTRIBUTES = [
   'qualityForRecognition',
 ] as const;
 export type FaceAttribute = (typeof ALL_ATTRIBUTES)[number];
+export { GLASSES_MIN_WIDTH };
 
 /** Names of the v1.0 list that no model here estimates (README: attribute → estimator → how it was checked). */
 const WITHOUT_ESTIMATOR: readonly FaceAttribute[] = ['facialHair', 'hair', 'makeup', 'occlusion', 'qualityForRecognition'];
@@ -143,14 +144,10 @@ export function measurementsFor(attributes: readonly FaceAttribute[], landmarks:
 /** Above this, a classifier's probability counts as "present". */
 const PRESENT = 0.5;
 /**
- * Glasses are reported only on faces at least this many pixels wide, and
- * only when a glasses classifier is this sure. Measured on known faces shrunk
- * and re-embedded (docs/face.md, "Reliability by face size"): below 60 px the
- * sunglasses classifier calls bare faces Sunglasses (7 % at 40 px, 13 % at
- * 32 px, 56 % at 20 px), so smaller faces get the real service's default,
- * NoGlasses; at 60 px and above, over 0.9, it called no bare face Sunglasses.
+ * Glasses are reported only on faces at least GLASSES_MIN_WIDTH wide, and
+ * only when a glasses classifier is this sure: at 60 px and above, over 0.9,
+ * it called no bare face Sunglasses (docs/face.md).
  */
-export const GLASSES_MIN_WIDTH = 60;
 const GLASSES_SURE = 0.9;
 
 /** The two glasses probabilities as they count: none on a face too small to tell. */

@@ -63,14 +63,12 @@ export class ModelPool {
       const measured = parts.map((part) => answerOf(part, 'measured').faces);
       return { ...size, faces: boxes.map((rectangle, i) => Object.assign({ rectangle }, ...measured.map((faces) => faces[i]))) };
     }
-    // Contiguous shares keep the faces in their size order when the parts are joined.
-    const share = Math.ceil(boxes.length / workers);
-    const parts = await Promise.all(
-      Array.from({ length: Math.ceil(boxes.length / share) }, (_, i) =>
-        this.pool.run({ kind: 'measure', image, boxes: boxes.slice(i * share, (i + 1) * share), wanted }),
-      ),
-    );
-    return { ...size, faces: parts.flatMap((part) => answerOf(part, 'measured').faces) };
+    // Faces dealt round (face i to worker i mod workers), so that each worker gets as many large and small faces
+    // (whose costs differ: glasses are read only on faces ≥ 60 px, larger crops take more samples).
+    const shares = Array.from({ length: Math.min(workers, boxes.length) }, (_, w) => boxes.flatMap((box, i) => (i % workers === w ? [box] : [])));
+    const parts = await Promise.all(shares.map((share) => this.pool.run({ kind: 'measure', image, boxes: share, wanted })));
+    const measured = parts.map((part) => answerOf(part, 'measured').faces);
+    return { ...size, faces: boxes.map((_, i) => measured[i % workers]![Math.floor(i / workers)]!) };
   }
 
   close(): Promise<void> {

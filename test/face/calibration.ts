@@ -13,6 +13,9 @@ export const CALIBRATION_WIDTHS = [20, 24, 28, 32, 40, 48, 56, 60, 64, 80] as co
 /** What the table measures; a test may ask for less (every estimator costs CPU per face). */
 export const ESTIMATES: Measurements = { mesh: false, ageAndGender: true, emotion: true, glasses: true, mask: false, quality: false, hair: false };
 
+/** The calibration reads the glasses classifiers on every face, the small ones included (the API skips those). */
+const RAW_GLASSES = 0;
+
 /** Each face measured at its own size, in its own photo, from its own box. */
 export async function measureAtOwnSize(models: FaceModels, faces: readonly KnownFace[], estimates = ESTIMATES): Promise<Map<KnownFace, MeasuredFace>> {
   const out = new Map<KnownFace, MeasuredFace>();
@@ -22,6 +25,7 @@ export async function measureAtOwnSize(models: FaceModels, faces: readonly Known
       source,
       group.map((f) => f.box),
       estimates,
+      RAW_GLASSES,
     );
     group.forEach((face, i) => out.set(face, measured[i]!));
   }
@@ -67,7 +71,7 @@ export async function calibrationRow(
     const photo = await embedAtWidth(used, width);
     const detected = await models.detect(photo.image, 500);
     found = photo.boxes.filter((box) => detected.some((d) => sameFace(d, box))).length / Math.max(1, used.length);
-    const values = await models.measure(photo.image, photo.boxes, estimates);
+    const values = await models.measure(photo.image, photo.boxes, estimates, RAW_GLASSES);
     measured = new Map(used.map((face, i) => [face, values[i]!]));
   }
   const at = (face: KnownFace) => measured.get(face)!;

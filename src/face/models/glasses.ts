@@ -12,6 +12,16 @@ const STD = [0.229, 0.224, 0.225];
 /** The classifiers were trained on face crops with about this much margin. */
 const MARGIN = 0.2;
 
+/**
+ * Glasses are reported only on faces at least this many pixels wide.
+ * Measured on known faces shrunk and re-embedded (docs/face.md, "Reliability
+ * by face size"): below 60 px the sunglasses classifier calls bare faces
+ * Sunglasses (7 % at 40 px, 13 % at 32 px, 56 % at 20 px), so smaller faces
+ * get the real service's default, NoGlasses, and the classifiers need not
+ * run on them.
+ */
+export const GLASSES_MIN_WIDTH = 60;
+
 export interface GlassesProbabilities {
   eyeglasses: number;
   sunglasses: number;

@@ -3,7 +3,7 @@
  * one function that turns an image into measured faces.
  */
 import { FaceDetector } from './detector.ts';
-import { GlassesClassifier, type GlassesProbabilities } from './glasses.ts';
+import { GLASSES_MIN_WIDTH, GlassesClassifier, type GlassesProbabilities } from './glasses.ts';
 import { HairHeads, type HeadScores, type HeadsFile } from '../hair/heads.ts';
 import { hairFeatures, regionStatistics } from './hair-features.ts';
 import { HumanModels, type FaceDescription, type HumanEmotion } from './human.ts';
@@ -95,12 +95,14 @@ export class FaceModels {
    * Measures every given face with what is wanted: each model once per batch
    * of faces, never a face left out (a model reads the detector's crop of
    * each face, however small or turned; docs/face.md says below which sizes
-   * an attribute is less reliable).
+   * an attribute is less reliable). The glasses classifiers run only on faces
+   * at least `glassesFromWidth` wide (the API answers NoGlasses below it);
+   * the others read 0.
    */
-  async measure(image: RgbImage, boxes: readonly Region[], wanted: Measurements): Promise<MeasuredFace[]> {
+  async measure(image: RgbImage, boxes: readonly Region[], wanted: Measurements, glassesFromWidth = GLASSES_MIN_WIDTH): Promise<MeasuredFace[]> {
     const faces: MeasuredFace[] = boxes.map((rectangle) => ({ rectangle }));
     // The glasses classifiers run in onnxruntime's own thread while the TF.js models run here.
-    const glasses = wanted.glasses ? inBatches(boxes, (batch) => this.glasses.classify(image, batch)) : Promise.resolve([]);
+    const glasses = wanted.glasses ? this.classifyGlasses(image, boxes, glassesFromWidth) : Promise.resolve([]);
     if (wanted.mesh) {
       const meshes = await inBatches(boxes, (batch) => this.human.meshes(image, batch));
       meshes.forEach((mesh, i) => Object.assign(faces[i]!, { landmarks: landmarksFromMesh(mesh.points), headPose: mesh.headPose }));
@@ -120,6 +122,13 @@ export class FaceModels {
     if (wanted.quality) for (const face of faces) face.quality = await measureQuality(image, face.rectangle);
     (await glasses).forEach((p, i) => (faces[i]!.glasses = p));
     return faces;
+  }
+
+  private async classifyGlasses(image: RgbImage, boxes: readonly Region[], fromWidth: number): Promise<GlassesProbabilities[]> {
+    const wide = boxes.filter((box) => box.width >= fromWidth);
+    const classified = await inBatches(wide, (batch) => this.glasses.classify(image, batch));
+    let next = 0;
+    return boxes.map((box) => (box.width >= fromWidth ? classified[next++]! : { eyeglasses: 0, sunglasses: 0 }));
   }
 
   /** FaceRes's answer for each face, with the features the hair heads read (FEATURE_LENGTH values). */
