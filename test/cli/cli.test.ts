@@ -75,6 +75,7 @@ test('CLI: help, usage errors and subcommand lookup load no server module', asyn
     { args: ['gateway', 'parse', '--help'], code: 0 },
     { args: ['gateway', 'parse'], code: 2 },
     { args: ['models', 'pull', '--help'], code: 0 },
+    { args: ['models', 'train', '--help'], code: 0 },
   ];
   for (const [i, { args, code }] of cases.entries()) {
     const file = join(dir, `modules-${i}.txt`);
@@ -101,6 +102,7 @@ test("CLI: a management command's --help prints its usage and runs nothing", asy
     [['gateway', 'parse', '--help'], /^usage: offcloud gateway parse <kong\.yml\|kong\.json>/],
     [['scoring', 'keys', 'show', 'imagenet', '--help'], /^usage: offcloud scoring keys/],
     [['models', 'pull', '-h'], /^usage: offcloud models pull/],
+    [['models', 'train', '-h'], /^usage: offcloud models train face-hair/],
   ] as const) {
     const run = await exitOf([...args]);
     assert.equal(run.code, 0, `offcloud ${args.join(' ')}: ${run.stderr}`);
