@@ -1,13 +1,17 @@
 /**
  * A second, independent client: Debian's python3-paho-mqtt speaking the raw
- * topics of §4.11 with the spec's username form `<host>/<id>/api-version=2016-11-14`.
+ * topics of §4.11 with the spec's username form `<host>/<id>/api-version=2016-11-14`,
+ * with a SAS token or an X.509 client certificate.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { DEBIAN_PYTHON, debianProgram } from '../helpers/index.ts';
+import { DEBIAN_PYTHON, debianProgram, tempDataDir } from '../helpers/index.ts';
+import { issue } from './certificates.ts';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { eventually, startTestHub } from './helpers.ts';
 
@@ -25,11 +29,14 @@ interface Step {
   message?: unknown;
 }
 
-async function pahoDevice(deviceId: string, username: string, mode: 'twin' | 'no-api-version'): Promise<Step[]> {
+/** Runs the paho device with a SAS token of a new device, or, given `x509` files, with no password and that certificate. */
+async function pahoDevice(deviceId: string, username: string, mode: 'twin' | 'no-api-version', x509?: { certFile: string; keyFile: string }): Promise<Step[]> {
   debianProgram('python3-paho-mqtt', '/usr/lib/python3/dist-packages/paho/mqtt/client.py');
-  const key = await hub.createDevice(deviceId);
-  const password = createSasToken(`localhost/devices/${deviceId}`, key, Math.floor(Date.now() / 1000) + 600);
-  const { stdout } = await run(DEBIAN_PYTHON, [SCRIPT, 'localhost', String(hub.mqttPort), hub.caPath, deviceId, username, password, mode], { timeout: 30_000 });
+  const password = x509 ? '' : createSasToken(`localhost/devices/${deviceId}`, await hub.createDevice(deviceId), Math.floor(Date.now() / 1000) + 600);
+  const certificate = x509 ? [x509.certFile, x509.keyFile] : [];
+  const { stdout } = await run(DEBIAN_PYTHON, [SCRIPT, 'localhost', String(hub.mqttPort), hub.caPath, deviceId, username, password, mode, ...certificate], {
+    timeout: 30_000,
+  });
   return stdout
     .trim()
     .split('\n')
@@ -66,4 +73,26 @@ test('R-TWIN-3 paho: a username without api-version connects, and its first twin
     5000,
     'device shown disconnected',
   );
+});
+
+test('paho with a client certificate and no password: a selfSigned device connects and uses its twin', async (t) => {
+  const dir = await tempDataDir(t);
+  const device = await issue('CN=paho-x509');
+  const certFile = join(dir, 'device.crt');
+  const keyFile = join(dir, 'device.key');
+  await Promise.all([writeFile(certFile, device.cert), writeFile(keyFile, device.key, { mode: 0o600 })]);
+  const created = await hub.rest('PUT', '/devices/paho-x509', {
+    deviceId: 'paho-x509',
+    authentication: { type: 'selfSigned', x509Thumbprint: { primaryThumbprint: device.thumbprint } },
+  });
+  assert.equal(created.status, 200);
+  const steps = await pahoDevice('paho-x509', 'localhost/paho-x509/?api-version=2021-04-12', 'twin', { certFile, keyFile });
+  assert.deepEqual(steps[0], { step: 'connack', rc: 0 });
+  assert.deepEqual(steps[2], { step: 'patch', topic: '$iothub/twin/res/204/?$rid=patch-1&$version=2', body: '' });
+
+  // Another certificate for the same id is refused with CONNACK 5 (paho's rc 5: not authorised).
+  const other = await issue('CN=paho-x509');
+  await Promise.all([writeFile(certFile, other.cert), writeFile(keyFile, other.key, { mode: 0o600 })]);
+  const refused = await pahoDevice('paho-x509', 'localhost/paho-x509/?api-version=2021-04-12', 'no-api-version', { certFile, keyFile });
+  assert.deepEqual(refused[0], { step: 'connack', rc: 5 });
 });

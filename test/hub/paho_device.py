@@ -9,6 +9,8 @@ import threading
 import paho.mqtt.client as mqtt
 
 host, port, ca, client_id, username, password, mode = sys.argv[1:8]
+# X.509: an empty password, and the device's certificate and key files after the mode.
+certfile, keyfile = (sys.argv[8:10] + [None, None])[:2]
 events = []
 lock = threading.Condition()
 
@@ -52,8 +54,8 @@ def wait_for(kind, timeout=10):
 
 
 client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv311, clean_session=True)
-client.username_pw_set(username, password)
-client.tls_set(ca_certs=ca, tls_version=ssl.PROTOCOL_TLS_CLIENT)
+client.username_pw_set(username, password or None)
+client.tls_set(ca_certs=ca, certfile=certfile, keyfile=keyfile, tls_version=ssl.PROTOCOL_TLS_CLIENT)
 client.on_connect = on_connect
 client.on_subscribe = on_subscribe
 client.on_message = on_message
