@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { components } from '../../src/components.ts';
-import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { anyFreePortFlags, assertEveryComponentHealthy } from '../helpers/up.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
@@ -19,7 +18,7 @@ function offcloud(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 async function exitOf(args: string[], env: NodeJS.ProcessEnv = {}) {
   const run = offcloud(args, env);
-  const [code] = (await once(run.child, 'exit')) as [number];
+  const [code] = await eventWithin<[number]>(run.child, 'exit', 'the command to exit', 60_000);
   return { code, stdout: run.stdout.text, stderr: run.stderr.text };
 }
 
@@ -147,7 +146,7 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
   await assertEveryComponentHealthy(t, dataDir);
   const started = Date.now();
   run.child.kill('SIGTERM');
-  const [code] = await once(run.child, 'exit');
+  const [code] = await eventWithin(run.child, 'exit', 'the command to exit', 60_000);
   assert.equal(code, 0);
   assert.ok(Date.now() - started < 5000, `stopped in ${Date.now() - started} ms`);
 });

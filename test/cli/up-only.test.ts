@@ -5,14 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { connect } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { components, upNeeds } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
 import { selectComponents } from '../../src/up/only.ts';
-import { freePort, LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { freePort, LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { portOptionKeys } from '../helpers/up.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
@@ -91,7 +90,7 @@ test('up --only calculator,storage starts those and identity (for bearer tokens)
   for (const { name, port } of othersPorts) assert.equal(await connectOutcome(port), 'ECONNREFUSED', `${name} ${port}`);
 
   const env = offcloud(['env', '--data-dir', dataDir]);
-  const [code] = (await once(env.child, 'exit')) as [number];
+  const [code] = await eventWithin<[number]>(env.child, 'exit', '`offcloud env` to exit', 60_000);
   assert.equal(code, 0, env.stderr.text);
   const urlVariables = [...env.stdout.text.matchAll(/^export (\w+_URL)=/gm)].map((m) => m[1]);
   assert.deepEqual(urlVariables, ['CALCULATOR_URL', 'IDENTITY_URL', 'STORAGE_URL', 'IMDS_URL']);
@@ -99,7 +98,7 @@ test('up --only calculator,storage starts those and identity (for bearer tokens)
   assert.match(env.stdout.text, /^# DEMO_KEY: gateway is not running$/m);
 
   run.child.kill('SIGTERM');
-  assert.deepEqual(await once(run.child, 'exit'), [0, null]);
+  assert.deepEqual(await eventWithin(run.child, 'exit', 'the command to exit', 60_000), [0, null]);
 });
 
 test('up --only with a name that is no component: refused with the list of components, exit 2, nothing started (flag and OFFCLOUD_ONLY)', async (t) => {
@@ -109,7 +108,7 @@ test('up --only with a name that is no component: refused with the list of compo
     [[], { OFFCLOUD_ONLY: 'calculator, storge' }],
   ] as const) {
     const run = offcloud(['up', '--data-dir', dataDir, ...args], env);
-    const [code] = (await once(run.child, 'exit')) as [number];
+    const [code] = await eventWithin<[number]>(run.child, 'exit', 'the command to exit', 60_000);
     assert.equal(code, 2, `${args.join(' ')} ${JSON.stringify(env)}`);
     assert.equal(run.stdout.text, '');
     assert.equal(run.stderr.text, `offcloud: --only (OFFCLOUD_ONLY): unknown component "storge"; the components are ${NAMES.join(', ')}`);

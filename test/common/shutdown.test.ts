@@ -8,7 +8,7 @@ import { Agent, request } from 'undici';
 import { createHttpServer, listen } from '../../src/common/http.ts';
 import { createLogger } from '../../src/common/log.ts';
 import { resolveTls } from '../../src/common/tls.ts';
-import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 
 test('shutdown: after SIGTERM the in-flight request completes, new connections are refused, exit code 0', async (t) => {
   const child = spawn(process.execPath, ['--import', 'tsx', new URL('./fixtures/slow-server.ts', import.meta.url).pathname], {
@@ -24,7 +24,7 @@ test('shutdown: after SIGTERM the in-flight request completes, new connections a
   await stderr.waitFor(/draining/);
   await assert.rejects(request(`${url}/health`, { headersTimeout: 2000 }), /ECONNREFUSED|other side closed|ECONNRESET/);
   assert.deepEqual(await inFlight, { status: 200, body: 'finished' });
-  const [code] = await once(child, 'exit');
+  const [code] = await eventWithin(child, 'exit', 'the server to exit once its parent is gone', 60_000);
   assert.equal(code, 0);
 });
 
@@ -43,10 +43,10 @@ test(
       const connect = () =>
         tls ? tlsConnect({ host: '127.0.0.1', port: Number(url.port), rejectUnauthorized: false }) : netConnect(Number(url.port), '127.0.0.1');
       const silent = connect();
-      await once(silent, tls ? 'secureConnect' : 'connect');
+      await eventWithin(silent, tls ? 'secureConnect' : 'connect', 'a silent client to connect');
       // A TCP connection that sends nothing: on the TLS server, a handshake never begun.
       const handshaking = netConnect(Number(url.port), '127.0.0.1');
-      await once(handshaking, 'connect');
+      await eventWithin(handshaking, 'connect', 'a handshaking client to connect');
       const agent = new Agent({ connect: { rejectUnauthorized: false } });
       t.after(() => agent.close());
       const busy = request(`${url.origin}/slow`, { dispatcher: agent });

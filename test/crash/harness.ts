@@ -28,8 +28,9 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import assert from 'node:assert/strict';
-import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { smallDisk } from '../helpers/small-disk.ts';
+import { seededRandom } from '../../src/common/random.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -68,7 +69,7 @@ export async function runOffcloud(args: string[], signal?: AbortSignal): Promise
   const err: Buffer[] = [];
   child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
   child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const [code] = (await once(child, 'close')) as [number | null];
+  const [code] = await eventWithin<[number | null]>(child, 'close', `offcloud ${args.join(' ')} to finish`, 120_000);
   if (code !== 0) throw new Error(`offcloud ${args.join(' ')} exited ${String(code)}: ${Buffer.concat(err).toString()}`);
   return Buffer.concat(out).toString();
 }
@@ -154,25 +155,48 @@ export interface CrashCase<Server extends Child> {
   planted?(dataDir: string): string[];
 }
 
-export async function crashRounds<Server extends Child>(t: { after(fn: () => unknown): void }, spec: CrashCase<Server>): Promise<void> {
+/**
+ * The seed of the kill delays: $OFFCLOUD_CRASH_SEED when set (to repeat a failed run's
+ * delays), else a fresh one. Every run prints it, and a failing round names it.
+ */
+export function crashSeed(): number {
+  const given = process.env.OFFCLOUD_CRASH_SEED;
+  if (given === undefined) return randomBytes(4).readUInt32LE();
+  const seed = Number(given);
+  assert.ok(Number.isSafeInteger(seed) && seed >= 0, `OFFCLOUD_CRASH_SEED must be a whole number, got ${given}`);
+  return seed;
+}
+
+export async function crashRounds<Server extends Child>(
+  t: { after(fn: () => unknown): void; diagnostic(text: string): void },
+  spec: CrashCase<Server>,
+): Promise<void> {
+  const seed = crashSeed();
+  const random = seededRandom(seed);
+  t.diagnostic(`crash seed ${seed} (OFFCLOUD_CRASH_SEED=${seed} repeats these kill delays)`);
   const dataDir = await tempDataDir(t);
   let server = await spec.start(dataDir);
   t.after(() => server.process.kill('SIGKILL'));
   for (let round = 1; round <= (spec.rounds ?? 3); round++) {
-    const stop = new AbortController();
-    const writers = new Writers(stop.signal);
-    const loading = spec.load(server, writers, dataDir);
-    await Promise.race([writers.firstAcknowledged, loading]);
-    await delay(Math.floor(Math.random() * (spec.maxKillDelayMs ?? 1500)));
-    stop.abort();
-    server.process.kill('SIGKILL');
-    await once(server.process, 'exit');
-    await loading;
-    assert.ok(writers.count > 0, `round ${round}: some writes were acknowledged before the kill`);
-    await plantTemporaries(spec.planted?.(dataDir) ?? []);
-    server = await spec.start(dataDir);
-    assert.deepEqual(await temporaryFiles(dataDir), [], `round ${round}: no temporary files after a restart`);
-    await spec.check(server, round, dataDir);
+    try {
+      const stop = new AbortController();
+      const writers = new Writers(stop.signal);
+      const loading = spec.load(server, writers, dataDir);
+      await Promise.race([writers.firstAcknowledged, loading]);
+      await delay(Math.floor(random() * (spec.maxKillDelayMs ?? 1500)));
+      stop.abort();
+      server.process.kill('SIGKILL');
+      await eventWithin(server.process, 'exit', 'the killed component to exit');
+      await loading;
+      assert.ok(writers.count > 0, `round ${round}: some writes were acknowledged before the kill`);
+      await plantTemporaries(spec.planted?.(dataDir) ?? []);
+      server = await spec.start(dataDir);
+      assert.deepEqual(await temporaryFiles(dataDir), [], `round ${round}: no temporary files after a restart`);
+      await spec.check(server, round, dataDir);
+    } catch (err) {
+      if (err instanceof Error) err.message = `crash seed ${seed}, round ${round}: ${err.message}`;
+      throw err;
+    }
   }
 }
 
@@ -197,7 +221,7 @@ async function until(ready: () => boolean, running: Promise<void>, what: string,
 async function stopChild(child: Child): Promise<void> {
   if (child.process.exitCode !== null) return;
   child.process.kill('SIGTERM');
-  await once(child.process, 'exit');
+  await eventWithin(child.process, 'exit', 'the component to exit after SIGTERM', 60_000);
 }
 
 /** The lines a start that exited before it was ready wrote to stderr (startChild's error carries them). */

@@ -9,9 +9,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import { text } from 'node:stream/consumers';
-import { quiet, tempDataDir } from '../helpers/index.ts';
+import { quiet, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { startDevSvc } from '../../src/devices/devsvc-server.ts';
 import { startDevData, NO_DATA_SENTENCE } from '../../src/devices/devdata-server.ts';
 import { connectKubernetesRegistry, inClusterOptions } from '../../src/devices/discovery/kubernetes.ts';
@@ -80,7 +79,7 @@ async function fakeApiServer(t: { after(fn: () => unknown): void }, namespace: s
     return send(404, { kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404 });
   });
   server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  await eventWithin(server, 'listening', 'the fake API server to listen');
   t.after(() => {
     server.closeAllConnections();
     return new Promise((resolve) => server.close(resolve));

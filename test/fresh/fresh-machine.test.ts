@@ -21,7 +21,7 @@ import { PACKAGE_ROOT } from '../../src/common/models.ts';
 import { components } from '../../src/components.ts';
 import { devSvcClient } from '../../src/devices/proto.ts';
 import { FACE_DETECTOR } from '../../src/models/catalogue.ts';
-import { debianProgram, LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { debianProgram, LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { anyFreePortFlags, assertEveryComponentHealthy, linesTooWide, upState } from '../helpers/up.ts';
 import { portrait } from '../face/images.ts';
 
@@ -169,7 +169,7 @@ test('fresh machine: with a model file missing, up starts the rest and names the
   });
   t.after(() => strict.kill('SIGKILL'));
   const stderr = new LineWatcher(strict.stderr);
-  const [code] = await once(strict, 'exit');
+  const [code] = await eventWithin(strict, 'exit', '`offcloud up --strict` to exit', 240_000);
   assert.equal(code, 1, stderr.text);
   assert.match(stderr.text, /version-RFB-640\.onnx not found/);
 });

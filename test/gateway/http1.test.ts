@@ -13,7 +13,7 @@ import { connect, createServer as createNetServer, type AddressInfo, type Socket
 import { Readable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { request } from 'undici';
-import { DEBIAN_PYTHON, debianProgram } from '../helpers/index.ts';
+import { DEBIAN_PYTHON, debianProgram, eventWithin } from '../helpers/index.ts';
 import { echoBackend, gatewayWith, listenOn } from './helpers.ts';
 
 type After = Pick<TestContext, 'after'>;
@@ -74,7 +74,7 @@ class RawClient {
 
   static async open(t: After, url: string, allowHalfOpen = false): Promise<RawClient> {
     const socket = connect({ port: portOf(url), host: '127.0.0.1', allowHalfOpen });
-    await once(socket, 'connect');
+    await eventWithin(socket, 'connect', 'a TCP connection to the gateway');
     const client = new RawClient(socket);
     t.after(() => socket.destroy());
     return client;
@@ -683,7 +683,7 @@ async function blackHole(t: After): Promise<number> {
     child.stdin.end();
     await exited;
   });
-  const [line] = (await once(child.stdout, 'data')) as [Buffer];
+  const [line] = await eventWithin<[Buffer]>(child.stdout, 'data', 'the first line the gateway process prints', 60_000);
   return Number(line.toString().trim());
 }
 
@@ -795,7 +795,7 @@ test('curl (a normal client) through the gateway: a chunked upload arrives chunk
   child.stdin.end(input);
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  const [code] = (await once(child, 'exit')) as [number];
+  const [code] = await eventWithin<[number]>(child, 'exit', 'the gateway process to exit', 60_000);
   assert.equal(code, 0);
   assert.equal(out, `chunked ${sha256(input)}`);
 });

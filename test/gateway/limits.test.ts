@@ -6,7 +6,6 @@
  * used to stay open for ever, until the process ran out of descriptors.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
@@ -15,6 +14,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { gatewayWith, listenOn } from './helpers.ts';
 import { closedByServer, PARTIAL_CLIENT_HELLO, rawConnection } from '../resilience/harness.ts';
+import { eventWithin } from '../helpers/index.ts';
 
 type After = Parameters<typeof gatewayWith>[0];
 
@@ -117,7 +117,7 @@ test('HTTPS: connections that never finish the handshake are closed after the ha
   stalled.write(PARTIAL_CLIENT_HELLO);
   // A completed connection idle for longer than the handshake timeout keeps serving.
   const kept = tlsConnect({ port: portOf(gw.https), host: '127.0.0.1', ca, servername: 'localhost' });
-  await once(kept, 'secureConnect');
+  await eventWithin(kept, 'secureConnect', 'the TLS handshake of the well-behaved client');
   t.after(() => kept.destroy());
   await served();
   await Promise.all([closedByServer(silent), closedByServer(stalled)]);
@@ -131,7 +131,7 @@ test('HTTPS: connections that never finish the handshake are closed after the ha
 test('HTTPS: a client that sends its request and half-closes still gets its whole answer', async (t) => {
   const { gw, ca, served } = await limited(t);
   const socket = tlsConnect({ port: portOf(gw.https), host: '127.0.0.1', ca, servername: 'localhost' });
-  await once(socket, 'secureConnect');
+  await eventWithin(socket, 'secureConnect', 'the TLS handshake of the well-behaved client');
   t.after(() => socket.destroy());
   socket.end('POST /api/half HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc');
   const answer = await readAnswer(socket);

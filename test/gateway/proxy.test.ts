@@ -1,13 +1,12 @@
 /** The proxy: Kong's status table produced for real, headers both ways, streaming, protocols. */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { request as httpRequest } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { request } from 'undici';
 import { resolveTls } from '../../src/common/tls.ts';
-import { tempDataDir } from '../helpers/index.ts';
+import { tempDataDir, eventWithin } from '../helpers/index.ts';
 import { echoBackend, freePort, gatewayWith, listenOn } from './helpers.ts';
 
 const doc = (service: Record<string, unknown>, routes: Record<string, unknown>[], extra: Record<string, unknown> = {}) => ({
@@ -161,7 +160,7 @@ test('request bodies stream to the upstream and responses stream back without be
 
   const res = await request(`${gw.proxy}/download`);
   assert.equal(res.statusCode, 200);
-  const [first] = (await once(res.body, 'data')) as [Buffer];
+  const [first] = await eventWithin<[Buffer]>(res.body, 'data', 'the first chunk of the streamed answer');
   assert.equal(first.toString(), 'first chunk\n', 'the first chunk arrives while the upstream is still writing');
   release();
   let rest = '';

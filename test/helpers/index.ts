@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { once, type EventEmitter } from 'node:events';
 
 const dataDirs = new Set<string>();
 let removeOnExit = false;
@@ -131,4 +132,17 @@ export function metricIn(text: string, name: string, labels: Record<string, stri
     if (Object.entries(labels).every(([key, value]) => found[key] === value)) return Number(match[3]);
   }
   return undefined;
+}
+
+/**
+ * `once(emitter, event)` with a bound: the event's arguments, or an error naming what was
+ * awaited when it has not come within `ms` (the timer does not keep the process alive).
+ */
+export async function eventWithin<T extends unknown[] = unknown[]>(emitter: EventEmitter, event: string, what: string, ms = 30_000): Promise<T> {
+  try {
+    return (await once(emitter, event, { signal: AbortSignal.timeout(ms) })) as T;
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw new Error(`${what}: no '${event}' within ${ms} ms`);
+    throw err;
+  }
 }

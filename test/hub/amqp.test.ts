@@ -54,10 +54,14 @@ for (const transport of ['Amqp', 'AmqpWs'] as const) {
     message.contentType = 'application/json';
     message.properties.add('level', 'info');
     await client.sendEvent(message);
-    const telemetry = await eventually(async () => {
-      const { body } = await hub.rest('GET', `/messages/events?deviceId=${id}`);
-      return (body as { messages: { system: Record<string, string>; properties: Record<string, string>; body: string }[] }).messages[0];
-    });
+    const telemetry = await eventually(
+      async () => {
+        const { body } = await hub.rest('GET', `/messages/events?deviceId=${id}`);
+        return (body as { messages: { system: Record<string, string>; properties: Record<string, string>; body: string }[] }).messages[0];
+      },
+      10_000,
+      "the AMQP device's telemetry in the hub's events",
+    );
     assert.equal(telemetry.system.messageId, `${id}-1`);
     assert.equal(telemetry.system.contentType, 'application/json');
     assert.deepEqual(telemetry.properties, { level: 'info' });
@@ -76,16 +80,24 @@ for (const transport of ['Amqp', 'AmqpWs'] as const) {
       }),
     );
     // The desired subscription (a PUT on the twin link) may still be on its way.
-    await eventually(async () => {
-      await hub.rest('PATCH', `/twins/${id}`, { properties: { desired: { interval: 5 } } }, { 'if-match': '*' });
-      return Promise.race([pushed.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 200))]);
-    });
+    await eventually(
+      async () => {
+        await hub.rest('PATCH', `/twins/${id}`, { properties: { desired: { interval: 5 } } }, { 'if-match': '*' });
+        return Promise.race([pushed.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 200))]);
+      },
+      10_000,
+      'the desired-property patch pushed to the AMQP device',
+    );
     assert.equal((await pushed).interval, 5);
 
-    const invoked = await eventually(async () => {
-      const answer = await hub.rest('POST', `/twins/${id}/methods`, { methodName: 'reboot', responseTimeoutInSeconds: 5, payload: { delay: 1 } });
-      return answer.status === 200 ? answer : undefined;
-    });
+    const invoked = await eventually(
+      async () => {
+        const answer = await hub.rest('POST', `/twins/${id}/methods`, { methodName: 'reboot', responseTimeoutInSeconds: 5, payload: { delay: 1 } });
+        return answer.status === 200 ? answer : undefined;
+      },
+      10_000,
+      'the direct method answered by the AMQP device',
+    );
     assert.deepEqual(invoked.body, { status: 200, payload: { rebooting: true, echo: { delay: 1 } } });
     assert.equal(((await hub.rest('GET', `/twins/${id}`)).body as { connectionState: string }).connectionState, 'Connected');
   });
@@ -114,7 +126,8 @@ test('R-TWIN-5 Amqp: the service Client sends C2D; the device completes, rejects
     message.properties.add('kind', 'test');
     await service.send('amqp-c2d', message);
   };
-  const arrived = async (count: number) => eventually(async () => (received.length >= count ? received[count - 1] : undefined));
+  const arrived = async (count: number) =>
+    eventually(async () => (received.length >= count ? received[count - 1] : undefined), 10_000, `C2D message ${count} at the AMQP device`);
 
   await send('m-complete');
   const first = await arrived(1);
@@ -128,7 +141,7 @@ test('R-TWIN-5 Amqp: the service Client sends C2D; the device completes, rejects
   const again = await arrived(3);
   assert.equal(again.messageId, 'm-abandon', 'an abandoned message comes again');
   await client.reject(again);
-  await eventually(async () => (records.length >= 2 ? true : undefined));
+  await eventually(async () => (records.length >= 2 ? true : undefined), 10_000, 'two feedback records');
   assert.deepEqual(
     records.map((r) => [r.originalMessageId, r.statusCode, r.deviceId]),
     [
@@ -213,7 +226,7 @@ test('AMQP bad input: garbage bytes, links without a token, unknown nodes and br
     } as never);
   }
   cbs.send({ body: 'x', message_id: randomId(), application_properties: { operation: 'delete-token' } } as never);
-  await eventually(async () => (answers.length === 5 ? true : undefined));
+  await eventually(async () => (answers.length === 5 ? true : undefined), 10_000, 'five answers on the CBS link');
   // Answered as each check ends, so in any order.
   assert.deepEqual(answers.sort(), [400, 401, 401, 401, 401]);
   // Still serving: a device over AMQP opens and reads its twin.

@@ -126,7 +126,7 @@ export function nextEvent<T>(subscribe: (listener: (value: T) => void) => void, 
 }
 
 /** Polls `probe` every 20 ms until it returns a value, for at most `ms`. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();

@@ -39,11 +39,15 @@ interface Telemetry {
 }
 
 function telemetryOf(deviceId: string, count: number): Promise<Telemetry[]> {
-  return eventually(async () => {
-    const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
-    const messages = (body as { messages: Telemetry[] }).messages;
-    return messages.length >= count ? messages : undefined;
-  });
+  return eventually(
+    async () => {
+      const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
+      const messages = (body as { messages: Telemetry[] }).messages;
+      return messages.length >= count ? messages : undefined;
+    },
+    10_000,
+    `${count} telemetry messages from ${deviceId}`,
+  );
 }
 
 test('R-TWIN-4 Http: sendEvent with system and application properties, and sendEventBatch', async (t) => {

@@ -183,7 +183,11 @@ test('a second connection with the same device id replaces the first', async () 
   await second.publishAsync('$iothub/twin/GET/?$rid=1', '');
   await answer;
   await second.endAsync();
-  await eventually(async () => ((await hub.rest('GET', '/devices/twice')).body as { connectionState: string }).connectionState === 'Disconnected' || undefined);
+  await eventually(
+    async () => ((await hub.rest('GET', '/devices/twice')).body as { connectionState: string }).connectionState === 'Disconnected' || undefined,
+    10_000,
+    "device 'twice' shown Disconnected",
+  );
 });
 
 test('R-TWIN-5 a clean=false session keeps its C2D subscription: messages sent while away arrive without subscribing again', async () => {

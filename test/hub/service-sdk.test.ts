@@ -126,10 +126,14 @@ test("a Plug and Play device's model id (MQTT username) is in its twin and can b
     (found.result as { deviceId: string }[]).map((d) => d.deviceId),
     ['pnp-thermostat'],
   );
-  const service = await eventually(async () => {
-    const answer = await hub.rest('GET', '/statistics/service');
-    return (answer.body as { connectedDeviceCount: number }).connectedDeviceCount === 1 ? answer : undefined;
-  });
+  const service = await eventually(
+    async () => {
+      const answer = await hub.rest('GET', '/statistics/service');
+      return (answer.body as { connectedDeviceCount: number }).connectedDeviceCount === 1 ? answer : undefined;
+    },
+    10_000,
+    'one connected device in the service statistics',
+  );
   assert.ok(service);
   await hub.rest('DELETE', '/devices/pnp-thermostat');
 });

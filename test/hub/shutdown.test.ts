@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { startTestHub, type TestHub } from './helpers.ts';
+import { eventWithin } from '../helpers/index.ts';
 
 /** The first bytes of a TLS 1.2 ClientHello record announcing 200 bytes, then nothing. */
 const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00, 0x00, 0xc4, 0x03, 0x03, 0x5a, 0x5a]);
@@ -18,23 +19,23 @@ const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x
 const silentClients: Record<string, (hub: TestHub) => Promise<Socket>> = {
   'MQTT port, TCP connected, nothing sent': async (hub) => {
     const socket = netConnect(hub.mqttPort, '127.0.0.1');
-    await once(socket, 'connect');
+    await eventWithin(socket, 'connect', 'a TCP connection to the hub');
     return socket;
   },
   'MQTT port, half a ClientHello sent': async (hub) => {
     const socket = netConnect(hub.mqttPort, '127.0.0.1');
-    await once(socket, 'connect');
+    await eventWithin(socket, 'connect', 'a TCP connection to the hub');
     socket.write(PARTIAL_CLIENT_HELLO);
     return socket;
   },
   'MQTT port, TLS handshake done, no CONNECT': async (hub) => {
     const socket = tlsConnect({ host: '127.0.0.1', port: hub.mqttPort, ca: hub.ca, servername: 'localhost' });
-    await once(socket, 'secureConnect');
+    await eventWithin(socket, 'secureConnect', 'a TLS connection to the hub');
     return socket;
   },
   'REST port, TCP connected, nothing sent': async (hub) => {
     const socket = netConnect(Number(new URL(hub.restUrl).port), '127.0.0.1');
-    await once(socket, 'connect');
+    await eventWithin(socket, 'connect', 'a TCP connection to the hub');
     return socket;
   },
 };

@@ -11,7 +11,7 @@ import { connect as connectTls } from 'node:tls';
 import { components } from '../../src/components.ts';
 import { kebab } from '../../src/common/config.ts';
 import { readUpState } from '../../src/up/state.ts';
-import { LineWatcher } from '../helpers/index.ts';
+import { LineWatcher, eventWithin } from '../helpers/index.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -150,7 +150,7 @@ export const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc8, 0
 export async function rawConnection(url: URL): Promise<Socket> {
   const socket = connectTcp(Number(url.port), '127.0.0.1');
   socket.on('error', () => undefined);
-  await once(socket, 'connect');
+  await eventWithin(socket, 'connect', 'a TCP connection to the listener');
   return socket;
 }
 

@@ -12,7 +12,6 @@
  * 120 s, so each test fails at its timeout instead of the runner's.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -21,7 +20,7 @@ import { Agent, request } from 'undici';
 import { components } from '../../src/components.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import { withDefaults, type OptionValues } from '../../src/common/config.ts';
-import { tempDataDir } from '../helpers/index.ts';
+import { tempDataDir, eventWithin } from '../helpers/index.ts';
 import { closedByServer, PARTIAL_CLIENT_HELLO, rawConnection } from './harness.ts';
 
 /** Short enough to wait for, long enough for a real client's handshake on a busy machine. */
@@ -53,12 +52,12 @@ async function startWithBound(name: string, dataDir: string): Promise<RunningCom
 /** GET /health over a TLS connection opened (and handshaken) now, sent later with `send()`. */
 async function keptConnection(origin: URL, ca: string): Promise<{ send(): Promise<string> }> {
   const socket: TLSSocket = tlsConnect({ host: '127.0.0.1', port: Number(origin.port), ca, servername: 'localhost' });
-  await once(socket, 'secureConnect');
+  await eventWithin(socket, 'secureConnect', 'the TLS handshake of the well-behaved client');
   after(() => socket.destroy());
   return {
     async send() {
       socket.write(`GET /health HTTP/1.1\r\nHost: ${origin.host}\r\n\r\n`);
-      const [chunk] = (await once(socket, 'data')) as [Buffer];
+      const [chunk] = await eventWithin<[Buffer]>(socket, 'data', 'the answer to the well-behaved client');
       return chunk.toString('latin1').split('\r\n')[0]!;
     },
   };

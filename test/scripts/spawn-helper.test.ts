@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { request } from 'undici';
 import { callStream, dataLines, eventually, exitOf, processAlive, startHarness } from './helpers.ts';
+import { eventWithin } from '../helpers/index.ts';
 
 const h = await startHarness({ after });
 await h.script('burst.sh', '#!/bin/sh\nseq 1 20000\nseq 1 5000 >&2\n');
@@ -51,7 +51,7 @@ test("the Node internal the helper stops reading with is there: a child's pipe h
   t.after(() => child.kill());
   const handle = (child.stdout as unknown as { _handle?: { readStop?: unknown } })._handle;
   assert.equal(typeof handle?.readStop, 'function', `Node ${process.version} moved it: src/scripts/spawn-helper.js must change before this Node is supported`);
-  await once(child, 'exit');
+  await eventWithin(child, 'exit', 'the child to exit');
 });
 
 test('a spawn helper that dies mid-run ends the run (reason lost), kills its group, and is replaced', async () => {

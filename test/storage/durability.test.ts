@@ -1,14 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { startForTest } from '../identity/helpers.ts';
-import { LineWatcher } from '../helpers/index.ts';
+import { LineWatcher, eventWithin } from '../helpers/index.ts';
 
 const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
@@ -72,7 +71,7 @@ test('durability: kill -9 during large uploads leaves the old blob or nothing; a
   );
   await reachedHalfway;
   server.child.kill('SIGKILL');
-  await once(server.child, 'exit');
+  await eventWithin(server.child, 'exit', 'the storage server to exit', 60_000);
   for (const outcome of await Promise.all(uploads)) assert.ok(outcome instanceof Error, 'the interrupted uploads were never acknowledged');
 
   server = await startStorageProcess(identity.dataDir);

@@ -9,7 +9,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
@@ -19,7 +18,7 @@ import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import serviceSdk from 'azure-iothub';
 import { Agent, request } from 'undici';
-import { LineWatcher, tempDataDir } from '../helpers/index.ts';
+import { LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { anyFreePortFlags, linesTooWide } from '../helpers/up.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -48,7 +47,7 @@ before(async () => {
 
 after(async () => {
   up.kill('SIGTERM');
-  await once(up, 'exit');
+  await eventWithin(up, 'exit', '`offcloud up` to exit after SIGTERM', 60_000);
   for (const hook of hooks) await hook();
 });
 
