@@ -1,30 +1,43 @@
 /**
- * `podman-compose up` of the repository's compose.yaml, the scale-out shape:
- * two gateways sharing rate-limit counters in Redis, two hub replicas on Redis,
- * two DevSvc replicas registered in etcd. Published ports are free ones
+ * The repository's compose.yaml as the README runs it under podman-compose 1.0:
+ * `npm run compose -- up` (scripts/compose.ts: the services others wait for as
+ * healthy first, until their health checks pass, then the rest) and
+ * `npm run compose -- down`. The scale-out shape: two gateways sharing
+ * rate-limit counters in Redis, two hub replicas on Redis, two DevSvc replicas
+ * registered in etcd; the sentiment container on billing's demo key; the web
+ * console over the others by service name. Published ports are free ones
  * (compose.yaml reads them from the environment, defaulting to offcloud up's).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
-import { debianProgram, freePort, tempDataDir } from '../helpers/index.ts';
+import { freePort, tempDataDir } from '../helpers/index.ts';
 import { restClient, serviceToken } from '../hub/helpers.ts';
 import { BUILD_TIMEOUT, ensureImage, ensureStandIns, podman, printedKeyInLogs, ROOT, waitReady } from './podman.ts';
 
-const COMPOSE = join(ROOT, 'compose.yaml');
 const PROJECT = `offcloud-test-${process.pid}`;
-const text = readFileSync(COMPOSE, 'utf8');
+const text = readFileSync(join(ROOT, 'compose.yaml'), 'utf8');
 const ports: Record<string, number> = {};
+const SERVICES = ['gateway-1', 'gateway-2', 'hub-1', 'hub-2', 'devdata', 'sentiment', 'console'];
 let env: NodeJS.ProcessEnv;
+let upOutput = '';
 
-function compose(args: string[], timeoutMs = 600_000) {
-  const program = debianProgram('podman-compose', '/usr/bin/podman-compose');
-  return podman(['-p', PROJECT, '-f', COMPOSE, ...args], { program, timeoutMs, env });
+/** `npm run compose -- <args>`, as the README has it, for this test's project. */
+async function npmCompose(args: string[]): Promise<string> {
+  const { stdout, stderr } = await promisify(execFile)('npm', ['run', 'compose', '--', ...args], {
+    cwd: ROOT,
+    env,
+    timeout: 900_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return stdout + stderr;
 }
 
 const container = (service: string) => `${PROJECT}_${service}_1`;
@@ -33,23 +46,45 @@ before(async () => {
   const { image } = await ensureImage();
   await ensureStandIns();
   for (const [, variable] of text.matchAll(/\$\{([A-Z0-9_]+_PORT):-\d+\}/g)) ports[variable!] ??= await freePort();
-  env = { ...process.env, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), OFFCLOUD_IMAGE: image, DEMO_KEY: 'compose-test-key' };
-  await compose(['up', '-d', 'gateway-1', 'gateway-2', 'hub-1', 'hub-2', 'devdata']);
+  env = {
+    ...process.env,
+    ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+    OFFCLOUD_IMAGE: image,
+    DEMO_KEY: 'compose-test-key',
+    COMPOSE_PROJECT_NAME: PROJECT,
+  };
+  upOutput = await npmCompose(['up', ...SERVICES]);
 }, BUILD_TIMEOUT);
 after(async () => {
   // The last test took it down; this is for a run that failed before it.
-  await compose(['down', '-v', '-t', '10']).catch((err: unknown) => console.log(`# compose down: ${(err as Error).message}`));
-  // podman-compose 1.0 leaves the project's network behind (the README says to remove it).
-  await podman(['network', 'rm', '--force', `${PROJECT}_default`]).catch(() => undefined);
+  await npmCompose(['down']).catch((err: unknown) => console.log(`# compose down: ${(err as Error).message}`));
 });
 
-/** The project's containers and volumes podman still has. */
+/** What of the project podman still has: containers, volumes, networks. */
 async function projectLeftovers(): Promise<string[]> {
   const label = `label=io.podman.compose.project=${PROJECT}`;
-  const containers = (await podman(['ps', '--all', '--filter', label, '--format', '{{.Names}}'])).stdout;
-  const volumes = (await podman(['volume', 'ls', '--format', '{{.Name}}'])).stdout;
-  return [...containers.split('\n'), ...volumes.split('\n').filter((name) => name.startsWith(`${PROJECT}_`))].filter(Boolean);
+  const lines = async (args: string[]) => (await podman(args)).stdout.split('\n').filter(Boolean);
+  const containers = await lines(['ps', '--all', '--filter', label, '--format', '{{.Names}}']);
+  const volumes = (await lines(['volume', 'ls', '--format', '{{.Name}}'])).filter((name) => name.startsWith(`${PROJECT}_`));
+  const networks = (await lines(['network', 'ls', '--format', '{{.Name}}'])).filter((name) => name.startsWith(PROJECT));
+  return [...containers.map((c) => `container ${c}`), ...volumes.map((v) => `volume ${v}`), ...networks.map((n) => `network ${n}`)];
 }
+
+test('npm run compose -- up waited for the health of what the services asked for wait on (redis, etcd, billing) before starting them', async () => {
+  for (const service of ['redis', 'etcd', 'billing']) {
+    assert.match(upOutput, new RegExp(`compose: ${service} is healthy`), upOutput.slice(-4000));
+    // Exits 0 only when the check passes (podman() rejects otherwise).
+    await podman(['healthcheck', 'run', container(service)]);
+  }
+  // Nothing restarted while waiting for Redis, etcd or billing.
+  const restarts = await podman([
+    'inspect',
+    '--format',
+    '{{.Name}} {{.RestartCount}}',
+    ...['hub-1', 'hub-2', 'devsvc-1', 'devsvc-2', 'gateway-1', 'sentiment'].map(container),
+  ]);
+  for (const line of restarts.stdout.trim().split('\n')) assert.match(line, / 0$/, restarts.stdout);
+});
 
 test('R-GW-1 R-GW-4 R-GW-6 /users through either gateway with the key; the two gateways share one rate-limit counter in Redis', async () => {
   const one = `http://127.0.0.1:${ports.GATEWAY_PORT}/users?apikey=compose-test-key`;
@@ -115,12 +150,38 @@ test('R-DEV-4 R-DEV-7 /data/<device> through DevSvc replicas registered in etcd'
   assert.equal(registered.stdout.split('\n').filter((key) => key.includes('devsvc')).length, 2, registered.stdout);
 });
 
-test('podman-compose down -v removes every container of the project and its named volume, and no anonymous volume was made', async () => {
+test('the console service reaches the others by service name: its login token from the logs opens it, the overview finds them up', async () => {
+  const url = `http://127.0.0.1:${ports.CONSOLE_PORT}`;
+  await waitReady(`${url}/ready`, container('console'));
+  // Published off loopback, it wants the token it printed at start.
+  const { key: token } = await printedKeyInLogs(container('console'), 'login token');
+  assert.equal((await fetch(`${url}/api/overview`)).status, 401);
+  const headers = { 'content-type': 'application/json', 'x-offcloud-console': '1' };
+  const wrong = await fetch(`${url}/api/login`, { method: 'POST', headers, body: JSON.stringify({ token: `${token}x` }) });
+  assert.equal(wrong.status, 401);
+  const login = await fetch(`${url}/api/login`, { method: 'POST', headers, body: JSON.stringify({ token }) });
+  assert.equal(login.status, 204);
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  const overview = (await (await fetch(`${url}/api/overview`, { headers: { cookie } })).json()) as { components: { name: string; health: string }[] };
+  const health = Object.fromEntries(overview.components.map((c) => [c.name, c.health]));
+  for (const name of ['storage', 'identity', 'scripts', 'billing', 'devdata', 'sentiment'])
+    assert.equal(health[name], 'up', `${name}: ${JSON.stringify(health)}`);
+  // The face service is not started here: the probe tells it apart.
+  assert.equal(health.face, 'down');
+  // Storage through the console (the storage SDK, Shared Key, storage:10000 on the project network).
+  const made = await fetch(`${url}/api/storage/containers/from-console`, { method: 'PUT', headers: { cookie, 'x-offcloud-console': '1' } });
+  assert.ok(made.ok, `${made.status} ${await made.text()}`);
+  const listed = await (await fetch(`${url}/api/storage/containers`, { headers: { cookie } })).text();
+  assert.match(listed, /from-console/);
+});
+
+test('npm run compose -- down removes every container, the named volume and the network of the project, and no anonymous volume was made', async () => {
   const volumesBefore = (await podman(['volume', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean);
   const mounts = (await podman(['inspect', '--format', '{{range .Mounts}}{{.Type}}:{{.Name}} {{end}}', container('hub-1'), container('redis')])).stdout;
   // Only the named data volume: the image declares no VOLUME, redis's stand-in none either.
   assert.deepEqual([...new Set(mounts.split(/\s+/).filter(Boolean))], [`volume:${PROJECT}_offcloud-data`]);
   assert.ok(volumesBefore.includes(`${PROJECT}_offcloud-data`));
-  await compose(['down', '-v', '-t', '10']);
+  assert.ok((await projectLeftovers()).includes(`network ${PROJECT}_default`), 'the project network is there before down');
+  await npmCompose(['down']);
   assert.deepEqual(await projectLeftovers(), []);
 });
