@@ -91,7 +91,8 @@ function leftBehind() {
   const left = readdirSync(runTmp)
     .filter((name) => !/^(tsx-\d+|testcontainers-node-\d+\.lock|mat-debug-\d+\.log|\.ses)$/.test(name))
     .map((name) => `temporary ${join(runTmp, name)}`);
-  rmSync(runTmp, { recursive: true, force: true });
+  // A process of a file the runner stopped at its time limit may still be writing there as it exits.
+  rmSync(runTmp, { recursive: true, force: true, maxRetries: 10 });
   if (containerSuites) left.push(...newPodmanObjects());
   return left;
 }

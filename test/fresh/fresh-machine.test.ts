@@ -11,9 +11,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Metadata } from '@grpc/grpc-js';
 import { request } from 'undici';
@@ -24,6 +24,7 @@ import { FACE_DETECTOR } from '../../src/models/catalogue.ts';
 import { debianProgram, LineWatcher, tempDataDir, eventWithin } from '../helpers/index.ts';
 import { anyFreePortFlags, assertEveryComponentHealthy, linesTooWide, upState } from '../helpers/up.ts';
 import { portrait } from '../face/images.ts';
+import { PACK_DIR, packedTarball, packInto } from './pack.ts';
 
 const run = promisify(execFile);
 // Generous: the whole suite shares two cores, and up loads every model.
@@ -31,13 +32,14 @@ const START_TIMEOUT_MS = 420_000;
 
 let packed: Promise<string> | undefined;
 
-/** `npm pack` of this checkout (its `prepare` compiles dist/), once per run, into a folder with no shared/ above it. */
-function packOnce(t: { after(fn: () => unknown): void; diagnostic(message: string): void }): Promise<string> {
+/**
+ * The tarball test/fresh/setup.ts made for this run (`npm run` gives each run its own TMPDIR),
+ * or, for a file run alone, `npm pack` now; removed when the file ends.
+ */
+function packOnce(t: { diagnostic(message: string): void }): Promise<string> {
   packed ??= (async () => {
-    const root = await tempDataDir(t);
-    for (let dir = root; dir !== dirname(dir); dir = dirname(dir)) assert.ok(!existsSync(join(dir, 'shared')), `no shared/ beside ${dir}`);
-    const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', root], { cwd: PACKAGE_ROOT, maxBuffer: 16 * 1024 * 1024 });
-    const tarball = join(root, stdout.trim().split('\n').pop()!);
+    process.once('exit', () => rmSync(PACK_DIR, { recursive: true, force: true }));
+    const tarball = (await packedTarball()) ?? (await packInto(PACK_DIR));
     t.diagnostic(`npm pack: ${(await stat(tarball)).size} bytes`);
     return tarball;
   })();
