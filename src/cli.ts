@@ -267,8 +267,17 @@ async function runComponent(component: ComponentDefinition, args: string[]): Pro
   const started = new Map([[component.name, running]]);
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(String(options.logLevel ?? 'info'), 'offcloud');
-  closeOnSignals(() => closeAll(started, logger), logger);
-  printStarted(started);
+  // Its record for `offcloud env` (in a compose container: `podman exec <container> offcloud env`).
+  const { writeComponentState } = await import('./up/state.ts');
+  const removeState = await writeComponentState(String(options.dataDir), component.name, running).catch((err: Error) => {
+    logger.warn({ err: err.message }, 'no record for offcloud env: the data dir is not writable');
+    return () => Promise.resolve();
+  });
+  closeOnSignals(async () => {
+    await closeAll(started, logger);
+    await removeState();
+  }, logger);
+  printStarted(started, { envHint: true });
   return -1;
 }
 

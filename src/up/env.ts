@@ -1,5 +1,7 @@
 /**
- * `offcloud env`: what a running `offcloud up` started, as shell variables
+ * `offcloud env`: what a running `offcloud up` started (or the components
+ * started alone on this host with the same data dir: one per compose
+ * container), as shell variables
  * (`eval "$(npx offcloud env)"`), read from the facts in up.json: every
  * component's origin, the CA file, and the names the Azure SDKs and their
  * samples read (AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET,
@@ -14,7 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { commandDataDir, parseCommandArgs, toStdout, type Print } from '../common/command-line.ts';
 import { StartupError, UsageError } from '../common/errors.ts';
 import type { IdentityFacts } from '../common/facts.ts';
-import { readUpState, type UpState } from './state.ts';
+import { readRunningState, type UpState } from './state.ts';
 
 const USAGE = 'offcloud env [--data-dir DIR]';
 /** Tokens made here live an hour, like the ones identity issues by default. */
@@ -122,9 +124,14 @@ export async function printEnv(args: string[], print: Print = toStdout): Promise
   const { values, positionals } = parseCommandArgs(args, { 'data-dir': { type: 'string' } }, USAGE);
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\nusage: ${USAGE}`);
   const dataDir = commandDataDir(values['data-dir']);
-  const state = await readUpState(dataDir);
-  if (!state) throw new StartupError(`no offcloud up is running on the data dir ${dataDir}; start it with \`npx offcloud up\` (and give the same --data-dir)`);
-  print(`# offcloud up, pid ${state.pid}, started ${state.startedAt}; values for its data dir ${dataDir}`);
+  const running = await readRunningState(dataDir);
+  if (!running) {
+    throw new StartupError(
+      `neither offcloud up nor a component runs on the data dir ${dataDir} here; start them with \`npx offcloud up\` (and give the same --data-dir)`,
+    );
+  }
+  const { state, what } = running;
+  print(`# ${what}; values for its data dir ${dataDir}`);
   for (const [name, value] of await environment(state)) {
     print(typeof value === 'string' ? `export ${name}=${shellQuote(value)}` : `# ${name}: ${value.missing}`);
   }

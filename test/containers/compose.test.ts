@@ -150,6 +150,26 @@ test('R-DEV-4 R-DEV-7 /data/<device> through DevSvc replicas registered in etcd'
   assert.equal(registered.stdout.split('\n').filter((key) => key.includes('devsvc')).length, 2, registered.stdout);
 });
 
+test('offcloud env in a service container prints what its clients need: the command its start-up printed runs as shown', async () => {
+  const logs = (await podman(['logs', container('hub-1')])).stdout;
+  const closing = /^Every value above as shell variables: podman exec (\S+) offcloud env$/m.exec(logs);
+  assert.ok(closing, logs.slice(-2000));
+  const { stdout } = await podman(['exec', closing[1]!, 'offcloud', 'env']);
+  assert.match(stdout, /^# offcloud hub, pid \d+/m);
+  assert.match(stdout, /^export HUB_URL='mqtts:\/\/localhost:8883'$/m);
+  assert.match(stdout, /^export CA='\/data\/ca\/ca\.crt'$/m);
+  const device = /^export IOTHUB_DEVICE_CONNECTION_STRING='(HostName=localhost;DeviceId=demo-device;SharedAccessKey=[^']+)'$/m.exec(stdout)?.[1];
+  assert.ok(device, stdout);
+  // The key the hub printed, shared by both replicas through the data volume.
+  const { key } = await printedKeyInLogs(container('hub-2'), 'DeviceId=demo-device;SharedAccessKey=');
+  assert.ok(device.endsWith(`SharedAccessKey=${key}`));
+  // The other services share the data volume, not the container: their records are not this one's.
+  assert.doesNotMatch(stdout, /GATEWAY_URL|SENTIMENT_URL/);
+  const sentiment = (await podman(['exec', container('sentiment'), 'offcloud', 'env'])).stdout;
+  assert.match(sentiment, /^export SENTIMENT_URL='http:\/\/localhost:5000'$/m);
+  assert.doesNotMatch(sentiment, /HUB_URL/);
+});
+
 test('the console service reaches the others by service name: its login token from the logs opens it, the overview finds them up', async () => {
   const url = `http://127.0.0.1:${ports.CONSOLE_PORT}`;
   await waitReady(`${url}/ready`, container('console'));

@@ -84,7 +84,13 @@ export function Json({ value }) {
 }
 
 export function Section({ title, children, actions }) {
-  return html`<section class="card"><header><h2>${title}</h2>${actions}</header>${children}</section>`;
+  return html`<section class="card">
+    <header>
+      <h2>${title}</h2>
+      ${actions}
+    </header>
+    ${children}
+  </section>`;
 }
 
 export function formatBytes(n) {

@@ -11,7 +11,10 @@ function Lookup() {
     const name = encodeURIComponent(device);
     lookup.run(async () => {
       // Both answers, each with its own error: one service may answer while the other does not.
-      const [devsvc, data] = await Promise.allSettled([api(`/api/devsvc/devices/${name}`), api(`/api/devdata/data/${name}`, { headers: { accept: 'text/plain' } })]);
+      const [devsvc, data] = await Promise.allSettled([
+        api(`/api/devsvc/devices/${name}`),
+        api(`/api/devdata/data/${name}`, { headers: { accept: 'text/plain' } }),
+      ]);
       return { devsvc, data };
     });
   };
@@ -22,18 +25,28 @@ function Lookup() {
       <button type="submit" disabled=${lookup.busy}>Look up</button>
     </form>
     <${ErrorLine} error=${lookup.error} />
-    ${result && html`<div class="columns">
-      <div aria-label="DevSvc answer"><h3>DevSvc.Get (gRPC)</h3>
-        ${result.devsvc.status === 'fulfilled' && !result.devsvc.value.device.name
-          ? html`<p>replica <code>${result.devsvc.value.replica}</code> does not know this device (it answers an empty Device)</p>`
-          : result.devsvc.status === 'fulfilled'
-          ? html`<p>replica <code>${result.devsvc.value.replica}</code>: <strong>${result.devsvc.value.device.name}</strong> is <strong>${result.devsvc.value.device.active ? 'active' : 'inactive'}</strong></p>`
-          : html`<${ErrorLine} error=${result.devsvc.reason} />`}
-      </div>
-      <div aria-label="data service answer"><h3>GET /data/… (device data service)</h3>
-        ${result.data.status === 'fulfilled' ? html`<pre>${String(result.data.value)}</pre>` : html`<${ErrorLine} error=${result.data.reason} />`}
-      </div>
-    </div>`}
+    ${
+      result &&
+      html`<div class="columns">
+        <div aria-label="DevSvc answer">
+          <h3>DevSvc.Get (gRPC)</h3>
+          ${
+            result.devsvc.status === 'fulfilled' && !result.devsvc.value.device.name
+              ? html`<p>replica <code>${result.devsvc.value.replica}</code> does not know this device (it answers an empty Device)</p>`
+              : result.devsvc.status === 'fulfilled'
+                ? html`<p>
+                    replica <code>${result.devsvc.value.replica}</code>: <strong>${result.devsvc.value.device.name}</strong> is
+                    <strong>${result.devsvc.value.device.active ? 'active' : 'inactive'}</strong>
+                  </p>`
+                : html`<${ErrorLine} error=${result.devsvc.reason} />`
+          }
+        </div>
+        <div aria-label="data service answer">
+          <h3>GET /data/… (device data service)</h3>
+          ${result.data.status === 'fulfilled' ? html`<pre>${String(result.data.value)}</pre>` : html`<${ErrorLine} error=${result.data.reason} />`}
+        </div>
+      </div>`
+    }
   <//>`;
 }
 
@@ -43,18 +56,43 @@ function Replicas() {
   const devices = (r) => {
     const active = r.devices.filter((d) => d.answer === 'active').length;
     const unanswered = r.devices.filter((d) => d.answer.startsWith('no answer')).length;
-    return html`<details><summary>${active} active of ${r.devices.length}${unanswered ? html`, <span class="error">${unanswered} not answered</span>` : ''}</summary>
-      <ul class="entities">${r.devices.map((d) => html`<li>${d.name} ${d.answer}</li>`)}</ul>
+    return html`<details>
+      <summary>${active} active of ${r.devices.length}${unanswered ? html`, <span class="error">${unanswered} not answered</span>` : ''}</summary>
+      <ul class="entities">
+        ${r.devices.map((d) => html`<li>${d.name} ${d.answer}</li>`)}
+      </ul>
     </details>`;
   };
   return html`<${Section} title="DevSvc replicas" actions=${html`<button type="button" class="small" onClick=${found.reload}>refresh replicas</button>`}>
-    <${Loading} state=${found}>${found.data && html`
-      <p class="muted">Nodes of <code>${found.data.serviceName}</code> in the ${found.data.registry}; devices as each answers DevSvc.Get for the names in the file.</p>
-      <table aria-label="replicas">
-        <thead><tr><th>node</th><th>address</th><th>health</th><th>devices</th></tr></thead>
-        <tbody>${found.data.replicas.map((r) => html`<tr key=${r.id}><td>${r.id}</td><td><code>${r.address}</code></td><td>${health(r)}</td><td>${devices(r)}</td></tr>`)}</tbody>
-      </table>
-      ${found.data.replicas.length === 0 && html`<p class="muted">No replica registered.</p>`}`}
+    <${Loading} state=${found}
+      >${
+        found.data &&
+        html` <p class="muted">
+            Nodes of <code>${found.data.serviceName}</code> in the ${found.data.registry}; devices as each answers DevSvc.Get for the names in the file.
+          </p>
+          <table aria-label="replicas">
+            <thead>
+              <tr>
+                <th>node</th>
+                <th>address</th>
+                <th>health</th>
+                <th>devices</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${found.data.replicas.map(
+                (r) =>
+                  html`<tr key=${r.id}>
+                    <td>${r.id}</td>
+                    <td><code>${r.address}</code></td>
+                    <td>${health(r)}</td>
+                    <td>${devices(r)}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+          ${found.data.replicas.length === 0 && html`<p class="muted">No replica registered.</p>`}`
+      }
     <//>
   <//>`;
 }
@@ -62,20 +100,40 @@ function Replicas() {
 export function DevicesPage() {
   const list = useLoad(() => api('/api/devices'));
   const toggle = useAction();
-  const setActive = (name, active) => toggle.run(async () => {
-    await api(`/api/devices/${encodeURIComponent(name)}/active`, { method: 'PUT', json: { active } });
-    await list.reload();
-  });
-  return html`
-    <${Section} title="Devices" actions=${html`<button type="button" class="small" onClick=${list.reload}>refresh</button>`}>
-      <${Loading} state=${list}>${list.data && html`
-        <p class="muted">From <code>${list.data.file}</code> (what DevSvc serves and <code>offcloud devices</code> edits).</p>
-        <table aria-label="devices">
-          <thead><tr><th>device</th><th>active</th></tr></thead>
-          <tbody>${list.data.devices.map((d) => html`<tr key=${d.name}><td>${d.name}</td>
-            <td><label><input type="checkbox" checked=${d.active} disabled=${toggle.busy} onChange=${(e) => setActive(d.name, e.currentTarget.checked)} /> active <span class="sr-only">${d.name}</span></label></td></tr>`)}</tbody>
-        </table>
-        ${list.data.devices.length === 0 && html`<p class="muted">No devices: <code>offcloud devices add sensor-1</code>.</p>`}`}
+  const setActive = (name, active) =>
+    toggle.run(async () => {
+      await api(`/api/devices/${encodeURIComponent(name)}/active`, { method: 'PUT', json: { active } });
+      await list.reload();
+    });
+  return html` <${Section} title="Devices" actions=${html`<button type="button" class="small" onClick=${list.reload}>refresh</button>`}>
+      <${Loading} state=${list}
+        >${
+          list.data &&
+          html` <p class="muted">From <code>${list.data.file}</code> (what DevSvc serves and <code>offcloud devices</code> edits).</p>
+            <table aria-label="devices">
+              <thead>
+                <tr>
+                  <th>device</th>
+                  <th>active</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${list.data.devices.map(
+                  (d) =>
+                    html`<tr key=${d.name}>
+                      <td>${d.name}</td>
+                      <td>
+                        <label
+                          ><input type="checkbox" checked=${d.active} disabled=${toggle.busy} onChange=${(e) => setActive(d.name, e.currentTarget.checked)} />
+                          active <span class="sr-only">${d.name}</span></label
+                        >
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+            ${list.data.devices.length === 0 && html`<p class="muted">No devices: <code>offcloud devices add sensor-1</code>.</p>`}`
+        }
       <//>
       <${ErrorLine} error=${toggle.error} />
     <//>

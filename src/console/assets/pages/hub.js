@@ -20,21 +20,18 @@ function Telemetry() {
   useEffect(() => {
     let stop = () => {};
     let left = false;
-    api('/api/hub/messages/events?limit=1').then(
-      ({ lastSeq }) => {
-        if (left) return;
-        stop = follow(`/api/hub/messages/events?since=${Math.max(0, lastSeq - BACKLOG)}`, {
-          open: () => setFollowing(true),
-          error: () => setFollowing(false),
-          // A reconnect replays from `since`: a message already shown is not shown twice.
-          telemetry: (event) => {
-            const message = JSON.parse(event.data);
-            setMessages((list) => (list.some((m) => m.seq === message.seq) ? list : [message, ...list].slice(0, SHOWN_MESSAGES)));
-          },
-        });
-      },
-      setError,
-    );
+    api('/api/hub/messages/events?limit=1').then(({ lastSeq }) => {
+      if (left) return;
+      stop = follow(`/api/hub/messages/events?since=${Math.max(0, lastSeq - BACKLOG)}`, {
+        open: () => setFollowing(true),
+        error: () => setFollowing(false),
+        // A reconnect replays from `since`: a message already shown is not shown twice.
+        telemetry: (event) => {
+          const message = JSON.parse(event.data);
+          setMessages((list) => (list.some((m) => m.seq === message.seq) ? list : [message, ...list].slice(0, SHOWN_MESSAGES)));
+        },
+      });
+    }, setError);
     return () => {
       left = true;
       stop();
@@ -44,12 +41,15 @@ function Telemetry() {
     <${ErrorLine} error=${error} />
     ${messages.length === 0 && !error && html`<p class="muted">Waiting for telemetry…</p>`}
     <ol class="telemetry" aria-live="polite" data-following=${following}>
-      ${messages.map((m) => html`<li key=${m.seq} data-seq=${m.seq}>
-        <span class="when">${m.enqueuedTimeUtc.slice(11, 23)}</span> <strong>${m.deviceId}${m.moduleId ? `/${m.moduleId}` : ''}</strong>
-        <code class="body">${m.bodyEncoding === 'base64' ? `(base64) ${m.body}` : m.body}</code>
-        ${Object.keys(m.properties).length > 0 && html`<span class="props">${Object.entries(m.properties).map(([k, v]) => html`<span class="tag">${k}=${v}</span>`)}</span>`}
-        ${Object.keys(m.system).length > 0 && html`<span class="props">${Object.entries(m.system).map(([k, v]) => html`<span class="tag system">${k}=${v}</span>`)}</span>`}
-      </li>`)}
+      ${messages.map(
+        (m) =>
+          html`<li key=${m.seq} data-seq=${m.seq}>
+            <span class="when">${m.enqueuedTimeUtc.slice(11, 23)}</span> <strong>${m.deviceId}${m.moduleId ? `/${m.moduleId}` : ''}</strong>
+            <code class="body">${m.bodyEncoding === 'base64' ? `(base64) ${m.body}` : m.body}</code>
+            ${Object.keys(m.properties).length > 0 && html`<span class="props">${Object.entries(m.properties).map(([k, v]) => html`<span class="tag">${k}=${v}</span>`)}</span>`}
+            ${Object.keys(m.system).length > 0 && html`<span class="props">${Object.entries(m.system).map(([k, v]) => html`<span class="tag system">${k}=${v}</span>`)}</span>`}
+          </li>`,
+      )}
     </ol>
   <//>`;
 }
@@ -72,18 +72,27 @@ function Twin({ id }) {
     });
   };
   return html`<${Section} title=${`Twin of ${id}`} actions=${html`<button type="button" class="small" onClick=${state.reload}>refresh</button>`}>
-    <${Loading} state=${state}>${state.data && html`
-      <div class="columns">
-        <div><h3>Desired <span class="version">$version ${state.data.properties.desired.$version}</span></h3><${Json} value=${state.data.properties.desired} /></div>
-        <div><h3>Reported <span class="version">$version ${state.data.properties.reported.$version}</span></h3><${Json} value=${state.data.properties.reported} /></div>
-      </div>
-      <form onSubmit=${submit} class="stack" aria-label="update desired properties">
-        <label for="desired">Desired properties to merge (JSON; null removes one)</label>
-        <textarea id="desired" name="desired" rows="3" required>{"interval": 30}</textarea>
-        <button type="submit" disabled=${save.busy}>Update desired</button>
-        <${ErrorLine} error=${save.error} />
-        ${save.result && html`<p class="ok">Desired properties now at version ${save.result.properties.desired.$version}.</p>`}
-      </form>`}
+    <${Loading} state=${state}
+      >${
+        state.data &&
+        html` <div class="columns">
+            <div>
+              <h3>Desired <span class="version">$version ${state.data.properties.desired.$version}</span></h3>
+              <${Json} value=${state.data.properties.desired} />
+            </div>
+            <div>
+              <h3>Reported <span class="version">$version ${state.data.properties.reported.$version}</span></h3>
+              <${Json} value=${state.data.properties.reported} />
+            </div>
+          </div>
+          <form onSubmit=${submit} class="stack" aria-label="update desired properties">
+            <label for="desired">Desired properties to merge (JSON; null removes one)</label>
+            <textarea id="desired" name="desired" rows="3" required>{"interval": 30}</textarea>
+            <button type="submit" disabled=${save.busy}>Update desired</button>
+            <${ErrorLine} error=${save.error} />
+            ${save.result && html`<p class="ok">Desired properties now at version ${save.result.properties.desired.$version}.</p>`}
+          </form>`
+      }
     <//>
   <//>`;
 }
@@ -92,7 +101,9 @@ function CloudToDevice({ id }) {
   const send = useAction();
   const submit = (event) => {
     const { body, properties } = formValues(event);
-    send.run(() => api(`${device(id)}/messages/devicebound`, { method: 'POST', json: { body, ...(properties ? { properties: parseProperties(properties) } : {}) } }));
+    send.run(() =>
+      api(`${device(id)}/messages/devicebound`, { method: 'POST', json: { body, ...(properties ? { properties: parseProperties(properties) } : {}) } }),
+    );
   };
   return html`<form onSubmit=${submit} class="stack" aria-label="send a cloud-to-device message">
     <h3>Cloud-to-device message</h3>
@@ -143,23 +154,47 @@ function DirectMethod({ id }) {
 export function HubPage() {
   const devices = useLoad(() => api('/api/hub/devices'));
   const [selected, setSelected] = useState(null);
-  return html`
-    <${Section} title="Devices" actions=${html`<button type="button" class="small" onClick=${devices.reload}>refresh</button>`}>
-      <${Loading} state=${devices}>${devices.data && html`
-        <table class="devices">
-          <thead><tr><th>device</th><th>module</th><th>status</th><th>connection</th><th></th></tr></thead>
-          <tbody>
-            ${devices.data.map((d) => html`<tr key=${`${d.deviceId}/${d.moduleId ?? ''}`}>
-              <td>${d.deviceId}</td><td>${d.moduleId ?? ''}</td><td>${d.status}</td>
-              <td><span class=${d.connectionState === 'Connected' ? 'probe probe-up' : 'probe probe-down'}>${d.connectionState}</span></td>
-              <td><button type="button" class="small" aria-pressed=${selected === d.deviceId} onClick=${() => setSelected(d.deviceId)}>open ${d.deviceId}</button></td>
-            </tr>`)}
-          </tbody>
-        </table>
-        ${devices.data.length === 0 && html`<p class="muted">No devices yet: <code>offcloud hub device create d1</code>.</p>`}`}
+  return html` <${Section} title="Devices" actions=${html`<button type="button" class="small" onClick=${devices.reload}>refresh</button>`}>
+      <${Loading} state=${devices}
+        >${
+          devices.data &&
+          html` <table class="devices">
+              <thead>
+                <tr>
+                  <th>device</th>
+                  <th>module</th>
+                  <th>status</th>
+                  <th>connection</th>
+                  <th></th>
+                </tr>
+              </thead>
+              <tbody>
+                ${devices.data.map(
+                  (d) =>
+                    html`<tr key=${`${d.deviceId}/${d.moduleId ?? ''}`}>
+                      <td>${d.deviceId}</td>
+                      <td>${d.moduleId ?? ''}</td>
+                      <td>${d.status}</td>
+                      <td><span class=${d.connectionState === 'Connected' ? 'probe probe-up' : 'probe probe-down'}>${d.connectionState}</span></td>
+                      <td>
+                        <button type="button" class="small" aria-pressed=${selected === d.deviceId} onClick=${() => setSelected(d.deviceId)}>
+                          open ${d.deviceId}
+                        </button>
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+            ${devices.data.length === 0 && html`<p class="muted">No devices yet: <code>offcloud hub device create d1</code>.</p>`}`
+        }
       <//>
     <//>
-    ${selected && html`<${Twin} id=${selected} key=${`twin-${selected}`} />
-      <${Section} title=${`Messages and methods for ${selected}`}><div class="columns"><${CloudToDevice} id=${selected} /><${DirectMethod} id=${selected} /></div><//>`}
+    ${
+      selected &&
+      html`<${Twin} id=${selected} key=${`twin-${selected}`} />
+        <${Section} title=${`Messages and methods for ${selected}`}
+          ><div class="columns"><${CloudToDevice} id=${selected} /><${DirectMethod} id=${selected} /></div
+        ><//>`
+    }
     <${Telemetry} />`;
 }

@@ -7,34 +7,61 @@ import { html, CopyButton, ErrorLine, Json, Loading, Section, formValues, useAct
 
 function Table({ head, rows, label }) {
   if (!rows.length) return html`<p class="muted">None.</p>`;
-  return html`<table aria-label=${label}><thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead>
-    <tbody>${rows.map((r) => html`<tr>${r.map((cell) => html`<td>${cell}</td>`)}</tr>`)}</tbody></table>`;
+  return html`<table aria-label=${label}>
+    <thead>
+      <tr>
+        ${head.map((h) => html`<th>${h}</th>`)}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows.map(
+        (r) =>
+          html`<tr>
+            ${r.map((cell) => html`<td>${cell}</td>`)}
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
 }
 
 function Directory({ directory }) {
   const names = new Map([...directory.apis, ...directory.clients].map((a) => [a.servicePrincipalId, a.displayName]));
   for (const m of directory.managedIdentities) names.set(m.principalId, m.name);
   const roleName = (apiId, roleId) => directory.apis.find((a) => a.appId === apiId)?.appRoles.find((r) => r.id === roleId)?.value ?? roleId;
-  return html`
-    <${Section} title="Applications (APIs) and their roles">
-      <${Table} label="applications" head=${['name', 'app id', 'identifier URIs', 'roles', 'token version']}
-        rows=${directory.apis.map((a) => [a.displayName, html`<code>${a.appId}</code>`, a.identifierUris.join(' '), a.appRoles.map((r) => r.value).join(', '), a.accessTokenAcceptedVersion ?? 1])} />
+  return html` <${Section} title="Applications (APIs) and their roles">
+      <${Table}
+        label="applications"
+        head=${['name', 'app id', 'identifier URIs', 'roles', 'token version']}
+        rows=${directory.apis.map((a) => [a.displayName, html`<code>${a.appId}</code>`, a.identifierUris.join(' '), a.appRoles.map((r) => r.value).join(', '), a.accessTokenAcceptedVersion ?? 1])}
+      />
     <//>
     <${Section} title="Clients">
-      <${Table} label="clients" head=${['name', 'app id', 'secrets', 'certificates']}
-        rows=${directory.clients.map((c) => [c.displayName, html`<code>${c.appId}</code> <${CopyButton} text=${c.appId} />`, c.secrets.map((s) => `${s.hint}… until ${s.expiresAt.slice(0, 10)}`).join(', '), c.certificates.map((x) => x.thumbprint).join(', ')])} />
+      <${Table}
+        label="clients"
+        head=${['name', 'app id', 'secrets', 'certificates']}
+        rows=${directory.clients.map((c) => [c.displayName, html`<code>${c.appId}</code> <${CopyButton} text=${c.appId} />`, c.secrets.map((s) => `${s.hint}… until ${s.expiresAt.slice(0, 10)}`).join(', '), c.certificates.map((x) => x.thumbprint).join(', ')])}
+      />
     <//>
     <${Section} title="Grants (app role assignments)">
-      <${Table} label="grants" head=${['principal', 'API', 'role']}
-        rows=${directory.appRoleAssignments.map((g) => [names.get(g.principalId) ?? g.principalId, directory.apis.find((a) => a.appId === g.resourceAppId)?.displayName ?? g.resourceAppId, roleName(g.resourceAppId, g.appRoleId)])} />
+      <${Table}
+        label="grants"
+        head=${['principal', 'API', 'role']}
+        rows=${directory.appRoleAssignments.map((g) => [names.get(g.principalId) ?? g.principalId, directory.apis.find((a) => a.appId === g.resourceAppId)?.displayName ?? g.resourceAppId, roleName(g.resourceAppId, g.appRoleId)])}
+      />
     <//>
     <${Section} title="Managed identities">
-      <${Table} label="managed identities" head=${['name', 'kind', 'client id', 'principal id']}
-        rows=${directory.managedIdentities.map((m) => [m.name, m.kind, html`<code>${m.clientId}</code>`, html`<code>${m.principalId}</code>`])} />
+      <${Table}
+        label="managed identities"
+        head=${['name', 'kind', 'client id', 'principal id']}
+        rows=${directory.managedIdentities.map((m) => [m.name, m.kind, html`<code>${m.clientId}</code>`, html`<code>${m.principalId}</code>`])}
+      />
     <//>
     <${Section} title="Data-plane roles">
-      <${Table} label="data roles" head=${['principal', 'role', 'scope']}
-        rows=${directory.dataRoleAssignments.map((d) => [names.get(d.principalId) ?? d.principalId, d.role, d.scope])} />
+      <${Table}
+        label="data roles"
+        head=${['principal', 'role', 'scope']}
+        rows=${directory.dataRoleAssignments.map((d) => [names.get(d.principalId) ?? d.principalId, d.role, d.scope])}
+      />
     <//>`;
 }
 
@@ -52,9 +79,20 @@ function Decoder({ token, setToken }) {
       <button type="submit" disabled=${decode.busy}>Decode and verify</button>
     </form>
     <${ErrorLine} error=${decode.error} />
-    ${result && html`
-      <p class=${result.verified ? 'ok verdict' : 'error verdict'} role="status">${result.verified ? 'Verifies' : 'Does not verify'}: ${result.reason}</p>
-      <div class="columns"><div><h3>Header</h3><${Json} value=${result.header} /></div><div><h3>Claims</h3><${Json} value=${result.claims} /></div></div>`}
+    ${
+      result &&
+      html` <p class=${result.verified ? 'ok verdict' : 'error verdict'} role="status">${result.verified ? 'Verifies' : 'Does not verify'}: ${result.reason}</p>
+        <div class="columns">
+          <div>
+            <h3>Header</h3>
+            <${Json} value=${result.header} />
+          </div>
+          <div>
+            <h3>Claims</h3>
+            <${Json} value=${result.claims} />
+          </div>
+        </div>`
+    }
   <//>`;
 }
 
@@ -72,7 +110,9 @@ function GetToken({ directory, onToken }) {
   return html`<${Section} title="Get a token (client credentials)">
     <form onSubmit=${submit} class="stack" aria-label="get a token">
       <label for="client-id">Client</label>
-      <select id="client-id" name="clientId">${directory.clients.map((c) => html`<option value=${c.appId}>${c.displayName} (${c.appId})</option>`)}</select>
+      <select id="client-id" name="clientId">
+        ${directory.clients.map((c) => html`<option value=${c.appId}>${c.displayName} (${c.appId})</option>`)}
+      </select>
       <label for="client-secret">Client secret</label>
       <input id="client-secret" name="clientSecret" type="password" required />
       <label for="scope">Scope</label>
@@ -87,10 +127,12 @@ function GetToken({ directory, onToken }) {
 export function IdentityPage() {
   const directory = useLoad(() => api('/api/identity/directory'));
   const [token, setToken] = useState('');
-  return html`
-    <${Decoder} token=${token} setToken=${setToken} />
-    <${Loading} state=${directory}>${directory.data && html`
-      <${GetToken} directory=${directory.data} onToken=${setToken} />
-      <${Directory} directory=${directory.data} />`}
+  return html` <${Decoder} token=${token} setToken=${setToken} />
+    <${Loading} state=${directory}
+      >${
+        directory.data &&
+        html` <${GetToken} directory=${directory.data} onToken=${setToken} />
+          <${Directory} directory=${directory.data} />`
+      }
     <//>`;
 }

@@ -46,7 +46,10 @@ function Scoring() {
         throw new Error(`${file.name} is not an image the browser can read`);
       }
       const [labels, answer] = await Promise.all([api('/api/scoring/labels'), api('/api/scoring/', { method: 'POST', json: body })]);
-      const top = answer.result.map((probability, index) => ({ probability, index })).sort((a, b) => b.probability - a.probability).slice(0, TOP);
+      const top = answer.result
+        .map((probability, index) => ({ probability, index }))
+        .sort((a, b) => b.probability - a.probability)
+        .slice(0, TOP);
       return { time: answer.time, top: top.map((c) => ({ ...c, name: labels[String(c.index)]?.[1] ?? `class ${c.index}` })) };
     });
   };
@@ -54,10 +57,22 @@ function Scoring() {
     <${PhotoInput} id="scoring-file" onFile=${take} />
     <${ErrorLine} error=${score.error} />
     ${score.busy && html`<p class="muted">Scoring…</p>`}
-    ${score.result && html`<table class="classes" aria-label="top classes">
-      <tbody>${score.result.top.map((c) => html`<tr><td>${c.name}</td><td><meter min="0" max="1" value=${c.probability}></meter></td><td>${(c.probability * 100).toFixed(1)} %</td></tr>`)}</tbody>
-    </table>
-    <p class="muted" role="status">inference ${(score.result.time * 1000).toFixed(1)} ms in the container</p>`}
+    ${
+      score.result &&
+      html`<table class="classes" aria-label="top classes">
+          <tbody>
+            ${score.result.top.map(
+              (c) =>
+                html`<tr>
+                  <td>${c.name}</td>
+                  <td><meter min="0" max="1" value=${c.probability}></meter></td>
+                  <td>${(c.probability * 100).toFixed(1)} %</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        <p class="muted" role="status">inference ${(score.result.time * 1000).toFixed(1)} ms in the container</p>`
+    }
   <//>`;
 }
 
@@ -94,24 +109,57 @@ function Face() {
       if (old) URL.revokeObjectURL(old.url);
       return { url: URL.createObjectURL(file), file };
     });
-    detect.run(() => api(`/api/face/face/v1.0/detect?returnFaceAttributes=${FACE_ATTRIBUTES}`, { method: 'POST', raw: file, contentType: 'application/octet-stream' }));
+    detect.run(() =>
+      api(`/api/face/face/v1.0/detect?returnFaceAttributes=${FACE_ATTRIBUTES}`, { method: 'POST', raw: file, contentType: 'application/octet-stream' }),
+    );
   };
   const faces = detect.result ?? [];
   return html`<${Section} title="Face">
     <${PhotoInput} id="face-file" onFile=${take} />
     <${ErrorLine} error=${detect.error} />
-    ${photo && html`<figure class="photo">
-      <img src=${photo.url} alt="the photo sent" onLoad=${(e) => setPhoto((p) => ({ ...p, width: e.currentTarget.naturalWidth, height: e.currentTarget.naturalHeight }))} />
-      ${photo.width && html`<svg class="faces" viewBox=${`0 0 ${photo.width} ${photo.height}`} preserveAspectRatio="none" aria-label=${`${faces.length} faces`}>
-        ${faces.map((f, i) => html`<rect class="face" x=${f.faceRectangle.left} y=${f.faceRectangle.top} width=${f.faceRectangle.width} height=${f.faceRectangle.height} />
-          <text class="face-number" x=${f.faceRectangle.left + 4} y=${f.faceRectangle.top + f.faceRectangle.height - 6}>${i + 1}</text>`)}
-      </svg>`}
-    </figure>`}
-    ${detect.result && html`<p role="status">${faces.length} face${faces.length === 1 ? '' : 's'} found.</p>
-      <ol class="attributes">${faces.map((f) => html`<li>${f.faceAttributes ? Object.entries(f.faceAttributes).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k} ${v}`).join(' · ') : f.faceId}</li>`)}</ol>`}
+    ${
+      photo &&
+      html`<figure class="photo">
+        <img
+          src=${photo.url}
+          alt="the photo sent"
+          onLoad=${(e) => setPhoto((p) => ({ ...p, width: e.currentTarget.naturalWidth, height: e.currentTarget.naturalHeight }))}
+        />
+        ${
+          photo.width &&
+          html`<svg class="faces" viewBox=${`0 0 ${photo.width} ${photo.height}`} preserveAspectRatio="none" aria-label=${`${faces.length} faces`}>
+            ${faces.map(
+              (f, i) =>
+                html`<rect class="face" x=${f.faceRectangle.left} y=${f.faceRectangle.top} width=${f.faceRectangle.width} height=${f.faceRectangle.height} />
+                  <text class="face-number" x=${f.faceRectangle.left + 4} y=${f.faceRectangle.top + f.faceRectangle.height - 6}>${i + 1}</text>`,
+            )}
+          </svg>`
+        }
+      </figure>`
+    }
+    ${
+      detect.result &&
+      html`<p role="status">${faces.length} face${faces.length === 1 ? '' : 's'} found.</p>
+        <ol class="attributes">
+          ${faces.map(
+            (f) =>
+              html`<li>
+                ${
+                  f.faceAttributes
+                    ? Object.entries(f.faceAttributes)
+                        .filter(([, v]) => typeof v !== 'object')
+                        .map(([k, v]) => `${k} ${v}`)
+                        .join(' · ')
+                    : f.faceId
+                }
+              </li>`,
+          )}
+        </ol>`
+    }
   <//>`;
 }
 
 export function ModelsPage() {
-  return html`<div class="columns"><${Scoring} /><${Sentiment} /></div><${Face} /><${Usage} />`;
+  return html`<div class="columns"><${Scoring} /><${Sentiment} /></div>
+    <${Face} /><${Usage} />`;
 }

@@ -35,7 +35,9 @@ function BarChart({ series, axis, period }) {
       ${axis.map((bucket, i) => {
         const quantity = series.values.get(bucket) ?? 0;
         const height = (quantity / max) * (HEIGHT - 4);
-        return html`<rect class="bar" x=${i * BAR + 2} y=${HEIGHT - height} width=${BAR - 4} height=${height} data-bucket=${bucket} data-quantity=${quantity}><title>${bucket}: ${quantity}</title></rect>`;
+        return html`<rect class="bar" x=${i * BAR + 2} y=${HEIGHT - height} width=${BAR - 4} height=${height} data-bucket=${bucket} data-quantity=${quantity}
+          ><title>${bucket}: ${quantity}</title></rect
+        >`;
       })}
     </svg>
     <div class="axis muted"><span>${axis[0]}</span><span>${axis[axis.length - 1]}</span></div>
