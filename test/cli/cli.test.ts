@@ -154,5 +154,5 @@ test('CLI: offcloud up starts every component, prints one table, /health answers
 test('CLI: offcloud env with no up running on the data dir says so and how to start it', async (t) => {
   const env = await exitOf(['env', '--data-dir', await tempDataDir(t)]);
   assert.equal(env.code, 1);
-  assert.match(env.stderr, /no offcloud up is running on the data dir .*; start it with `npx offcloud up`/);
+  assert.match(env.stderr, /neither offcloud up nor a component runs on the data dir .*; start them with `npx offcloud up`/);
 });
