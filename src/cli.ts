@@ -187,7 +187,7 @@ async function runUp(args: string[]): Promise<number> {
   const selection = selectComponents(components, upNeeds, global.only);
   const { createLogger } = await import('./common/log.ts');
   const logger = createLogger(global.logLevel, 'offcloud');
-  await ensureLocalCa(global.dataDir);
+  await ensureLocalCa(global.dataDir, global.tlsNames);
   const started = new Map<string, RunningComponent>();
   const failed = new Map<string, FailedComponent>();
   const { removeUpState, writeUpState } = await import('./up/state.ts');
@@ -299,14 +299,18 @@ async function runCommandGroup(group: CommandGroup, args: string[]): Promise<num
 }
 
 async function runCa(args: string[]): Promise<number> {
-  const { flags, positionals } = parseArgs(args, flagNames({ dataDir: commonOptions.dataDir, help: { type: 'boolean', default: false, description: '' } }));
+  const schema = { dataDir: commonOptions.dataDir, tlsNames: commonOptions.tlsNames };
+  const { flags, positionals } = parseArgs(args, flagNames({ ...schema, help: { type: 'boolean', default: false, description: '' } }));
   if (flags.help) {
-    process.stdout.write('usage: offcloud ca [--data-dir DIR]\nprints the local CA certificate file (made on first use) and how clients trust it\n');
+    process.stdout.write(
+      'usage: offcloud ca [--data-dir DIR] [--tls-names NAME,...]\nprints the local CA certificate file (made on first use, its server certificate with the names given) and how clients trust it\n',
+    );
     return 0;
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  const dataDir = typeof flags.dataDir === 'string' ? flags.dataDir : (process.env.OFFCLOUD_DATA_DIR ?? commonOptions.dataDir.default);
-  const ca = await ensureLocalCa(dataDir);
+  delete flags.help;
+  const { dataDir, tlsNames } = resolveConfig('', schema, { flags, env: process.env });
+  const ca = await ensureLocalCa(dataDir, tlsNames);
   process.stdout.write(
     [
       ca.caCertPath,

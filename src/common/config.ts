@@ -57,6 +57,11 @@ export const commonOptions = {
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     description: 'log level',
   },
+  tlsNames: {
+    type: 'list',
+    default: [],
+    description: "more host names and IP addresses the local CA's server certificate carries (comma-separated; e.g. a Docker host's name)",
+  },
 } as const satisfies OptionSchema;
 
 /**

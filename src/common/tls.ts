@@ -21,7 +21,13 @@ export const CLIENT_CERTIFICATE_OPTIONS = { requestCert: true, rejectUnauthorize
  * The certificate a TLS server presents: the user's files when both
  * --tls-cert and --tls-key are given, otherwise the local CA's leaf.
  */
-export async function resolveTls(options: { tlsCert: string; tlsKey: string; dataDir: string; tlsHandshakeTimeout?: number }): Promise<TlsMaterial> {
+export async function resolveTls(options: {
+  tlsCert: string;
+  tlsKey: string;
+  dataDir: string;
+  tlsNames?: readonly string[];
+  tlsHandshakeTimeout?: number;
+}): Promise<TlsMaterial> {
   const handshakeTimeout = options.tlsHandshakeTimeout ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS;
   if (options.tlsCert || options.tlsKey) {
     if (!options.tlsCert || !options.tlsKey) {
@@ -36,7 +42,7 @@ export async function resolveTls(options: { tlsCert: string; tlsKey: string; dat
     };
     return { cert: await read(options.tlsCert, '--tls-cert'), key: await read(options.tlsKey, '--tls-key'), caCertPath: null, handshakeTimeout };
   }
-  const ca = await ensureLocalCa(options.dataDir);
+  const ca = await ensureLocalCa(options.dataDir, options.tlsNames);
   return { cert: ca.cert, key: ca.key, caCertPath: ca.caCertPath, handshakeTimeout };
 }
 
@@ -46,6 +52,7 @@ export async function resolveOptionalTls(options: {
   tlsCert: string;
   tlsKey: string;
   dataDir: string;
+  tlsNames?: readonly string[];
   tlsHandshakeTimeout?: number;
 }): Promise<TlsMaterial | null> {
   return options.tls || options.tlsCert || options.tlsKey ? resolveTls(options) : null;

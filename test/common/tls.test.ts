@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { Agent, request } from 'undici';
 import { ensureLocalCa } from '../../src/common/ca.ts';
@@ -53,4 +54,43 @@ test('TLS: --tls-cert and --tls-key files are used as given; one without the oth
   assert.equal(material.caCertPath, null);
   await assert.rejects(resolveTls({ tlsCert: ca.certPath, tlsKey: '', dataDir }), /--tls-cert and --tls-key must be given together/);
   await assert.rejects(resolveTls({ tlsCert: '/nonexistent.pem', tlsKey: ca.keyPath, dataDir }), /cannot read --tls-cert/);
+});
+
+test('TLS: --tls-names issues the leaf again from the same CA with the names added (earlier ones kept); a client reaching the server by such a name trusts it', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const first = await ensureLocalCa(dataDir);
+  const leafOf = (ca: { cert: string }) => new X509Certificate(ca.cert);
+  assert.equal(leafOf(first).checkHost('docker-host.example'), undefined);
+
+  const named = await ensureLocalCa(dataDir, ['docker-host.example', '10.1.2.3']);
+  assert.equal(named.caCert, first.caCert, 'the same CA: clients that trust it go on trusting');
+  assert.notEqual(named.cert, first.cert);
+  assert.equal(leafOf(named).checkHost('docker-host.example'), 'docker-host.example');
+  assert.equal(leafOf(named).checkIP('10.1.2.3'), '10.1.2.3');
+  assert.equal(leafOf(named).checkHost('localhost'), 'localhost');
+  assert.ok(leafOf(named).verify(new X509Certificate(first.caCert).publicKey));
+  assert.equal((await stat(named.keyPath)).mode & 0o777, 0o600);
+  // Asked again with the same names: kept as is. With another: both carried.
+  assert.equal((await ensureLocalCa(dataDir, ['docker-host.example'])).cert, named.cert);
+  const more = await ensureLocalCa(dataDir, ['ci-runner.internal']);
+  assert.equal(leafOf(more).checkHost('ci-runner.internal'), 'ci-runner.internal');
+  assert.equal(leafOf(more).checkHost('docker-host.example'), 'docker-host.example');
+  assert.equal(leafOf(more).subjectAltName!.match(/IP Address:0:0:0:0:0:0:0:1/g)!.length, 1, leafOf(more).subjectAltName);
+
+  // A server started with the option presents the new leaf; the client checks the name it connects by.
+  const tls = await resolveTls({ tlsCert: '', tlsKey: '', dataDir, tlsNames: ['remote-docker.example'] });
+  const app = createHttpServer({ logger: createLogger('silent', 'test'), tls });
+  app.get('/hello', async () => 'hi');
+  const url = await listen(app, { host: '127.0.0.1', port: 0, component: 'test' });
+  t.after(() => app.close());
+  for (const [servername, works] of [
+    ['remote-docker.example', true],
+    ['not-named.example', false],
+  ] as const) {
+    const agent = new Agent({ connect: { ca: first.caCert, servername } });
+    const answer = request(`${url}/hello`, { dispatcher: agent });
+    if (works) assert.equal(await (await answer).body.text(), 'hi');
+    else await assert.rejects(answer, /altnames|does not match/i);
+    await agent.close();
+  }
 });

@@ -17,7 +17,14 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { extract } from 'tar-stream';
-import { AbstractStartedContainer, GenericContainer, StartupCheckStrategy, type StartedTestContainer, type StartupStatus } from 'testcontainers';
+import {
+  AbstractStartedContainer,
+  GenericContainer,
+  getContainerRuntimeClient,
+  StartupCheckStrategy,
+  type StartedTestContainer,
+  type StartupStatus,
+} from 'testcontainers';
 
 export const OFFCLOUD_IMAGE = 'localhost/offcloud:dev';
 
@@ -194,9 +201,7 @@ export class OffcloudContainer extends GenericContainer {
 
   constructor(image = OFFCLOUD_IMAGE) {
     super(image);
-    this.withCommand(['up'])
-      .withWaitStrategy(new UpStateWritten())
-      .withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
+    this.withCommand(['up']).withWaitStrategy(new UpStateWritten()).withStartupTimeout(DEFAULT_STARTUP_TIMEOUT_MS);
   }
 
   /** The components the test uses: only they (and what they need) run, and `start()` awaits them. */
@@ -223,6 +228,10 @@ export class OffcloudContainer extends GenericContainer {
     this.withExposedPorts(...new Set(Object.values(COMPONENT_PORTS).flat()));
     // The admin API keeps to loopback by default (it has no authentication); a test reaches it through its published port.
     if (this.components.includes('gateway')) this.withEnvironment({ OFFCLOUD_GATEWAY_ADMIN_HOST: '0.0.0.0' });
+    // The certificates carry the host the ports are reached by: a Docker host on another machine
+    // (DOCKER_HOST=tcp://…, TESTCONTAINERS_HOST_OVERRIDE) is reached by a name of its own.
+    const host = reachableHost((await getContainerRuntimeClient()).info.containerRuntime.host);
+    if (host !== 'localhost') this.withEnvironment({ OFFCLOUD_TLS_NAMES: host });
     const deadline = Date.now() + (this.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
     const container = await super.start();
     try {
@@ -319,7 +328,7 @@ export class StartedOffcloudContainer extends AbstractStartedContainer {
     return this.record(component).details.map((detail) => ({ ...detail }));
   }
 
-  /** The local CA's certificate (PEM): trust it for the https:// and mqtts:// URLs, which name `localhost`. */
+  /** The local CA's certificate (PEM): trust it for the https:// and mqtts:// URLs, whose certificate names `localhost` and the host handed back. */
   getCaCertificate(): string {
     if (!this.ca) throw new Error('OffcloudContainer: none of the started components serves TLS');
     return this.ca;

@@ -1,0 +1,75 @@
+/**
+ * The Testcontainers module where the engine's host is reached by a name, as
+ * a Docker host on another machine is (DOCKER_HOST=tcp://…): here
+ * TESTCONTAINERS_HOST_OVERRIDE names this machine by its host name. The module
+ * hands that name back and the container's certificates carry it
+ * (OFFCLOUD_TLS_NAMES), so an HTTPS client that checks names trusts the URLs
+ * with the CA alone.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { hostname, networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { Agent, request } from 'undici';
+import { OffcloudContainer, type StartedOffcloudContainer } from '../../packages/testcontainers/src/index.ts';
+import { BUILD_TIMEOUT, ensureImage, removeContainer } from '../containers/podman.ts';
+import { startDockerApi, type DockerApi } from './docker-api.ts';
+
+const NAME = `offcloud-testcontainers-remote-${process.pid}`;
+const HOST = hostname();
+let work: string;
+let api: DockerApi | undefined;
+let offcloud: StartedOffcloudContainer | undefined;
+
+before(async () => {
+  // The name must reach this machine (an /etc/hosts line, as container and CI machines have).
+  const { address } = await lookup(HOST);
+  const own = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+  assert.ok(own.includes(address), `${HOST} resolves to ${address}, not an address of this machine`);
+  const { image } = await ensureImage();
+  work = await mkdtemp(join(tmpdir(), 'offcloud-tc-'));
+  api = await startDockerApi(work);
+  process.env.DOCKER_HOST = api.dockerHost;
+  process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+  process.env.TESTCONTAINERS_HOST_OVERRIDE = HOST;
+  offcloud = await new OffcloudContainer(image).withName(NAME).withComponents(['identity']).start();
+}, BUILD_TIMEOUT);
+
+after(async () => {
+  await offcloud?.stop();
+  await removeContainer(NAME);
+  api?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+test('a Docker host reached by name: the URLs name it, its certificate carries it, and an HTTPS client trusting only the CA checks it', async () => {
+  assert.ok(offcloud, 'the container did not start');
+  assert.equal(offcloud.getHost(), HOST);
+  const { authorityHost, tenantId } = offcloud.getIdentity();
+  const url = new URL(authorityHost);
+  assert.equal(url.hostname, HOST);
+
+  const ca = offcloud.getCaCertificate();
+  const presented = await new Promise<X509Certificate>((resolve, reject) => {
+    const socket = connect({ host: HOST, port: Number(url.port), ca, servername: HOST }, () => {
+      resolve(new X509Certificate(socket.getPeerCertificate().raw));
+      socket.end();
+    });
+    socket.on('error', reject);
+  });
+  assert.equal(presented.checkHost(HOST), HOST);
+  assert.equal(presented.checkHost('localhost'), 'localhost');
+
+  const agent = new Agent({ connect: { ca } });
+  try {
+    const answer = await request(`${authorityHost}/${tenantId}/v2.0/.well-known/openid-configuration`, { dispatcher: agent });
+    assert.equal(answer.statusCode, 200);
+    assert.ok(((await answer.body.json()) as { issuer: string }).issuer);
+  } finally {
+    await agent.close();
+  }
+});
