@@ -97,7 +97,8 @@ function podmanCompose(project: string, args: string[]): Promise<string> {
 }
 
 export async function up(wanted: string[], project = projectName()): Promise<void> {
-  const { services } = parse(readFileSync(COMPOSE_FILE, 'utf8')) as { services: Record<string, Service> };
+  // merge: compose.yaml's services share settings through YAML merge keys (<<: *offcloud).
+  const { services } = parse(readFileSync(COMPOSE_FILE, 'utf8'), { merge: true }) as { services: Record<string, Service> };
   const first = healthyFirst(services, wanted);
   if (first.length) {
     await podmanCompose(project, ['up', '-d', ...first]);
