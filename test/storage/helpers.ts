@@ -8,7 +8,7 @@ import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { startStorage, type StorageOptions } from '../../src/storage/server.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
-import { BlobServiceClient } from '@azure/storage-blob';
+import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { startForTest, type Cleanup, type StartedIdentity } from '../identity/helpers.ts';
 import { tempDataDir } from '../helpers/index.ts';
 import { DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
@@ -94,6 +94,13 @@ export async function runSdkScenario(
   return JSON.parse(stdout.trim().split('\n').pop()!) as { ok: boolean; result?: Record<string, unknown>; error?: Record<string, unknown> };
 }
 
+/** The development account, its Shared Key credential (the SDK's SAS builders take it), and a signature with its key (hand-signed SAS and requests). */
+export const DEVELOPMENT_ACCOUNT = 'devstoreaccount1';
+export const developmentCredential = new StorageSharedKeyCredential(DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY);
+export function signWithDevelopmentKey(stringToSign: string): string {
+  return createHmac('sha256', Buffer.from(DEVELOPMENT_KEY, 'base64')).update(stringToSign).digest('base64');
+}
+
 /** Storage alone on port 0, and a client signing with the development account's key over plain HTTP (Shared Key). */
 export async function startSharedKeyStorage(
   t: Cleanup,
@@ -129,6 +136,6 @@ export function sharedKeyFetch(url: string, init: { method?: string; body?: stri
     .map((name) => `${name}:${headers[name]}`);
   const query = [...target.searchParams.keys()].sort().map((key) => `\n${key}:${target.searchParams.get(key)}`);
   const stringToSign = [...standard, ...canonicalHeaders, `/devstoreaccount1${target.pathname}${query.join('')}`].join('\n');
-  const signature = createHmac('sha256', Buffer.from(DEVELOPMENT_KEY, 'base64')).update(stringToSign).digest('base64');
+  const signature = signWithDevelopmentKey(stringToSign);
   return fetch(url, { method, ...(init.body ? { body: init.body } : {}), headers: { ...headers, authorization: `SharedKey devstoreaccount1:${signature}` } });
 }

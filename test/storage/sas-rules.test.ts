@@ -5,7 +5,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
 import {
   AccountSASPermissions,
   AccountSASResourceTypes,
@@ -14,13 +13,9 @@ import {
   ContainerSASPermissions,
   generateAccountSASQueryParameters,
   generateBlobSASQueryParameters,
-  StorageSharedKeyCredential,
 } from '@azure/storage-blob';
-import { DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
-import { startSharedKeyStorage } from './helpers.ts';
+import { DEVELOPMENT_ACCOUNT as ACCOUNT, developmentCredential as credential, startSharedKeyStorage, signWithDevelopmentKey } from './helpers.ts';
 
-const ACCOUNT = 'devstoreaccount1';
-const credential = new StorageSharedKeyCredential(ACCOUNT, DEVELOPMENT_KEY);
 const expiresOn = () => new Date(Date.now() + 10 * 60_000);
 
 /** Status and x-ms-error-code of one request with a SAS query. */
@@ -121,7 +116,7 @@ function accountSasQuery(fields: Record<string, string>, changeSignature: (sig: 
     ...fields,
   };
   const stringToSign = [ACCOUNT, ...['sp', 'ss', 'srt', 'st', 'se', 'sip', 'spr', 'sv', 'ses'].map((name) => f[name] ?? ''), ''].join('\n');
-  const sig = createHmac('sha256', Buffer.from(DEVELOPMENT_KEY, 'base64')).update(stringToSign).digest('base64');
+  const sig = signWithDevelopmentKey(stringToSign);
   return new URLSearchParams({ ...f, sig: changeSignature(sig) }).toString();
 }
 

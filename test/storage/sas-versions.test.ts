@@ -6,7 +6,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
 import {
   AccountSASPermissions,
   AccountSASResourceTypes,
@@ -18,19 +17,20 @@ import {
   ContainerSASPermissions,
   generateAccountSASQueryParameters,
   generateBlobSASQueryParameters,
-  StorageSharedKeyCredential,
 } from '@azure/storage-blob';
-import { DEVELOPMENT_KEY } from '../../src/storage/persistence/accounts.ts';
-import { sharedKeyFetch, startSharedKeyStorage } from './helpers.ts';
-
-const ACCOUNT = 'devstoreaccount1';
-const credential = new StorageSharedKeyCredential(ACCOUNT, DEVELOPMENT_KEY);
+import {
+  DEVELOPMENT_ACCOUNT as ACCOUNT,
+  developmentCredential as credential,
+  sharedKeyFetch,
+  startSharedKeyStorage,
+  signWithDevelopmentKey,
+} from './helpers.ts';
 
 /** The SAS the reference documents for versions before 2015-04-05, signed by hand. */
 function oldServiceSas(version: '2012-02-12' | '2013-08-15', container: string, blob: string, permissions: string, expiry: string): string {
   const fields = [permissions, '', expiry, `/${ACCOUNT}/${container}/${blob}`, '', version];
   if (version === '2013-08-15') fields.push('', '', '', '', '');
-  const sig = createHmac('sha256', Buffer.from(DEVELOPMENT_KEY, 'base64')).update(fields.join('\n')).digest('base64');
+  const sig = signWithDevelopmentKey(fields.join('\n'));
   return new URLSearchParams({ sv: version, sr: 'b', sp: permissions, se: expiry, sig }).toString();
 }
 
