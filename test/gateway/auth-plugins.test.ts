@@ -1,9 +1,10 @@
 /** acl with acls, basic-auth with basicauth_credentials, and request-transformer, as Kong 3.x runs them. */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { hashBasicauthPassword } from '../../src/gateway/config/entities.ts';
-import { echoBackend, errorsOf, gatewayWith, loadDoc } from './helpers.ts';
+import { echoBackend, echoServiceWith, errorsOf, gatewayWith, hmacHeaders, loadDoc } from './helpers.ts';
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -156,4 +157,69 @@ test('request-transformer: remove, rename, replace, add, append on headers, quer
       "plugins[0].config.add.headers[1]: not supported by offcloud's gateway (templates in values, $(…))",
     ],
   );
+});
+
+test("hmac-auth: Kong's signature string over date and request-line; clock skew, enforced headers, algorithms, body digest; Kong 3.x 401 messages", async (t) => {
+  const { backend, gw } = await echoServiceWith(
+    t,
+    [
+      {
+        paths: ['/signed'],
+        plugins: [{ name: 'hmac-auth', config: { hide_credentials: true, enforce_headers: ['date'], algorithms: ['hmac-sha256', 'hmac-sha512'] } }],
+      },
+      { paths: ['/body'], plugins: [{ name: 'hmac-auth', config: { validate_request_body: true } }] },
+    ],
+    { consumers: [{ username: 'partner', hmacauth_credentials: [{ username: 'partner-app', secret: 'partner-secret' }] }] },
+  );
+  const message = (r: { body: string }) => JSON.parse(r.body).message;
+  const target = '/signed/orders?page=2';
+  const ok = await call(`${gw.proxy}${target}`, { headers: hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target }) });
+  assert.equal(ok.status, 200);
+  const seen = backend.seen.at(-1)!;
+  assert.deepEqual(
+    [seen.headers['x-consumer-username'], seen.headers['x-credential-identifier'], seen.headers.authorization],
+    ['partner', 'partner-app', undefined],
+  );
+  const sha512 = await call(`${gw.proxy}${target}`, {
+    headers: hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target, algorithm: 'hmac-sha512' }),
+  });
+  assert.equal(sha512.status, 200);
+
+  const refusals = [
+    [{}, 'Unauthorized'],
+    [hmacHeaders({ user: 'partner-app', secret: 'wrong', target }), 'HMAC signature does not match'],
+    [hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target: '/signed/other' }), 'HMAC signature does not match'],
+    [hmacHeaders({ user: 'nobody', secret: 'partner-secret', target }), 'HMAC signature cannot be verified'],
+    [hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target, algorithm: 'hmac-sha1' }), 'HMAC signature cannot be verified'],
+    [hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target, signed: ['request-line'] }), 'HMAC signature cannot be verified'],
+    [
+      hmacHeaders({ user: 'partner-app', secret: 'partner-secret', target, date: new Date(Date.now() - 600_000) }),
+      'HMAC signature cannot be verified, a valid date or x-date header is required for HMAC Authentication',
+    ],
+    [{ date: new Date().toUTCString(), authorization: 'hmac garbage' }, 'HMAC signature cannot be verified'],
+  ] as const;
+  for (const [headers, expected] of refusals) {
+    const res = await call(`${gw.proxy}${target}`, { headers });
+    assert.deepEqual([res.status, message(res)], [401, expected], JSON.stringify(headers));
+  }
+
+  const body = '{"amount":10}';
+  const digest = `SHA-256=${createHash('sha256').update(body).digest('base64')}`;
+  const post = (d: string) => ({
+    method: 'POST' as const,
+    body,
+    headers: { ...hmacHeaders({ user: 'partner-app', secret: 'partner-secret', method: 'POST', target: '/body' }), digest: d },
+  });
+  assert.equal((await call(`${gw.proxy}/body`, post(digest))).status, 200);
+  const tampered = await call(`${gw.proxy}/body`, post('SHA-256=AAAA'));
+  assert.deepEqual([tampered.status, message(tampered)], [401, 'HMAC signature does not match']);
+  assert.equal(backend.seen.length, 3);
+
+  assert.deepEqual(errorsOf({ _format_version: '3.0', plugins: [{ name: 'hmac-auth', config: { algorithms: ['md5'], clock_skew: 0 } }] }), [
+    'plugins[0].config.clock_skew: value must be greater than 0',
+    'plugins[0].config.algorithms[0]: expected one of: hmac-sha1, hmac-sha256, hmac-sha384, hmac-sha512',
+  ]);
+  assert.deepEqual(errorsOf({ _format_version: '3.0', consumers: [{ username: 'c', hmacauth_credentials: [{ secret: 's' }] }] }), [
+    'consumers[0].hmacauth_credentials[0].username: required field missing',
+  ]);
 });

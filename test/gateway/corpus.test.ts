@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { tempDataDir } from '../helpers/index.ts';
-import { echoBackend, gatewayWith } from './helpers.ts';
+import { echoBackend, gatewayWith, hmacHeaders } from './helpers.ts';
 
 interface Check {
   method?: string;
@@ -101,6 +101,19 @@ const CHECKS: Record<string, Check[] | (() => Promise<Check[]>)> = {
     { path: '/forecast/today', status: 401, body: { message: 'No API key found in request' } },
     { method: 'POST', path: '/forecast/today', headers: { 'x-api-key': 'free-key' }, status: 404 },
   ],
+  'partner-api-hmac-auth.yml': async () => {
+    const signed = (target: string) => hmacHeaders({ user: 'acme-integration', secret: '8c1f0e4a9d2b7f36', target });
+    return [
+      {
+        path: '/partners/v1/orders?since=2024-01-01',
+        headers: signed('/partners/v1/orders?since=2024-01-01'),
+        status: 200,
+        upstream: '/partners/orders?since=2024-01-01',
+      },
+      { path: '/partners/v1/orders', headers: signed('/partners/v1/invoices'), status: 401, body: { message: 'HMAC signature does not match' } },
+      { path: '/partners/v1/orders', status: 401, body: { message: 'Unauthorized' } },
+    ];
+  },
 };
 
 const CORPUS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'corpus');

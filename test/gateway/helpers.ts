@@ -1,5 +1,6 @@
 /** What the gateway suites share: real backends, a gateway from a document, a Redis server. */
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,10 +101,10 @@ export async function listenOn(t: After, server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** An echo backend and a gateway (format 3.0) whose one service `s` sends these routes to it. */
-export async function echoServiceWith(t: After, routes: unknown[]) {
+/** An echo backend and a gateway (format 3.0) whose one service `s` sends these routes to it; `rest` adds top-level entities (consumers). */
+export async function echoServiceWith(t: After, routes: unknown[], rest: Record<string, unknown> = {}) {
   const backend = await echoBackend(t);
-  const gw = await gatewayWith(t, { _format_version: '3.0', services: [{ name: 's', url: backend.url, routes }] });
+  const gw = await gatewayWith(t, { _format_version: '3.0', services: [{ name: 's', url: backend.url, routes }], ...rest });
   return { backend, gw };
 }
 
@@ -164,4 +165,14 @@ export function errorsOf(doc: unknown): string[] {
     return err.errors.map((e) => `${e.path}: ${e.message}`);
   }
   assert.fail('the document was accepted');
+}
+
+/** A request signed as Kong's hmac-auth documents: `name: value` lines (and the request line) joined by "\n", HMAC'd, base64. */
+export function hmacHeaders(opts: { user: string; secret: string; algorithm?: string; method?: string; target: string; date?: Date; signed?: string[] }) {
+  const date = (opts.date ?? new Date()).toUTCString();
+  const algorithm = opts.algorithm ?? 'hmac-sha256';
+  const signed = opts.signed ?? ['date', 'request-line'];
+  const lines = signed.map((h) => (h === 'request-line' ? `${opts.method ?? 'GET'} ${opts.target} HTTP/1.1` : `${h}: ${date}`));
+  const signature = createHmac(algorithm.slice(5), opts.secret).update(lines.join('\n')).digest('base64');
+  return { date, authorization: `hmac username="${opts.user}", algorithm="${algorithm}", headers="${signed.join(' ')}", signature="${signature}"` };
 }

@@ -12,6 +12,7 @@ import { PLUGINS } from '../plugins/index.ts';
 import {
   aclFields,
   basicauthCredentialFields,
+  hmacauthCredentialFields,
   consumerFields,
   jwtSecretFields,
   DEFAULT_TARGET_PORT,
@@ -25,7 +26,20 @@ import {
   upstreamFields,
 } from './entities.ts';
 import { FORMAT_VERSIONS, isLegacyFormat, migrateRoutePath } from './format-version.ts';
-import type { Acl, BasicauthCredential, Consumer, Entities, JwtSecret, KeyauthCredential, Plugin, Route, Service, Target, Upstream } from './model.ts';
+import type {
+  Acl,
+  BasicauthCredential,
+  Consumer,
+  HmacauthCredential,
+  Entities,
+  JwtSecret,
+  KeyauthCredential,
+  Plugin,
+  Route,
+  Service,
+  Target,
+  Upstream,
+} from './model.ts';
 import { checkRecord, join, type Field, type FieldError } from './schema.ts';
 
 const TOP_LEVEL_KINDS = [
@@ -36,6 +50,7 @@ const TOP_LEVEL_KINDS = [
   'jwt_secrets',
   'acls',
   'basicauth_credentials',
+  'hmacauth_credentials',
   'plugins',
   'upstreams',
   'targets',
@@ -49,11 +64,12 @@ const FIELDS: Record<Kind, Record<string, Field>> = {
   jwt_secrets: jwtSecretFields,
   acls: aclFields,
   basicauth_credentials: basicauthCredentialFields,
+  hmacauth_credentials: hmacauthCredentialFields,
   plugins: pluginFields,
   upstreams: upstreamFields,
   targets: targetFields,
 };
-const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'hmacauth_credentials', 'oauth2_credentials'];
+const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'oauth2_credentials'];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
 
 /** What a load found besides the entities: problems that refuse the file, and warnings it loads with. */
@@ -246,6 +262,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     jwt_secrets: [],
     acls: [],
     basicauth_credentials: [],
+    hmacauth_credentials: [],
     plugins: [],
     upstreams: [],
     targets: [],
@@ -340,6 +357,15 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   if (doc._transform !== false)
     for (const credential of basic.items) credential.password = hashBasicauthPassword(credential.password, credential.consumer?.id ?? '');
 
+  // Kong generates a secret when the file gives none.
+  const hmac = ownedByConsumer<HmacauthCredential>(
+    'hmacauth_credentials',
+    (r, i) => String(r.value.username ?? `${r.path}#${i}`),
+    (v) => {
+      v.secret ??= generated();
+    },
+  );
+
   const upstreamRows = withIds('upstreams', (r, i) => String(r.value.name ?? `#${i}`));
   const upstreams = upstreamRows.map((r) => ({ ...UPSTREAM_NULLS, updated_at: r.value.created_at, ...r.value }) as Upstream);
   const findUpstream = resolver(upstreams, (u) => [u.name]);
@@ -399,6 +425,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     [jwt.items, jwt.kindRows],
     [acls.items, acls.kindRows],
     [basic.items, basic.kindRows],
+    [hmac.items, hmac.kindRows],
     [plugins, pluginRows],
     [upstreams, upstreamRows],
     [targets, targetRows],
@@ -413,6 +440,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   checkUnique(listed(credentials, credentialRows), 'key', (c) => c.key, errors);
   checkUnique(listed(jwt.items, jwt.kindRows), 'key', (c) => c.key, errors);
   checkUnique(listed(basic.items, basic.kindRows), 'username', (c) => c.username, errors);
+  checkUnique(listed(hmac.items, hmac.kindRows), 'username', (c) => c.username, errors);
   checkUnique(listed(acls.items, acls.kindRows), 'group', (a) => `${a.group} of consumer ${a.consumer?.id}`, errors);
   checkUnique(listed(upstreams, upstreamRows), 'name', (u) => u.name, errors);
   checkUnique(listed(targets, targetRows), 'target', (t) => (t.upstream ? `${t.target} in upstream ${t.upstream.id}` : null), errors);
@@ -426,6 +454,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     jwt_secrets: jwt.items,
     acls: acls.items,
     basicauth_credentials: basic.items,
+    hmacauth_credentials: hmac.items,
     plugins,
     upstreams,
     targets,

@@ -293,6 +293,13 @@ export const basicauthCredentialFields: Record<string, Field> = {
   password: { type: 'string', required: true },
 };
 
+export const hmacauthCredentialFields: Record<string, Field> = {
+  ...common,
+  consumer: foreignKey,
+  username: { type: 'string', required: true },
+  secret: { type: 'string' },
+};
+
 /** Kong's basic-auth password hash: sha1 of the password followed by the consumer's id, in hex. */
 export function hashBasicauthPassword(password: string, consumerId: string): string {
   return createHash('sha1')
@@ -305,5 +312,12 @@ export const NESTED = {
   upstreams: { targets: 'upstream' },
   services: { routes: 'service', plugins: 'service' },
   routes: { plugins: 'route' },
-  consumers: { keyauth_credentials: 'consumer', jwt_secrets: 'consumer', acls: 'consumer', basicauth_credentials: 'consumer', plugins: 'consumer' },
+  consumers: {
+    keyauth_credentials: 'consumer',
+    jwt_secrets: 'consumer',
+    acls: 'consumer',
+    basicauth_credentials: 'consumer',
+    hmacauth_credentials: 'consumer',
+    plugins: 'consumer',
+  },
 } as const;

@@ -92,8 +92,18 @@ export interface BasicauthCredential {
   created_at: number;
 }
 
+/** An hmac-auth credential: requests signed with `secret` by `username`. */
+export interface HmacauthCredential {
+  id: string;
+  consumer: { id: string };
+  username: string;
+  secret: string;
+  tags: string[] | null;
+  created_at: number;
+}
+
 /** What any credential has: the consumer it authenticates. */
-export type Credential = KeyauthCredential | JwtSecret | BasicauthCredential;
+export type Credential = KeyauthCredential | JwtSecret | BasicauthCredential | HmacauthCredential;
 
 export interface Plugin {
   id: string;
@@ -152,6 +162,7 @@ export interface Entities {
   jwt_secrets: JwtSecret[];
   acls: Acl[];
   basicauth_credentials: BasicauthCredential[];
+  hmacauth_credentials: HmacauthCredential[];
   plugins: Plugin[];
   upstreams: Upstream[];
   targets: Target[];

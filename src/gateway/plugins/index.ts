@@ -4,6 +4,7 @@ import { basicAuth } from './basic-auth/handler.ts';
 import { correlationId } from './correlation-id/handler.ts';
 import { cors } from './cors/handler.ts';
 import { fileLog } from './file-log/handler.ts';
+import { hmacAuth } from './hmac-auth/handler.ts';
 import { httpLog } from './http-log/handler.ts';
 import { ipRestriction } from './ip-restriction/handler.ts';
 import { jwt } from './jwt/handler.ts';
@@ -23,6 +24,7 @@ export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
     correlationId,
     cors,
     fileLog,
+    hmacAuth,
     httpLog,
     ipRestriction,
     jwt,

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Field, FieldError } from '../config/schema.ts';
-import type { BasicauthCredential, Consumer, Credential, JwtSecret, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
+import type { BasicauthCredential, Consumer, HmacauthCredential, Credential, JwtSecret, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
 import type { CounterStores } from './rate-limiting/policies.ts';
 import type { PluginSeries } from './series.ts';
 
@@ -17,6 +17,7 @@ export interface ConsumerDirectory {
   findCredentialByKey(key: string): KeyauthCredential | undefined;
   findJwtSecret(key: string): JwtSecret | undefined;
   findBasicauthCredential(username: string): BasicauthCredential | undefined;
+  findHmacauthCredential(username: string): HmacauthCredential | undefined;
   /** The acl groups a consumer belongs to (empty when none). */
   groupsOf(consumerId: string): readonly string[];
   findConsumer(idOrUsername: string): Consumer | undefined;
@@ -37,6 +38,8 @@ export interface RequestContext {
   requestTarget(): string;
   /** The gateway port the client connected to. */
   serverPort(): number;
+  /** The request's HTTP version (`1.1`, `1.0`). */
+  httpVersion(): string;
   /** The raw query string without `?`; plugins that change it write it back. */
   query: string;
   /** The client's headers as received (lower-case names). */

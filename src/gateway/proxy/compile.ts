@@ -45,6 +45,7 @@ function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory
   const credentials = new Map(entities.keyauth_credentials.map((c) => [c.key, c]));
   const jwtSecrets = new Map(entities.jwt_secrets.map((s) => [s.key, s]));
   const basicauth = new Map(entities.basicauth_credentials.map((c) => [c.username, c]));
+  const hmacauth = new Map(entities.hmacauth_credentials.map((c) => [c.username, c]));
   const groups = new Map<string, string[]>();
   for (const acl of entities.acls) {
     const list = groups.get(acl.consumer.id);
@@ -65,6 +66,7 @@ function buildDirectory(entities: Entities, loadedAt: number): ConsumerDirectory
     },
     findJwtSecret: (key) => jwtSecrets.get(key),
     findBasicauthCredential: (username) => basicauth.get(username),
+    findHmacauthCredential: (username) => hmacauth.get(username),
     groupsOf: (consumerId) => groups.get(consumerId) ?? NO_GROUPS,
     findConsumer: (idOrUsername) => consumers.get(idOrUsername),
   };

@@ -325,6 +325,10 @@ class ProxyContext implements RequestContext {
     return this.req.socket.localPort ?? 0;
   }
 
+  httpVersion(): string {
+    return this.req.httpVersion;
+  }
+
   readBody(): Promise<Buffer> {
     return (this.buffered ??= readWholeBody(this.req, this.maxBodySize).then((body) => (this.body = body)));
   }
