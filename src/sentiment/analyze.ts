@@ -7,6 +7,7 @@
 import { badRequest } from './errors.ts';
 import type { MinedOpinions } from './opinions.ts';
 import type { SentenceSpan } from './sentences.ts';
+import type { ModelVersion } from './versions.ts';
 
 export interface SentimentLimits {
   maxDocuments: number;
@@ -33,8 +34,16 @@ export interface MeasuredTexts {
   /** Each text's sentences with their own scores, when asked for (empty for a text over the limit). */
   sentences?: ScoredSentence[][];
 }
+/** What a scorer is asked besides the texts. */
+export interface ScoreOptions {
+  maxTextElements: number;
+  sentences: boolean;
+  opinions: boolean;
+  /** The English model version (other languages have one scorer each). */
+  modelVersion: ModelVersion;
+}
 /** Measures and scores texts of one language (the trained model for en), off the event loop. */
-export type LanguageScorer = (texts: string[], maxTextElements: number, sentences: boolean, opinions: boolean) => Promise<MeasuredTexts>;
+export type LanguageScorer = (texts: string[], options: ScoreOptions) => Promise<MeasuredTexts>;
 
 export interface InputDocument {
   id: string;
@@ -66,6 +75,7 @@ export interface AnalyzedBatch {
   /** In request order. */
   documents: AnalyzedDocument[];
   usage: SentimentUsage;
+  modelVersion: ModelVersion;
 }
 
 export function isScored(document: AnalyzedDocument): document is ScoredDocument {
@@ -121,6 +131,7 @@ export interface AnalyzeOptions {
   sentences: boolean;
   /** Mine each sentence's opinions too (v3.1 and Language `opinionMining`). */
   opinions?: boolean;
+  modelVersion: ModelVersion;
 }
 
 /** The scorer a language code names: exact (case-insensitive), or by its primary subtag (`pt-BR` → `pt`). */
@@ -148,9 +159,7 @@ export async function analyzeDocuments(documents: InputDocument[], options: Anal
       if (batch.length === 0) return;
       const measured = await scorer(
         batch.map((d) => d.text),
-        max,
-        options.sentences,
-        options.opinions ?? false,
+        { maxTextElements: max, sentences: options.sentences, opinions: options.opinions ?? false, modelVersion: options.modelVersion },
       );
       batch.forEach((d, i) => {
         const characters = measured.characters[i]!;
@@ -165,7 +174,11 @@ export async function analyzeDocuments(documents: InputDocument[], options: Anal
   );
   const analyzed = documents.map(({ id }): AnalyzedDocument => scored.get(id) ?? { id, problem: problems.get(id)! });
   const valid = [...scored.values()];
-  return { documents: analyzed, usage: { documents: valid.length, transactions: valid.reduce((sum, d) => sum + d.transactions, 0) } };
+  return {
+    documents: analyzed,
+    usage: { documents: valid.length, transactions: valid.reduce((sum, d) => sum + d.transactions, 0) },
+    modelVersion: options.modelVersion,
+  };
 }
 
 /** The request-level `statistics` every generation answers with `showStats`. */

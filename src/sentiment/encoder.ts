@@ -17,9 +17,17 @@ export const EMBEDDING_SIZE = 512;
 
 const require = createRequire(import.meta.url);
 
+/** The sha256 of the package's 0.2.0 tarball, checked when it was chosen; the lock file's integrity guards each install. */
+export const ENCODER_TARBALL_SHA256 = '3855ea6772d2f1537abb3c1095ff03f081f740bbc293f7e9aacb465d50b677ed';
+
 /** The package's dist/ folder (model.json, its shards, vocab.json). */
 export function encoderFolder(): string {
   return dirname(require.resolve(ENCODER_PACKAGE));
+}
+
+/** The installed package's name, version and licence, from its package.json. */
+export function encoderPackage(): { name: string; version: string; license: string } {
+  return require(`${ENCODER_PACKAGE}/package.json`) as { name: string; version: string; license: string };
 }
 
 export class SentenceEncoder {

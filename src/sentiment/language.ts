@@ -5,7 +5,7 @@
  * parameters in the body, the api-version in the query.
  */
 import { badRequest, TextAnalyticsError } from './errors.ts';
-import { booleanParameter, checkModelVersion, stringIndexTypeOf, type ProblemWording, type V3Parameters } from './v3.ts';
+import { booleanParameter, modelVersionOf, stringIndexTypeOf, type ProblemWording, type V3Parameters } from './v3.ts';
 
 /** 2023-04-01 is what @azure/ai-language-text 1.1 sends; 2022-05-01 the GA before it; 2024-11-01 the GA after. */
 export const LANGUAGE_API_VERSIONS = ['2022-05-01', '2023-04-01', '2024-11-01'] as const;
@@ -50,11 +50,12 @@ export function parseAnalyzeText(body: unknown, query: Record<string, unknown>):
     throw badRequest('InvalidParameterValue', `Task kind ${kind} is not served by this container; it serves SentimentAnalysis.`);
   }
   const parameters = objectOrEmpty(fields.parameters, 'parameters');
-  checkModelVersion(parameters.modelVersion);
+  const modelVersion = modelVersionOf(parameters.modelVersion);
   booleanParameter(parameters.loggingOptOut, 'loggingOptOut');
   return {
     documents: objectOrEmpty(fields.analysisInput, 'analysisInput').documents,
     parameters: {
+      modelVersion,
       showStats: booleanParameter(query.showStats, 'showStats'),
       stringIndexType: stringIndexTypeOf(parameters.stringIndexType),
       opinionMining: booleanParameter(parameters.opinionMining, 'opinionMining'),

@@ -25,9 +25,12 @@ import { sentimentPaths, sentimentSchemas } from './openapi.ts';
 import { sentimentOptions } from './options.ts';
 import { ScorerPool } from './scorer.ts';
 import { V2_LANGUAGES } from './lexicons.ts';
+import type { ModelVersion } from './versions.ts';
 
 export const CONTAINER_VERSION = '2.1.0';
 export const DEFAULT_MODEL_DIR = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
+/** The second version's head and blend (the encoder itself comes from its npm package). */
+export const ENCODER_MODEL_DIR = resolve(PACKAGE_ROOT, 'models', 'sentiment-en-encoder');
 /** Usage meters: documents scored, and the billed transactions (one per started 1,000 characters). */
 export const SENTIMENT_METERS = {
   documents: 'CognitiveServices.TextAnalytics.Container.Sentiment.Documents',
@@ -84,13 +87,14 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   });
   let pool: ScorerPool;
   try {
-    pool = await ScorerPool.start(options.model ? resolve(options.model) : DEFAULT_MODEL_DIR, options.workers);
+    const ngramDir = options.model ? resolve(options.model) : DEFAULT_MODEL_DIR;
+    pool = await ScorerPool.start({ ngramDir, encoderDir: ENCODER_MODEL_DIR, preload: options.modelVersion as ModelVersion }, options.workers);
   } catch (err) {
     await connection.close();
     throw err;
   }
   const scorers = new Map<string, LanguageScorer>(
-    V2_LANGUAGES.map((language) => [language, (texts, max, sentences, opinions) => pool.score(language, texts, max, sentences, opinions)]),
+    V2_LANGUAGES.map((language) => [language, (texts, scoreOptions) => pool.score(language, texts, scoreOptions)]),
   );
   const { maxDocumentGraphemes } = options;
   const context = { supported: V2_LANGUAGES, maxDocumentGraphemes };
@@ -98,8 +102,20 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   const metrics = new ComponentMetrics('sentiment');
   const scoredDocuments = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');
   /** Scores the documents and records their usage for billing, whichever API asked. */
-  const analyze = async (documents: unknown, maxDocuments: number, sentences: boolean, opinions = false, emptyCode?: string): Promise<AnalyzedBatch> => {
-    const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), { maxDocumentGraphemes, scorers, sentences, opinions });
+  const analyze = async (
+    documents: unknown,
+    maxDocuments: number,
+    asked: { sentences: boolean; opinions?: boolean; modelVersion: ModelVersion | null },
+    emptyCode?: string,
+  ): Promise<AnalyzedBatch> => {
+    const modelVersion = asked.modelVersion ?? (options.modelVersion as ModelVersion);
+    const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), {
+      maxDocumentGraphemes,
+      scorers,
+      sentences: asked.sentences,
+      opinions: asked.opinions,
+      modelVersion,
+    });
     connection.record({ [SENTIMENT_METERS.documents]: batch.usage.documents, [SENTIMENT_METERS.transactions]: batch.usage.transactions });
     scoredDocuments.inc(batch.usage.documents);
     return batch;
@@ -119,21 +135,30 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   const v3Gate = billingGate(connection, refusalBody('v3'));
   for (const version of ['v2.0', 'v2.1']) {
     app.post(`/text/analytics/${version}/sentiment`, { preHandler: v2Gate }, async (request) => {
-      const batch = await analyze(documentsOf(request.body), options.maxDocuments, false);
+      const batch = await analyze(documentsOf(request.body), options.maxDocuments, { sentences: false, modelVersion: null });
       return answerV2(batch, { ...context, showStats: showStatsOf(request) });
     });
   }
   for (const version of ['v3.0', 'v3.1'] as const) {
     app.post(`/text/analytics/${version}/sentiment`, { preHandler: v3Gate }, async (request) => {
       const parameters = v3Parameters(queryOf(request), version);
-      const batch = await analyze(documentsOf(request.body), options.maxDocumentsV3, true, parameters.opinionMining);
+      const batch = await analyze(documentsOf(request.body), options.maxDocumentsV3, {
+        sentences: true,
+        opinions: parameters.opinionMining,
+        modelVersion: parameters.modelVersion,
+      });
       return sentimentResults(batch, v3Context(parameters));
     });
   }
   // "::" is fastify's way of writing a literal colon in a path.
   app.post('/language/::analyze-text', { preHandler: v3Gate }, async (request) => {
     const { documents, parameters } = parseAnalyzeText(request.body, queryOf(request));
-    const batch = await analyze(documents, options.maxDocumentsV3, true, parameters.opinionMining, 'MissingInputDocuments');
+    const batch = await analyze(
+      documents,
+      options.maxDocumentsV3,
+      { sentences: true, opinions: parameters.opinionMining, modelVersion: parameters.modelVersion },
+      'MissingInputDocuments',
+    );
     return { kind: 'SentimentAnalysisResults', results: sentimentResults(batch, v3Context(parameters, LANGUAGE_WORDING)) };
   });
   app.setNotFoundHandler(async (request, reply) => {

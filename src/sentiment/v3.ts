@@ -18,12 +18,14 @@ import { confidenceScores, documentLabel, labelOf, type ConfidenceScores, type D
 import { badRequest } from './errors.ts';
 import { spanIn, type StringIndexType } from './text-elements.ts';
 import { tooLargeMessage } from './v2.ts';
+import { MODEL_VERSIONS, type ModelVersion } from './versions.ts';
 
-/** The version every answer names: the date the shipped English model was trained. */
-export const MODEL_VERSION = '2026-11-22';
-export const MODEL_VERSIONS = ['latest', MODEL_VERSION];
+/** What `model-version` may name: `latest` (the container's --model-version) or a version. */
+const NAMEABLE_VERSIONS: readonly string[] = ['latest', ...MODEL_VERSIONS];
 
 export interface V3Parameters {
+  /** The version asked for; null for none or `latest` (the container's --model-version answers). */
+  modelVersion: ModelVersion | null;
   showStats: boolean;
   stringIndexType: StringIndexType;
   opinionMining: boolean;
@@ -86,11 +88,13 @@ export function booleanParameter(value: unknown, name: string): boolean {
   throw badRequest('InvalidParameterValue', `Invalid value for parameter ${name}: expected true or false.`);
 }
 
-export function checkModelVersion(value: unknown): void {
-  if (value === undefined || value === null || MODEL_VERSIONS.includes(value as string)) return;
+/** The version a request names, or null for none and `latest`; anything else is the service's 400. */
+export function modelVersionOf(value: unknown): ModelVersion | null {
+  if (value === undefined || value === null || value === 'latest') return null;
+  if (MODEL_VERSIONS.includes(value as ModelVersion)) return value as ModelVersion;
   throw badRequest(
     'ModelVersionIncorrect',
-    `Invalid model version. Possible values are: ${MODEL_VERSIONS.join(',')}. For additional details see https://aka.ms/text-analytics-model-versioning`,
+    `Invalid model version. Possible values are: ${NAMEABLE_VERSIONS.join(',')}. For additional details see https://aka.ms/text-analytics-model-versioning`,
   );
 }
 
@@ -113,11 +117,16 @@ export function stringIndexTypeOf(value: unknown): StringIndexType {
 
 /** The query of `/text/analytics/v3.x/sentiment`; v3.0 has no index type (offsets in text elements) and no opinion mining. */
 export function v3Parameters(query: Record<string, unknown>, version: 'v3.0' | 'v3.1'): V3Parameters {
-  checkModelVersion(query['model-version']);
+  const modelVersion = modelVersionOf(query['model-version']);
   const showStats = booleanParameter(query.showStats, 'showStats');
-  if (version === 'v3.0') return { showStats, stringIndexType: 'TextElements', opinionMining: false };
+  if (version === 'v3.0') return { modelVersion, showStats, stringIndexType: 'TextElements', opinionMining: false };
   booleanParameter(query.loggingOptOut, 'loggingOptOut');
-  return { showStats, stringIndexType: stringIndexTypeOf(query.stringIndexType), opinionMining: booleanParameter(query.opinionMining, 'opinionMining') };
+  return {
+    modelVersion,
+    showStats,
+    stringIndexType: stringIndexTypeOf(query.stringIndexType),
+    opinionMining: booleanParameter(query.opinionMining, 'opinionMining'),
+  };
 }
 
 /** Wording that differs between v3.x and the Language API. */
@@ -230,6 +239,6 @@ export function sentimentResults(batch: AnalyzedBatch, context: AnswerContext): 
     if (isScored(document)) documents.push(documentSentiment(document, documents.length, context));
     else errors.push(documentError(document.id, document.problem, context));
   }
-  const results = { documents, errors, modelVersion: MODEL_VERSION };
+  const results = { documents, errors, modelVersion: batch.modelVersion };
   return context.parameters.showStats ? { statistics: batchStatistics(batch), ...results } : results;
 }
