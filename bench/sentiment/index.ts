@@ -1,10 +1,16 @@
 /**
  * `npm run bench -- sentiment`: accuracy of the trained model and of the npm
  * lexicon analysers on the model's own validation split (all lines, and lines
- * of 10 tokens or more), then documents/s through POST /sentiment with
+ * of 10 tokens or more), then each model version's accuracy on the long held-out
+ * lines beside its documents/s (in process, and through v3.1 with
+ * `model-version`), per language, then documents/s through POST /sentiment with
  * 100-document batches against a bare node:http server scoring with VADER.
  */
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { loadFusedModel } from '../../src/sentiment/fused.ts';
+import { LEXICON_LANGUAGES } from '../../src/sentiment/lexicons.ts';
+import { ENCODER_MODEL_DIR, ENCODER_VERSION, MODEL_VERSIONS, NGRAM_VERSION, type ModelVersion } from '../../src/sentiment/versions.ts';
 import { loadSentimentModel, type SentimentModel } from '../../src/sentiment/model.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/sentiment/server.ts';
 import { existsSync } from 'node:fs';
@@ -17,6 +23,10 @@ import { result, type BenchResult } from '../common/result.ts';
 import { afinnScorer, vaderScorer, type Scorer } from './baselines.ts';
 
 const BATCH = 100;
+/** Long held-out lines the encoder version scores here (it embeds ~60 a CPU-second): all of them, or a few in a quick run. */
+const VERSION_LINES = sized(Infinity, 60);
+/** v3.1's limit per request. */
+const V3_BATCH = 10;
 const ROUNDS = sized(3, 1);
 const SECONDS = sized(3, 1);
 /** Documents for the load when the SST-2 data is not there (a checkout without the shared data). */
@@ -92,15 +102,53 @@ function accuracyFigures(model: SentimentModel, validation: Example[]): BenchRes
   ];
 }
 
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ');
+
+/** Accuracy and in-process documents/s of each model version on the same long held-out lines. */
+async function versionFigures(model: SentimentModel, validation: Example[]) {
+  const lines = validation.filter((e) => e.tokens >= 10).slice(0, VERSION_LINES);
+  const fused = await loadFusedModel(ENCODER_MODEL_DIR, model);
+  const figures = new Map<ModelVersion, { accuracy: Accuracy; docsPerSecond: number }>();
+  for (const version of MODEL_VERSIONS) {
+    const started = performance.now();
+    const scores = version === ENCODER_VERSION ? await fused.scoreAll(lines.map((e) => e.text)) : lines.map((e) => model.score(e.text));
+    const docsPerSecond = lines.length / ((performance.now() - started) / 1000);
+    const byText = new Map(lines.map((e, i) => [e.text, scores[i]!]));
+    figures.set(version, { accuracy: accuracyOf(lines, (text) => byText.get(text)!), docsPerSecond });
+  }
+  return { lines: lines.length, figures };
+}
+
+/** Documents/s through POST v3.1 with `model-version`, 10 long documents a request (their sentences are scored too). */
+async function v3DocumentsPerSecond(url: string, texts: string[], version: ModelVersion): Promise<number> {
+  const v3 = url.replace('/v2.0/', '/v3.1/') + `?model-version=${version}`;
+  const body = JSON.stringify({ documents: texts.slice(0, V3_BATCH).map((text, i) => ({ language: 'en', id: String(i), text })) });
+  const round = await requestsPerSecond({
+    url: v3,
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+    connections: 2,
+    seconds: SECONDS * 2,
+  });
+  return round.rps * V3_BATCH;
+}
+
 export async function run(): Promise<BenchResult[]> {
+  console.log(`load average at start (uptime): ${loadAverage()}`);
   const model = await loadSentimentModel(DEFAULT_MODEL_DIR);
   const dataPath = trainingDataPath();
   let accuracy: BenchResult[] = [];
+  let versions: Awaited<ReturnType<typeof versionFigures>> | null = null;
   let texts: string[];
   if (existsSync(dataPath)) {
     const { examples } = readSst2(dataPath);
     const { validation } = splitBySentence(examples, model.card.training.validationShare, model.card.training.seed);
     accuracy = accuracyFigures(model, validation);
+    versions = await versionFigures(model, validation);
     texts = validation
       .filter((e) => e.tokens >= 10)
       .slice(0, BATCH)
@@ -112,10 +160,12 @@ export async function run(): Promise<BenchResult[]> {
   const body = JSON.stringify({ documents: texts.map((text, i) => ({ language: 'en', id: String(i), text })) });
   const servers = await startChildServers<{ ours: string; baseline: string }>(new URL('./servers.ts', import.meta.url));
   let rounds: Awaited<ReturnType<typeof alternate<{ rps: number; errors: number; p99ms: number }>>>;
+  const httpByVersion = new Map<ModelVersion, number>();
   try {
     const load = (url: string) => () =>
       requestsPerSecond({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, seconds: SECONDS });
     rounds = await alternate(ROUNDS, load(servers.info.ours), load(servers.info.baseline));
+    for (const version of MODEL_VERSIONS) httpByVersion.set(version, await v3DocumentsPerSecond(servers.info.ours, texts, version));
   } finally {
     await servers.stop();
   }
@@ -132,8 +182,55 @@ export async function run(): Promise<BenchResult[]> {
     ),
   );
 
+  const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
+  console.log(
+    versions
+      ? `model versions on the same ${versions.lines} held-out validation lines of 10+ tokens (load average ${loadAverage()}):`
+      : `model versions (no SST-2 data: accuracy not measured; load average ${loadAverage()}):`,
+  );
+  console.log(
+    formatTable(
+      ['model version', 'language', 'accuracy (≥ 10 tokens)', 'docs/s in process', 'docs/s via v3.1 (10-document requests)'],
+      [
+        ...MODEL_VERSIONS.map((version) => {
+          const figure = versions?.figures.get(version);
+          return [
+            version,
+            'en',
+            figure ? pct(figure.accuracy.long) : '—',
+            figure ? figure.docsPerSecond.toFixed(0) : '—',
+            httpByVersion.get(version)!.toFixed(1),
+          ];
+        }),
+        ['(lexicons)', LEXICON_LANGUAGES.join(' '), 'not measured: no labelled data in these languages here', '—', '—'],
+      ],
+    ),
+  );
+  const versionResults = versions
+    ? [
+        result({
+          name: `sentiment accuracy by model version, held-out lines of ≥ 10 tokens (${ENCODER_VERSION} vs ${NGRAM_VERSION})`,
+          unit: '%',
+          ours: 100 * versions.figures.get(ENCODER_VERSION)!.accuracy.long,
+          baseline: `model version ${NGRAM_VERSION}`,
+          baselineValue: 100 * versions.figures.get(NGRAM_VERSION)!.accuracy.long,
+          better: 'higher',
+          details: { lines: versions.lines, docsPerSecondInProcess: Object.fromEntries([...versions.figures].map(([v, f]) => [v, f.docsPerSecond])) },
+        }),
+      ]
+    : [];
   return [
     ...accuracy,
+    ...versionResults,
+    result({
+      name: `POST v3.1 documents/s by model version (${ENCODER_VERSION} vs ${NGRAM_VERSION})`,
+      unit: 'docs/s',
+      ours: httpByVersion.get(ENCODER_VERSION)!,
+      baseline: `model version ${NGRAM_VERSION}`,
+      baselineValue: httpByVersion.get(NGRAM_VERSION)!,
+      better: 'higher',
+      details: { documentsPerRequest: V3_BATCH, loadAverage: loadavg() },
+    }),
     result({
       name: 'POST /sentiment documents/s, 100-document batches',
       unit: 'docs/s',

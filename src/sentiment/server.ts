@@ -14,7 +14,6 @@ import { createHttpServer, installErrorHandler, listen, sendWireAnswer } from '.
 import { ComponentMetrics } from '../common/metrics.ts';
 import { createLogger } from '../common/log.ts';
 import { resolveOptionalTls } from '../common/tls.ts';
-import { PACKAGE_ROOT } from '../common/models.ts';
 import { billingGate, CONTAINER_KINDS, openBillingConnection, registerContainerSurface } from '../cognitive/index.ts';
 import { analyzeDocuments, documentsOf, parseDocuments, type AnalyzedBatch, type LanguageScorer } from './analyze.ts';
 import { badRequest, dialectOf, MESSAGES, notFound, refusalBody, toWireError } from './errors.ts';
@@ -25,12 +24,10 @@ import { sentimentPaths, sentimentSchemas } from './openapi.ts';
 import { sentimentOptions } from './options.ts';
 import { ScorerPool } from './scorer.ts';
 import { V2_LANGUAGES } from './lexicons.ts';
-import type { ModelVersion } from './versions.ts';
+import { containerModelVersion, ENCODER_MODEL_DIR, NGRAM_MODEL_DIR, type ModelVersion } from './versions.ts';
 
 export const CONTAINER_VERSION = '2.1.0';
-export const DEFAULT_MODEL_DIR = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
-/** The second version's head and blend (the encoder itself comes from its npm package). */
-export const ENCODER_MODEL_DIR = resolve(PACKAGE_ROOT, 'models', 'sentiment-en-encoder');
+export const DEFAULT_MODEL_DIR = NGRAM_MODEL_DIR;
 /** Usage meters: documents scored, and the billed transactions (one per started 1,000 characters). */
 export const SENTIMENT_METERS = {
   documents: 'CognitiveServices.TextAnalytics.Container.Sentiment.Documents',
@@ -76,6 +73,7 @@ function queryOf(request: FastifyRequest): Record<string, unknown> {
 export async function startSentiment(given: Partial<SentimentOptions> & RuntimeExtras & { env?: NodeJS.ProcessEnv } = {}): Promise<RunningComponent> {
   const options = withDefaults(sentimentOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'sentiment');
+  const defaultVersion = containerModelVersion(options.modelVersion);
   const tls = await resolveOptionalTls(options);
   const connection = await openBillingConnection({
     component: 'sentiment',
@@ -88,7 +86,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   let pool: ScorerPool;
   try {
     const ngramDir = options.model ? resolve(options.model) : DEFAULT_MODEL_DIR;
-    pool = await ScorerPool.start({ ngramDir, encoderDir: ENCODER_MODEL_DIR, preload: options.modelVersion as ModelVersion }, options.workers);
+    pool = await ScorerPool.start({ ngramDir, encoderDir: ENCODER_MODEL_DIR, preload: defaultVersion }, options.workers);
   } catch (err) {
     await connection.close();
     throw err;
@@ -108,7 +106,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     asked: { sentences: boolean; opinions?: boolean; modelVersion: ModelVersion | null },
     emptyCode?: string,
   ): Promise<AnalyzedBatch> => {
-    const modelVersion = asked.modelVersion ?? (options.modelVersion as ModelVersion);
+    const modelVersion = asked.modelVersion ?? defaultVersion;
     const batch = await analyzeDocuments(parseDocuments(documents, maxDocuments, emptyCode), {
       maxDocumentGraphemes,
       scorers,

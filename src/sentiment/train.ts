@@ -15,7 +15,10 @@ import { writeFileAtomic } from '../common/files.ts';
 import { PACKAGE_ROOT } from '../common/models.ts';
 import { seededRandom, shuffle } from '../common/random.ts';
 import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
-import { writeModel, type SentimentModelCard } from './model.ts';
+import { writeFusedModel } from './fused.ts';
+import { modelFromWeights, writeModel, type SentimentModelCard } from './model.ts';
+import { embeddingCacheDir, fusedModelCardText, trainEncoderVersion } from './train-encoder.ts';
+import { ENCODER_MODEL_DIR, ENCODER_VERSION, NGRAM_MODEL_DIR, NGRAM_VERSION } from './versions.ts';
 
 export interface Example {
   text: string;
@@ -51,7 +54,7 @@ export const DEFAULT_DATA = resolve(PACKAGE_ROOT, '..', 'shared', 'data', 'sst2'
 export function trainingDataPath(): string {
   return process.env.SST2_TRAIN ?? DEFAULT_DATA;
 }
-export const DEFAULT_OUT = resolve(PACKAGE_ROOT, 'models', 'sentiment-en');
+export const DEFAULT_OUT = NGRAM_MODEL_DIR;
 
 export function readSst2(path: string): { examples: Example[]; sha256: string } {
   const raw = readFileSync(path);
@@ -237,7 +240,8 @@ Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is writt
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   const started = Date.now();
-  const out = process.argv[2] ?? DEFAULT_OUT;
+  const [out = DEFAULT_OUT, encoderOut = ENCODER_MODEL_DIR] = process.argv.slice(2);
+  const data = readSst2(trainingDataPath());
   const { card, weights } = trainSentimentModel(trainingDataPath());
   await writeModel(out, card, weights);
   await writeFileAtomic(join(out, 'MODEL_CARD.md'), modelCard(card));
@@ -246,4 +250,15 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   console.log(
     `validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`,
   );
+  const ngram = modelFromWeights(card, dequantize(weights, card.weightScale));
+  const fused = await trainEncoderVersion(
+    data,
+    { model: ngram, settings: DEFAULT_SETTINGS, version: NGRAM_VERSION },
+    { version: ENCODER_VERSION, cacheDir: embeddingCacheDir(), log: (line) => console.log(line) },
+  );
+  await writeFusedModel(encoderOut, fused.card, fused.head);
+  await writeFileAtomic(join(encoderOut, 'MODEL_CARD.md'), fusedModelCardText(fused.card));
+  const v = fused.card.validation;
+  console.log(`version ${ENCODER_VERSION} → ${encoderOut} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  console.log(`held-out ≥ 10 tokens (${v.lines} lines): n-gram ${pct(v.ngram)}, head ${pct(v.head)}, fused ${pct(v.fused)}`);
 }
