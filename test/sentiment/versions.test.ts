@@ -16,8 +16,9 @@ import { SENTIMENT_V20, startSetup } from './helpers.ts';
 const V31 = '/text/analytics/v3.1/sentiment';
 const ANALYZE = '/language/:analyze-text?api-version=2023-04-01';
 
-const POSITIVE = ['A warm, funny and beautifully acted story that stays with you.', 'The staff were friendly and the room was spotless.'];
-const NEGATIVE = ['The plot is a muddled mess and the jokes fall flat.', 'It broke after one day and support never answered.'];
+// Film-review sentences, the domain both versions were trained on (a hotel review's "spotless" room scores negative: see the card's limits).
+const POSITIVE = ['A warm, funny and beautifully acted story that stays with you.', 'An absolute delight from start to finish.'];
+const NEGATIVE = ['The plot is a muddled mess and the jokes fall flat.', 'The worst film I have ever seen.'];
 
 interface V3Answer {
   modelVersion: string;
