@@ -57,10 +57,14 @@ async function sendsTelemetry(deviceId: string, name: TransportName, certificate
   } finally {
     await client.close();
   }
-  await eventually(async () => {
-    const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
-    return (body as { messages: { system: Record<string, string> }[] }).messages.find((m) => m.system.messageId === `${deviceId}-${name}`);
-  });
+  await eventually(
+    async () => {
+      const { body } = await hub.rest('GET', `/messages/events?deviceId=${deviceId}`);
+      return (body as { messages: { system: Record<string, string> }[] }).messages.find((m) => m.system.messageId === `${deviceId}-${name}`);
+    },
+    10_000,
+    `the ${name} telemetry of ${deviceId} in the hub's message log`,
+  );
 }
 
 /**
