@@ -4,6 +4,11 @@
 import { api } from '../api.js';
 import { html, ErrorLine, Loading, Section, formValues, useAction, useLoad } from '../ui.js';
 
+/** "<name> is active" kept on one line: htm drops the space before a line break in a template. */
+function answerLine(device) {
+  return html`<strong>${device.name}</strong> is <strong>${device.active ? 'active' : 'inactive'}</strong>`;
+}
+
 function Lookup() {
   const lookup = useAction();
   const submit = (event) => {
@@ -34,10 +39,7 @@ function Lookup() {
             result.devsvc.status === 'fulfilled' && !result.devsvc.value.device.name
               ? html`<p>replica <code>${result.devsvc.value.replica}</code> does not know this device (it answers an empty Device)</p>`
               : result.devsvc.status === 'fulfilled'
-                ? html`<p>
-                    replica <code>${result.devsvc.value.replica}</code>: <strong>${result.devsvc.value.device.name}</strong> is
-                    <strong>${result.devsvc.value.device.active ? 'active' : 'inactive'}</strong>
-                  </p>`
+                ? html`<p>replica <code>${result.devsvc.value.replica}</code>: ${answerLine(result.devsvc.value.device)}</p>`
                 : html`<${ErrorLine} error=${result.devsvc.reason} />`
           }
         </div>
