@@ -18,10 +18,18 @@ import { startDockerApi } from './docker-api.ts';
 const run = promisify(execFile);
 const MODULE = join(ROOT, 'packages/testcontainers');
 
-/** The containers Testcontainers made (it labels each), by id. */
+/**
+ * The containers Testcontainers made (it labels each), by id, less those the folder's other files
+ * name `offcloud-testcontainers-…` and remove themselves: they may start while the example runs.
+ */
 async function testcontainersContainers(): Promise<string[]> {
-  const { stdout } = await podman(['ps', '--all', '--filter', 'label=org.testcontainers=true', '--format', '{{.ID}}']);
-  return stdout.split('\n').filter(Boolean);
+  const { stdout } = await podman(['ps', '--all', '--filter', 'label=org.testcontainers=true', '--format', '{{.ID}} {{.Names}}']);
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '))
+    .filter(([, name]) => !name?.startsWith('offcloud-testcontainers-'))
+    .map(([id]) => id!);
 }
 
 test('npm install <the module folder> builds it, and the README example runs as pasted', BUILD_TIMEOUT, async (t) => {
