@@ -6,9 +6,10 @@
  */
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import '../containers/podman.ts';
+import { removeContainer } from '../containers/podman.ts';
 
 export interface DockerApi {
   /** `unix://…`, for DOCKER_HOST. */
@@ -32,4 +33,20 @@ export async function startDockerApi(dir: string): Promise<DockerApi> {
   }
   stop();
   throw new Error(`podman system service did not answer on ${socketPath}`);
+}
+
+/**
+ * The clean-up of a file that started one named container through the API: stop it, remove it by
+ * name (start() may have failed half-way; no Ryuk here), stop the API and remove the work folder.
+ */
+export async function cleanUpNamed(
+  name: string,
+  container: { stop(): Promise<unknown> } | undefined,
+  api: DockerApi | undefined,
+  work: string | undefined,
+): Promise<void> {
+  await container?.stop();
+  await removeContainer(name);
+  api?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
 }

@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BlobServiceClient } from '@azure/storage-blob';
@@ -16,8 +16,8 @@ import { ApiKeyCredentials } from '@azure/ms-rest-js';
 import { Agent, request } from 'undici';
 import { OffcloudContainer, type OffcloudComponent, type StartedOffcloudContainer } from '../../packages/testcontainers/src/index.ts';
 import { reachableHost } from '../../packages/testcontainers/src/offcloud-container.ts';
-import { BUILD_TIMEOUT, ensureImage, removeContainer } from '../containers/podman.ts';
-import { startDockerApi, type DockerApi } from './docker-api.ts';
+import { BUILD_TIMEOUT, ensureImage } from '../containers/podman.ts';
+import { cleanUpNamed, startDockerApi, type DockerApi } from './docker-api.ts';
 
 const COMPONENTS: OffcloudComponent[] = ['storage', 'identity', 'calculator', 'sentiment'];
 /** Named, so that `after` removes it even when start() failed (no Ryuk here to do it). */
@@ -41,12 +41,7 @@ before(async () => {
   offcloud = await new OffcloudContainer(image).withName(NAME).withComponents(COMPONENTS).withDataDir(dataDir).start();
 }, BUILD_TIMEOUT);
 
-after(async () => {
-  await offcloud?.stop();
-  await removeContainer(NAME);
-  api?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
-});
+after(() => cleanUpNamed(NAME, offcloud, api, work));
 
 function started(): StartedOffcloudContainer {
   assert.ok(offcloud, 'the container did not start');

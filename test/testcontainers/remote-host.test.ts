@@ -10,14 +10,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { hostname, networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { Agent, request } from 'undici';
 import { OffcloudContainer, type StartedOffcloudContainer } from '../../packages/testcontainers/src/index.ts';
-import { BUILD_TIMEOUT, ensureImage, removeContainer } from '../containers/podman.ts';
-import { startDockerApi, type DockerApi } from './docker-api.ts';
+import { BUILD_TIMEOUT, ensureImage } from '../containers/podman.ts';
+import { cleanUpNamed, startDockerApi, type DockerApi } from './docker-api.ts';
 
 const NAME = `offcloud-testcontainers-remote-${process.pid}`;
 const HOST = hostname();
@@ -39,12 +39,7 @@ before(async () => {
   offcloud = await new OffcloudContainer(image).withName(NAME).withComponents(['identity']).start();
 }, BUILD_TIMEOUT);
 
-after(async () => {
-  await offcloud?.stop();
-  await removeContainer(NAME);
-  api?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
-});
+after(() => cleanUpNamed(NAME, offcloud, api, work));
 
 test('a Docker host reached by name: the URLs name it, its certificate carries it, and an HTTPS client trusting only the CA checks it', async () => {
   assert.ok(offcloud, 'the container did not start');
