@@ -23,7 +23,7 @@ import { DeclarativeConfigError, findingLine } from './errors.ts';
 import { gatewayOptions } from './options.ts';
 import { CounterStores } from './plugins/rate-limiting/policies.ts';
 import { PluginSeries } from './plugins/series.ts';
-import { WorkerPool } from './processes/pool.ts';
+import { WorkerProcesses } from './processes/worker-processes.ts';
 import { ProxyService, type ProxySettings, type Scheme } from './processes/service.ts';
 import { compileConfig, type LoadedConfig } from './proxy/compile.ts';
 
@@ -126,7 +126,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
   };
   const service =
     options.workers === 1 ? new ProxyService({ ...proxySettings, config: () => runtime.config, httpsPort: () => httpsPort, logger, series: env.series }) : null;
-  let workers: WorkerPool | null = null;
+  let workers: WorkerProcesses | null = null;
   const accept = (scheme: Scheme) => (socket: Socket) => (service ? service.accept(socket, scheme) : workers?.dispatch(socket, scheme));
   // With workers, no byte is read here: the socket goes to a worker as it is. (Half-open
   // sockets are allowed where connections are served, ProxyService.accept.)
@@ -173,7 +173,7 @@ export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtra
     httpPort = await listenRaw(httpServer, options.host, options.port, 'port');
     httpsPort = await listenRaw(httpsServer, options.host, options.httpsPort, 'httpsPort');
     if (!service) {
-      const pool = new WorkerPool(options.workers, { logLevel: options.logLevel, proxy: proxySettings, httpsPort, doc }, counters.local, logger);
+      const pool = new WorkerProcesses(options.workers, { logLevel: options.logLevel, proxy: proxySettings, httpsPort, doc }, counters.local, logger);
       workers = pool;
       await pool.start();
     }

@@ -23,7 +23,7 @@ export interface Http1Options {
   maxHeaderSize: number;
   /** The llhttp instance this server's connections parse with. */
   parsers: HttpParsers;
-  onRequest(req: ClientRequest, res: ClientResponse): void;
+  onRequest(req: DownstreamRequest, res: DownstreamResponse): void;
   /** Answers what could not be parsed (or a head that timed out) on the socket, which then closes. */
   onBadRequest(err: ParseError, socket: Socket): void;
 }
@@ -113,7 +113,8 @@ class RequestBody extends Readable {
   }
 }
 
-export class ClientRequest {
+/** A request as a client sent it to the gateway: the downstream side, in nginx's and Kong's words (upstream.ts is the other). */
+export class DownstreamRequest {
   readonly method: string;
   readonly url: string;
   readonly httpVersion: '1.0' | '1.1';
@@ -154,8 +155,8 @@ export interface AbortHandler {
   clientGone(): void;
 }
 
-/** The answer to one request. */
-export class ClientResponse {
+/** The gateway's answer to one downstream request. */
+export class DownstreamResponse {
   headersSent = false;
   writableFinished = false;
   destroyed = false;
@@ -167,7 +168,7 @@ export class ClientResponse {
   closeAfter = false;
 
   constructor(
-    readonly req: ClientRequest,
+    readonly req: DownstreamRequest,
     private readonly connection: Connection,
   ) {}
 
@@ -284,10 +285,10 @@ export class ClientResponse {
 
 class Connection implements MessageEvents {
   private readonly parser: MessageParser;
-  private current: ClientResponse | null = null;
-  private readonly waiting: ClientResponse[] = [];
+  private current: DownstreamResponse | null = null;
+  private readonly waiting: DownstreamResponse[] = [];
   /** The request whose body is arriving. */
-  private receiving: ClientRequest | null = null;
+  private receiving: DownstreamRequest | null = null;
   /** When the head now arriving began (0: none is). */
   headStartedAt = 0;
   idleSince = Date.now();
@@ -327,8 +328,8 @@ class Connection implements MessageEvents {
   }
 
   onHead(head: MessageHead): boolean {
-    const req = new ClientRequest(head, this.socket, this);
-    const res = new ClientResponse(req, this);
+    const req = new DownstreamRequest(head, this.socket, this);
+    const res = new DownstreamResponse(req, this);
     if (req.body) this.receiving = req;
     this.server.counters.total++;
     if (this.current) this.waiting.push(res);
@@ -353,14 +354,14 @@ class Connection implements MessageEvents {
     if (!this.socket.destroyed) this.socket.resume();
   }
 
-  private start(res: ClientResponse): void {
+  private start(res: DownstreamResponse): void {
     this.current = res;
     this.server.counters.inFlight++;
     this.server.options.onRequest(res.req, res);
   }
 
   /** The current answer is complete: next request, or close. */
-  finished(res: ClientResponse): void {
+  finished(res: DownstreamResponse): void {
     if (this.current !== res) return;
     this.current = null;
     this.server.counters.inFlight--;

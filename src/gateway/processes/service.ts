@@ -1,7 +1,7 @@
 /**
- * One process's proxy: the request handling (Proxy), its upstream pools,
+ * One process's proxy: the request handling (GatewayProxy), its upstream pools,
  * and the client connections of both listeners. The gateway runs one in
- * its own process, or one in each worker process (pool.ts), which then
+ * its own process, or one in each worker process (worker-processes.ts), which then
  * get their connections from the listening process.
  */
 import type { Socket } from 'node:net';
@@ -11,7 +11,7 @@ import { HttpParsers } from '../http/parser.ts';
 import { Http1Server, type ConnectionCounters } from '../http/server.ts';
 import { UpstreamPools } from '../http/upstream.ts';
 import type { LoadedConfig } from '../proxy/compile.ts';
-import { Proxy } from '../proxy/proxy.ts';
+import { GatewayProxy } from '../proxy/proxy.ts';
 import { ProxyTraffic } from '../proxy/traffic.ts';
 import type { PluginSeries } from '../plugins/series.ts';
 
@@ -56,7 +56,7 @@ export class ProxyService {
     // One llhttp instance for both sides of every connection of this process's proxy.
     const parsers = new HttpParsers();
     this.pools = new UpstreamPools(parsers);
-    const proxy = new Proxy({
+    const proxy = new GatewayProxy({
       config: options.config,
       pools: this.pools,
       trustedIps: options.trustedIps,

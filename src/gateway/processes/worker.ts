@@ -1,5 +1,5 @@
 /**
- * A gateway worker process (pool.ts starts it): serves the client
+ * A gateway worker process (worker-processes.ts starts it): serves the client
  * connections the listening process hands over, with its own upstream
  * pools and Redis connections, and asks the listening process for
  * `policy: local` rate-limit decisions.
@@ -9,7 +9,7 @@ import { createLogger } from '../../common/log.ts';
 import { CounterStores, type Counter, type CounterResult, type CounterStore } from '../plugins/rate-limiting/policies.ts';
 import { PluginSeries } from '../plugins/series.ts';
 import { compileConfig, type LoadedConfig } from '../proxy/compile.ts';
-import type { FromWorker, ToWorker, WorkerSettings } from './pool.ts';
+import type { FromWorker, ToWorker, WorkerSettings } from './worker-processes.ts';
 import { ProxyService } from './service.ts';
 
 const STATS_INTERVAL_MS = 1000;

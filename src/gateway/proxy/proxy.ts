@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Balancer, Peer } from './balancer.ts';
 import { clientBodyError, GatewayError, MESSAGES, PluginAnswer, renderError } from '../errors.ts';
-import type { ClientRequest, ClientResponse } from '../http/server.ts';
+import type { DownstreamRequest, DownstreamResponse } from '../http/server.ts';
 import type { UpstreamPools } from '../http/upstream.ts';
 import type { Consumer, Credential, Route, Service } from '../config/model.ts';
 import {
@@ -77,7 +77,7 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 /** A forwarding header of the client's, believed only from a trusted address. */
-function trustedHeader(req: ClientRequest, trusted: boolean, name: string): string | undefined {
+function trustedHeader(req: DownstreamRequest, trusted: boolean, name: string): string | undefined {
   return trusted ? first(req.headers[name]) : undefined;
 }
 
@@ -88,13 +88,13 @@ function isTrusted(trusted: readonly string[], address: string): boolean {
 }
 
 /** The client's address, an IPv4 one without its IPv6-mapped prefix. */
-function clientAddress(req: ClientRequest): string {
+function clientAddress(req: DownstreamRequest): string {
   const address = req.socket.remoteAddress ?? '';
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 /** Copies the client's headers minus hop-by-hop ones (and those its Connection header names). */
-function forwardableHeaders(req: ClientRequest): Record<string, string | string[]> {
+function forwardableHeaders(req: DownstreamRequest): Record<string, string | string[]> {
   const connection = req.headers.connection;
   const named =
     connection === undefined
@@ -235,7 +235,7 @@ function afterAnswer(
 }
 
 /** The whole request body, for a plugin that reads it (bounded like a streamed one). */
-async function readWholeBody(req: ClientRequest, maxBodySize: number): Promise<Buffer> {
+async function readWholeBody(req: DownstreamRequest, maxBodySize: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   if (!req.body) return Buffer.alloc(0);
@@ -258,7 +258,7 @@ class ProxyContext implements RequestContext {
   readonly scheme: 'http' | 'https';
   readonly path: string;
   query: string;
-  readonly clientHeaders: ClientRequest['headers'];
+  readonly clientHeaders: DownstreamRequest['headers'];
   readonly upstreamHeaders: Record<string, string | string[]>;
   readonly responseHeaders: Record<string, string>;
   readonly forwardedIp: string;
@@ -279,7 +279,7 @@ class ProxyContext implements RequestContext {
   private buffered: Promise<Buffer> | null = null;
 
   constructor(
-    private readonly req: ClientRequest,
+    private readonly req: DownstreamRequest,
     match: RouteMatch,
     config: LoadedConfig,
     given: {
@@ -339,7 +339,8 @@ class ProxyContext implements RequestContext {
   }
 }
 
-export class Proxy {
+/** The proxy itself: matches a route, runs its plugins, and forwards the request upstream. */
+export class GatewayProxy {
   /**
    * Request ids: 32 hex digits like Kong's, a random per-proxy half and a
    * counter half, unique without drawing randomness for every request.
@@ -355,7 +356,7 @@ export class Proxy {
   }
 
   /** The request listener for one listener (`scheme` is what the client connected with). */
-  listener(scheme: 'http' | 'https'): (req: ClientRequest, res: ClientResponse) => void {
+  listener(scheme: 'http' | 'https'): (req: DownstreamRequest, res: DownstreamResponse) => void {
     return (req, res) => this.handle(req, res, scheme);
   }
 
@@ -364,7 +365,7 @@ export class Proxy {
    * async function's frame per request; whatever fails, at once or later,
    * is answered by `failed`.
    */
-  private handle(req: ClientRequest, res: ClientResponse, scheme: 'http' | 'https'): void {
+  private handle(req: DownstreamRequest, res: DownstreamResponse, scheme: 'http' | 'https'): void {
     const started = performance.now();
     const requestId = this.nextRequestId();
     const responseHeaders: Record<string, string> = {};
@@ -382,8 +383,8 @@ export class Proxy {
 
   /** Routes, checks and runs the plugins, then forwards; throws (or rejects) what the client is answered with instead. */
   private pass(
-    req: ClientRequest,
-    res: ClientResponse,
+    req: DownstreamRequest,
+    res: DownstreamResponse,
     scheme: 'http' | 'https',
     started: number,
     requestId: string,
@@ -419,8 +420,8 @@ export class Proxy {
   private failed(
     err: unknown,
     ctx: ProxyContext | null,
-    req: ClientRequest,
-    res: ClientResponse,
+    req: DownstreamRequest,
+    res: DownstreamResponse,
     requestId: string,
     responseHeaders: Record<string, string>,
     started: number,
@@ -448,7 +449,7 @@ export class Proxy {
   }
 
   /** Kong's https-only check: 426 with its Upgrade headers, or the configured redirect. */
-  private enforceProtocols(match: RouteMatch, forwardedProto: string, req: ClientRequest, rawUrl: string): void {
+  private enforceProtocols(match: RouteMatch, forwardedProto: string, req: DownstreamRequest, rawUrl: string): void {
     const { route } = match.candidate;
     if (!route.protocols.includes('https') || route.protocols.includes('http') || forwardedProto === 'https') return;
     const code = route.https_redirect_status_code;
@@ -476,8 +477,8 @@ export class Proxy {
   }
 
   private forward(
-    req: ClientRequest,
-    res: ClientResponse,
+    req: DownstreamRequest,
+    res: DownstreamResponse,
     ctx: ProxyContext,
     match: RouteMatch,
     info: { started: number; forwardedProto: string; trusted: boolean; address: string; rawPath: string },
@@ -560,8 +561,8 @@ export class Proxy {
 
   /** The gateway's own answer, through the header and log phases of the plugins that ran. */
   private sendError(
-    req: ClientRequest,
-    res: ClientResponse,
+    req: DownstreamRequest,
+    res: DownstreamResponse,
     error: GatewayError,
     requestId: string,
     extra: Record<string, string>,
@@ -602,7 +603,7 @@ export class Proxy {
  * gRPC over HTTP/1.1, 426 `Please use HTTP2 protocol`; anything else gets
  * Kong's 415 `Non-gRPC request matched gRPC route`.
  */
-function refuseGrpcRoute(req: ClientRequest): never {
+function refuseGrpcRoute(req: DownstreamRequest): never {
   const contentType = first(req.headers['content-type']);
   if (contentType?.startsWith('application/grpc')) throw new GatewayError(426, MESSAGES.useHttp2, { Connection: 'Upgrade', Upgrade: 'HTTP/2' });
   throw new GatewayError(415, MESSAGES.nonGrpc);

@@ -8,13 +8,13 @@
  */
 import { clearHeader } from '../plugins/headers.ts';
 import type { PluginHandler, RequestContext } from '../plugins/types.ts';
-import type { AbortHandler, ClientResponse } from '../http/server.ts';
+import type { AbortHandler, DownstreamResponse } from '../http/server.ts';
 
 /** Largest answer held for a body phase (bytes). */
 export const WHOLE_ANSWER_LIMIT = 16 * 1024 * 1024;
 
 /** What the upstream side writes the answer's body to: the client's answer itself, or a WholeAnswer before it. */
-export type AnswerSink = Pick<ClientResponse, 'write' | 'end' | 'onceDrained' | 'destroyed' | 'abortHandler'>;
+export type AnswerSink = Pick<DownstreamResponse, 'write' | 'end' | 'onceDrained' | 'destroyed' | 'abortHandler'>;
 
 export class WholeAnswer implements AnswerSink {
   private status = 0;
@@ -25,7 +25,7 @@ export class WholeAnswer implements AnswerSink {
   private streaming = false;
 
   constructor(
-    private readonly res: ClientResponse,
+    private readonly res: DownstreamResponse,
     private readonly ctx: RequestContext,
     private readonly plugins: readonly PluginHandler[],
   ) {}

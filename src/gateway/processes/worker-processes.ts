@@ -57,7 +57,7 @@ interface Worker {
   ready: Promise<void>;
 }
 
-export class WorkerPool {
+export class WorkerProcesses {
   private readonly workers: Worker[] = [];
   private next = 0;
   private closing = false;
