@@ -6,6 +6,7 @@
  * encoder in batches, reads the head's logit, and blends it with the n-gram
  * model's score.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StartupError } from '../common/errors.ts';
@@ -23,6 +24,8 @@ export interface FusedModelCard {
   /** The n-gram model version it is fused with. */
   ngramVersion: string;
   head: { inputs: number; hidden: number };
+  /** sha256 of head.f32: the card's figures were measured with these bytes. */
+  headSha256: string;
   blend: Blend;
   training: {
     data: string;
@@ -85,7 +88,8 @@ export function fusedScorer(encoder: SentenceEncoder, head: MlpHead, blend: Blen
   };
 }
 
-export async function loadFusedModel(dir: string, ngram: SentimentModel): Promise<FusedModel> {
+/** The card and head on disk, without the encoder; refused unless the head's bytes are the ones the card was measured with. */
+export async function readFusedModel(dir: string): Promise<{ card: FusedModelCard; head: MlpHead }> {
   let card: FusedModelCard;
   let raw: Buffer;
   try {
@@ -98,8 +102,15 @@ export async function loadFusedModel(dir: string, ngram: SentimentModel): Promis
   if (card.format !== 'offcloud-sentiment-fused-v1' || card.head.inputs !== EMBEDDING_SIZE || raw.length !== expected) {
     throw new StartupError(`sentiment model in ${dir} is not a model this version reads (format ${card.format}, ${raw.length} bytes of head weights)`);
   }
+  if (createHash('sha256').update(raw).digest('hex') !== card.headSha256)
+    throw new StartupError(`sentiment model in ${dir}: ${HEAD_FILE} is not the head its card was measured with`);
+  return { card, head: headFromBytes(raw, card.head) };
+}
+
+export async function loadFusedModel(dir: string, ngram: SentimentModel): Promise<FusedModel> {
+  const { card, head } = await readFusedModel(dir);
   const encoder = await SentenceEncoder.load();
-  return { card, scoreAll: fusedScorer(encoder, headFromBytes(raw, card.head), card.blend, ngram) };
+  return { card, scoreAll: fusedScorer(encoder, head, card.blend, ngram) };
 }
 
 export async function writeFusedModel(dir: string, card: FusedModelCard, head: MlpHead): Promise<void> {

@@ -3,6 +3,7 @@
  * scale, how it was trained, its validation accuracy) and weights.i16 (one
  * little-endian int16 per hash bucket).
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../common/files.ts';
@@ -15,6 +16,8 @@ export interface SentimentModelCard {
   features: FeatureConfig;
   bias: number;
   weightScale: number;
+  /** sha256 of weights.i16: the card's figures were measured with these bytes. */
+  weightsSha256: string;
   training: {
     data: string;
     dataSha256: string;
@@ -58,14 +61,25 @@ export async function loadSentimentModel(dir: string): Promise<SentimentModel> {
       `sentiment model in ${dir} is not a model this version reads (format ${card.format}, ${raw.length} bytes of weights, expected ${expected})`,
     );
   }
+  if (weightsDigest(raw) !== card.weightsSha256)
+    throw new StartupError(`sentiment model in ${dir}: ${WEIGHTS_FILE} is not the weights its card was measured with`);
   const weights = new Float32Array(raw.length / 2);
   for (let i = 0; i < weights.length; i++) weights[i] = raw.readInt16LE(2 * i) * card.weightScale;
   return modelFromWeights(card, weights);
 }
 
-export async function writeModel(dir: string, card: SentimentModelCard, weights: Int16Array): Promise<void> {
+/** weights.i16's bytes: one little-endian int16 per bucket. */
+export function weightsBytes(weights: Int16Array): Buffer {
   const raw = Buffer.alloc(weights.length * 2);
   weights.forEach((w, i) => raw.writeInt16LE(w, 2 * i));
-  await writeFileAtomic(join(dir, WEIGHTS_FILE), raw);
+  return raw;
+}
+
+export function weightsDigest(raw: Uint8Array): string {
+  return createHash('sha256').update(raw).digest('hex');
+}
+
+export async function writeModel(dir: string, card: SentimentModelCard, weights: Int16Array): Promise<void> {
+  await writeFileAtomic(join(dir, WEIGHTS_FILE), weightsBytes(weights));
   await writeFileAtomic(join(dir, CARD_FILE), JSON.stringify(card, null, 2) + '\n');
 }

@@ -16,8 +16,8 @@ import { PACKAGE_ROOT } from '../common/models.ts';
 import { seededRandom, shuffle } from '../common/random.ts';
 import { featureIndices, logit, sigmoid, type FeatureConfig } from './features.ts';
 import { writeFusedModel } from './fused.ts';
-import { modelFromWeights, writeModel, type SentimentModelCard } from './model.ts';
-import { embeddingCacheDir, fusedModelCardText, trainEncoderVersion } from './train-encoder.ts';
+import { loadSentimentModel, modelFromWeights, weightsBytes, weightsDigest, writeModel, type SentimentModel, type SentimentModelCard } from './model.ts';
+import { embeddingCacheDir, encoderCardDifferences, fusedModelCardText, trainEncoderVersion } from './train-encoder.ts';
 import { ENCODER_MODEL_DIR, ENCODER_VERSION, NGRAM_MODEL_DIR, NGRAM_VERSION } from './versions.ts';
 
 export interface Example {
@@ -189,6 +189,7 @@ export function trainSentimentModel(dataPath = trainingDataPath(), settings = DE
     features: settings.features,
     bias,
     weightScale: scale,
+    weightsSha256: weightsDigest(weightsBytes(values)),
     training: {
       data: 'GLUE SST-2 train.tsv (Stanford Sentiment Treebank phrases)',
       dataSha256: sha256,
@@ -205,8 +206,17 @@ export function trainSentimentModel(dataPath = trainingDataPath(), settings = DE
   return { card, weights: values };
 }
 
+export const percent = (x: number) => `${(100 * x).toFixed(2)} %`;
+
+/** One line per figure of `card` that `measured` does not reproduce exactly. */
+export function figureDifferences<T extends object>(what: string, card: T, measured: T): string[] {
+  return (Object.keys(card) as (keyof T)[])
+    .filter((key) => card[key] !== measured[key])
+    .map((key) => `${what} ${String(key)}: the card says ${String(card[key])}, measured ${String(measured[key])}`);
+}
+
 function modelCard(card: SentimentModelCard): string {
-  const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
+  const pct = percent;
   const f = card.features;
   return `# Model card: offcloud sentiment, English (models/sentiment-en)
 
@@ -233,22 +243,31 @@ Made by \`npm run train:sentiment\` (src/sentiment/train.ts); this file is writt
   NB scaling and the contrast features each added measurably. A one-hidden-layer network over the same features,
   averaged SGD and weighting long lines more did not beat this and were dropped. These choices were made on
   this same validation split (there is no separate test split), so the figures above are slightly optimistic.
+- **Check**: \`npm run train:sentiment -- --verify\` measures these figures again from the data (\`$SST2_TRAIN\`) and exits
+  with status 1 if any differs; \`weightsSha256\` in model.json names the weights they were measured with, and loading refuses any other.
 - **Limits**: trained on film reviews (SST); other domains score lower. Sarcasm and long-range
   structure are beyond a bag of n-grams. English only; other languages use lexicons (docs/sentiment.md).
 `;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+/** Where a card's figures differ from those measured again on `data` with the weights it ships beside: one line each. */
+export function ngramCardDifferences(model: SentimentModel, data: { examples: Example[]; sha256: string }): string[] {
+  const { training, validation } = model.card;
+  if (data.sha256 !== training.dataSha256) return [`the n-gram card was made from a train.tsv of sha256 ${training.dataSha256}, not ${data.sha256}`];
+  const measured = accuracy(splitBySentence(data.examples, training.validationShare, training.seed).validation, model.score);
+  return figureDifferences('n-gram', validation, measured);
+}
+
+/** `npm run train:sentiment`: trains both versions and writes them with their cards. */
+async function train(out: string, encoderOut: string): Promise<void> {
   const started = Date.now();
-  const [out = DEFAULT_OUT, encoderOut = ENCODER_MODEL_DIR] = process.argv.slice(2);
   const data = readSst2(trainingDataPath());
   const { card, weights } = trainSentimentModel(trainingDataPath());
   await writeModel(out, card, weights);
   await writeFileAtomic(join(out, 'MODEL_CARD.md'), modelCard(card));
-  const pct = (x: number) => `${(100 * x).toFixed(2)} %`;
   console.log(`trained on ${card.training.trainCount} phrases in ${((Date.now() - started) / 1000).toFixed(1)} s → ${out}`);
   console.log(
-    `validation: ${pct(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${pct(card.validation.long)} of ${card.validation.longCount}`,
+    `validation: ${percent(card.validation.all)} of ${card.validation.allCount}; ≥ 10 tokens: ${percent(card.validation.long)} of ${card.validation.longCount}`,
   );
   const ngram = modelFromWeights(card, dequantize(weights, card.weightScale));
   const fused = await trainEncoderVersion(
@@ -260,5 +279,32 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   await writeFileAtomic(join(encoderOut, 'MODEL_CARD.md'), fusedModelCardText(fused.card));
   const v = fused.card.validation;
   console.log(`version ${ENCODER_VERSION} → ${encoderOut} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  console.log(`held-out ≥ 10 tokens (${v.lines} lines): n-gram ${pct(v.ngram)}, head ${pct(v.head)}, fused ${pct(v.fused)}`);
+  console.log(`held-out ≥ 10 tokens (${v.lines} lines): n-gram ${percent(v.ngram)}, head ${percent(v.head)}, fused ${percent(v.fused)}`);
+}
+
+/**
+ * `npm run train:sentiment -- --verify`: measures the shipped models again from the training file
+ * and compares every figure with their cards; trains nothing. Exit status 1 when any differs.
+ */
+async function verify(ngramDir: string, encoderDir: string): Promise<void> {
+  const data = readSst2(trainingDataPath());
+  const ngram = await loadSentimentModel(ngramDir);
+  const differences = ngramCardDifferences(ngram, data);
+  console.log(`n-gram ${NGRAM_VERSION}: ≥ 10 tokens ${percent(ngram.card.validation.long)} of ${ngram.card.validation.longCount}`);
+  differences.push(
+    ...(await encoderCardDifferences(
+      data,
+      { model: ngram, settings: DEFAULT_SETTINGS },
+      { dir: encoderDir, cacheDir: embeddingCacheDir(), log: (line) => console.log(line) },
+    )),
+  );
+  for (const line of differences) console.error(line);
+  console.log(differences.length ? `${differences.length} figure(s) differ from the cards` : 'every figure on both cards is reproduced');
+  process.exitCode = differences.length ? 1 : 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+  const verifying = process.argv.includes('--verify');
+  const [out = DEFAULT_OUT, encoderOut = ENCODER_MODEL_DIR] = process.argv.slice(2).filter((arg) => arg !== '--verify');
+  await (verifying ? verify(out, encoderOut) : train(out, encoderOut));
 }

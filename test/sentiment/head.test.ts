@@ -1,14 +1,16 @@
 /** The encoder version's head and blend: seeded training that learns, and a blend fit that finds known weights. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { seededRandom } from '../../src/common/random.ts';
 import { sigmoid } from '../../src/sentiment/features.ts';
 import { fitBlend, headLogit, logitOf, trainHead } from '../../src/sentiment/head.ts';
 import { ENCODER_PACKAGE, ENCODER_TARBALL_SHA256 } from '../../src/sentiment/encoder.ts';
-import type { FusedModelCard } from '../../src/sentiment/fused.ts';
+import { StartupError } from '../../src/common/errors.ts';
+import { HEAD_FILE, readFusedModel } from '../../src/sentiment/fused.ts';
+import { tempDataDir } from '../helpers/index.ts';
 import { ENCODER_MODEL_DIR, ENCODER_VERSION } from '../../src/sentiment/versions.ts';
 
 /** Points in 8 dimensions labelled by the side of a plane through them, from a seeded generator. */
@@ -42,11 +44,19 @@ test('the blend fit recovers the weights that made its labels', () => {
   for (const key of ['head', 'ngram', 'bias'] as const) assert.ok(Math.abs(fitted[key] - truth[key]) < 0.12, `${key}: ${fitted[key]} vs ${truth[key]}`);
 });
 
-test('the shipped encoder version names the package, version, tarball sha256 and licence it reads, and beats the n-gram model held out', () => {
-  const card = JSON.parse(readFileSync(join(ENCODER_MODEL_DIR, 'model.json'), 'utf8')) as FusedModelCard;
+test('the shipped encoder version names the package, version, tarball sha256 and licence it reads, and beats the n-gram model held out', async () => {
+  const { card } = await readFusedModel(ENCODER_MODEL_DIR);
   const installed = createRequire(import.meta.url)(`${ENCODER_PACKAGE}/package.json`) as { version: string; license: string };
   assert.equal(card.version, ENCODER_VERSION);
   assert.deepEqual(card.encoder, { package: ENCODER_PACKAGE, version: installed.version, tarballSha256: ENCODER_TARBALL_SHA256, licence: installed.license });
-  assert.ok(existsSync(join(ENCODER_MODEL_DIR, 'head.f32')));
   assert.ok(card.validation.fused > card.validation.ngram, `held out: fused ${card.validation.fused} vs n-gram ${card.validation.ngram}`);
+});
+
+test('a head that is not the one its card was measured with is refused', async (t) => {
+  const copy = join(await tempDataDir(t), 'sentiment-en-encoder');
+  await cp(ENCODER_MODEL_DIR, copy, { recursive: true });
+  const head = await readFile(join(copy, HEAD_FILE));
+  head.writeFloatLE(head.readFloatLE(0) + 0.5, 0);
+  await writeFile(join(copy, HEAD_FILE), head);
+  await assert.rejects(readFusedModel(copy), (err: Error) => err instanceof StartupError && /not the head its card was measured with/.test(err.message));
 });
