@@ -159,8 +159,8 @@ async function startMosquitto(dataDir: string): Promise<{ child: ChildProcess; t
     [
       `listener ${port} 127.0.0.1`,
       `cafile ${join(dataDir, 'ca', 'ca.crt')}`,
-      `certfile ${join(dataDir, 'ca', 'localhost.crt')}`,
-      `keyfile ${join(dataDir, 'ca', 'localhost.key')}`,
+      `certfile ${join(dataDir, 'ca', 'localhost.pem')}`,
+      `keyfile ${join(dataDir, 'ca', 'localhost.pem')}`,
       'allow_anonymous true',
       // Stay the user we run as: dropping to "mosquitto" would lose access to the temp dir's key.
       `user ${userInfo().username}`,

@@ -1,19 +1,24 @@
 /**
- * The local certificate authority: one CA and one leaf certificate for the
- * loopback names, made on first start in <data-dir>/ca and reused afterwards.
- * Clients trust the CA file (NODE_EXTRA_CA_CERTS, curl --cacert).
+ * The local certificate authority, in <data-dir>/ca: the CA (ca.crt, ca.key), made on
+ * first start and kept, and the server certificate it issues for the loopback names
+ * (localhost.pem: the leaf's certificate and private key in one file). Clients trust
+ * the CA file (NODE_EXTRA_CA_CERTS, curl --cacert).
  *
- * More names for the leaf (`--tls-names`: the name a Docker host on another
- * machine is reached by, a LAN name or address) are added by issuing the leaf
- * again from the same CA, so clients that trust the CA keep trusting it; the
- * new leaf keeps every name the old one had.
+ * The leaf is issued again from the same CA, so clients that trust the CA go on
+ * trusting, when it is missing (a CA made elsewhere, ca.crt and ca.key only, as the
+ * Testcontainers module copies in), was issued by another CA, has less than 30 days
+ * left, or lacks a name asked for (`--tls-names`: the name a Docker host on another
+ * machine is reached by, a LAN name or address); the new leaf keeps the old one's
+ * names. Its certificate and key change together in one rename, so a process starting
+ * while another issues it reads the old pair or the new one, never a mix.
  */
 import { webcrypto, X509Certificate } from 'node:crypto';
 import { mkdtemp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
+import { writeFileAtomic } from './files.ts';
 
-/** @peculiar/x509 (and the reflect-metadata it needs) load only when a CA is made. */
+/** @peculiar/x509 (and the reflect-metadata it needs) load only when a certificate is issued. */
 async function loadX509() {
   await import('reflect-metadata');
   const x509 = await import('@peculiar/x509');
@@ -28,8 +33,8 @@ export const LEAF_IP_ADDRESSES = ['127.0.0.1', '::1'];
 export interface LocalCa {
   /** Absolute path of the CA certificate clients should trust. */
   caCertPath: string;
-  certPath: string;
-  keyPath: string;
+  /** The leaf's certificate and private key in one PEM file (for a program that takes files: name it as both). */
+  leafPath: string;
   caCert: string;
   cert: string;
   key: string;
@@ -37,6 +42,11 @@ export interface LocalCa {
 
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;
+/** A certificate with less time left than this is made again. */
+const RENEW_BEFORE_MS = 30 * DAY_MS;
+const CA_CERT = 'ca.crt';
+const CA_KEY = 'ca.key';
+const LEAF = 'localhost.pem';
 
 async function exportKeyPem(key: CryptoKey): Promise<string> {
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key as webcrypto.CryptoKey));
@@ -47,11 +57,32 @@ function serialNumber(prefix: string): string {
   return webcrypto.getRandomValues(new Uint8Array(8)).reduce((s, b) => s + b.toString(16).padStart(2, '0'), prefix);
 }
 
-type X509 = Awaited<ReturnType<typeof loadX509>>;
+/** The first PEM block with this label (`CERTIFICATE`, `PRIVATE KEY`) in `text`, with its last line break. */
+function pemBlock(text: string, label: string): string | undefined {
+  return new RegExp(`-----BEGIN ${label}-----[^-]+-----END ${label}-----\n?`).exec(text)?.[0];
+}
 
-/** A leaf for the loopback names and `names`, signed by the CA; written as localhost.crt/.key in `dir` (key first, each renamed into place). */
-async function issueLeaf(x509: X509, dir: string, caCert: InstanceType<X509['X509Certificate']>, caKey: CryptoKey, names: readonly string[]): Promise<void> {
-  const now = Date.now();
+async function readIfPresent(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+function endsSoon(certificate: X509Certificate, now: number): boolean {
+  return Date.parse(certificate.validTo) - now < RENEW_BEFORE_MS;
+}
+
+/**
+ * Issues a leaf for the loopback names and `names` from the CA (its certificate and
+ * private key as PEM) and writes it, certificate and key in one file, in one rename.
+ */
+async function issueLeaf(dir: string, ca: { cert: string; key: string }, names: readonly string[], now: number): Promise<{ cert: string; key: string }> {
+  const x509 = await loadX509();
+  const caCert = new x509.X509Certificate(ca.cert);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', x509.PemConverter.decodeFirst(ca.key), KEY_ALGORITHM, false, ['sign']);
   const dns = [...new Set([...LEAF_DNS_NAMES, ...names.filter((name) => !isIP(name))])];
   const ips = [...new Set([...LEAF_IP_ADDRESSES, ...names.filter((name) => isIP(name))])];
   const leafKeys = await webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
@@ -61,7 +92,7 @@ async function issueLeaf(x509: X509, dir: string, caCert: InstanceType<X509['X50
     issuer: caCert.subject,
     notBefore: new Date(now - DAY_MS),
     notAfter: new Date(now + 825 * DAY_MS),
-    signingKey: caKey,
+    signingKey: caKey as CryptoKey,
     publicKey: leafKeys.publicKey as CryptoKey,
     signingAlgorithm: KEY_ALGORITHM,
     extensions: [
@@ -75,18 +106,14 @@ async function issueLeaf(x509: X509, dir: string, caCert: InstanceType<X509['X50
       await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
     ],
   });
-  for (const [name, text, mode] of [
-    ['localhost.key', await exportKeyPem(leafKeys.privateKey as CryptoKey), 0o600],
-    ['localhost.crt', leaf.toString('pem') + '\n', 0o644],
-  ] as const) {
-    await writeFile(join(dir, `${name}.new`), text, { mode });
-    await rename(join(dir, `${name}.new`), join(dir, name));
-  }
+  const issued = { cert: leaf.toString('pem') + '\n', key: await exportKeyPem(leafKeys.privateKey as CryptoKey) };
+  await writeFileAtomic(join(dir, LEAF), issued.cert + issued.key, 0o600);
+  return issued;
 }
 
-async function generateCa(dir: string, names: readonly string[]): Promise<void> {
+/** A new CA and its leaf, made in a temporary folder renamed to `dir` (unless another process made `dir` first). */
+async function makeCa(dataDir: string, dir: string, names: readonly string[], now: number): Promise<void> {
   const x509 = await loadX509();
-  const now = Date.now();
   const caKeys = await webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serialNumber('01'),
@@ -101,23 +128,28 @@ async function generateCa(dir: string, names: readonly string[]): Promise<void> 
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey as CryptoKey),
     ],
   });
-  await writeFile(join(dir, 'ca.crt'), caCert.toString('pem') + '\n', { mode: 0o644 });
-  await writeFile(join(dir, 'ca.key'), await exportKeyPem(caKeys.privateKey as CryptoKey), { mode: 0o600 });
-  await issueLeaf(x509, dir, caCert, caKeys.privateKey as CryptoKey, names);
+  const ca = { cert: caCert.toString('pem') + '\n', key: await exportKeyPem(caKeys.privateKey as CryptoKey) };
+  await mkdir(resolve(dataDir), { recursive: true });
+  const temp = await mkdtemp(resolve(dataDir, '.ca-'));
+  try {
+    await writeFile(join(temp, CA_CERT), ca.cert, { mode: 0o644 });
+    await writeFile(join(temp, CA_KEY), ca.key, { mode: 0o600 });
+    await issueLeaf(temp, ca, names, now);
+    await rename(temp, dir);
+  } catch (err) {
+    await rm(temp, { recursive: true, force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+  }
 }
 
-/** The leaf again from the CA in `dir`, with the names the current one has and `names`. */
-async function reissueLeaf(dir: string, current: X509Certificate, names: readonly string[]): Promise<void> {
-  const x509 = await loadX509();
-  const caCert = new x509.X509Certificate(await readFile(join(dir, 'ca.crt'), 'utf8'));
-  const der = Buffer.from((await readFile(join(dir, 'ca.key'), 'utf8')).replace(/-----[^-]+-----|\s/g, ''), 'base64');
-  const caKey = await webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, false, ['sign']);
+/** The names in the leaf's subject alternative names. */
+function namesOf(leaf: X509Certificate): string[] {
   // Node prints IPv6 addresses in full (0:0:0:0:0:0:0:1): compressed again, so ::1 is not listed twice.
-  const had = (current.subjectAltName ?? '')
+  return (leaf.subjectAltName ?? '')
     .split(', ')
     .map((entry) => entry.replace(/^(DNS|IP Address):/, ''))
     .map((name) => (isIP(name) === 6 ? new URL(`http://[${name}]/`).hostname.slice(1, -1) : name));
-  await issueLeaf(x509, dir, caCert, caKey as CryptoKey, [...had, ...names]);
 }
 
 /** Whether the leaf is valid for every name (a host name, wildcards honoured, or an IP address). */
@@ -125,50 +157,43 @@ function carries(leaf: X509Certificate, names: readonly string[]): boolean {
   return names.every((name) => (isIP(name) ? leaf.checkIP(name) : leaf.checkHost(name)) !== undefined);
 }
 
-async function readCa(dir: string): Promise<LocalCa> {
-  const caCertPath = join(dir, 'ca.crt');
-  const certPath = join(dir, 'localhost.crt');
-  const keyPath = join(dir, 'localhost.key');
-  const [caCert, cert, key] = await Promise.all([readFile(caCertPath, 'utf8'), readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
-  return { caCertPath, certPath, keyPath, caCert, cert, key };
+/** The leaf file's certificate and key, when it holds both. */
+function parseLeaf(pem: string | undefined): { cert: string; key: string; certificate: X509Certificate } | undefined {
+  const cert = pem && pemBlock(pem, 'CERTIFICATE');
+  const key = pem && pemBlock(pem, 'PRIVATE KEY');
+  return cert && key ? { cert, key, certificate: new X509Certificate(cert) } : undefined;
 }
 
-function stillValid(ca: LocalCa): boolean {
-  const leaf = new X509Certificate(ca.cert);
-  return Date.parse(leaf.validTo) - Date.now() > 30 * DAY_MS;
+function issuedBy(leaf: X509Certificate, ca: X509Certificate): boolean {
+  return leaf.checkIssued(ca) && leaf.verify(ca.publicKey);
 }
 
 /**
- * Returns the data dir's CA, making it on first use, with a leaf valid for the
- * loopback names and `names` (issued again from the same CA when it lacks one).
- * The files are generated in a temporary folder renamed into place, so
- * processes starting at the same moment all end up with one consistent set.
+ * Returns the data dir's CA, making it on first use (or when it has less than 30 days
+ * left), with a leaf valid for the loopback names and `names`, issued again from the
+ * same CA when needed (see the top of this file). Processes starting at the same
+ * moment agree on one CA: it is made in a temporary folder renamed into place.
+ * `now` is the clock the validity periods are read and set by.
  */
-export async function ensureLocalCa(dataDir: string, names: readonly string[] = []): Promise<LocalCa> {
+export async function ensureLocalCa(dataDir: string, names: readonly string[] = [], now: () => number = Date.now): Promise<LocalCa> {
   const dir = resolve(dataDir, 'ca');
-  try {
-    const existing = await readCa(dir);
-    if (stillValid(existing)) {
-      const leaf = new X509Certificate(existing.cert);
-      if (carries(leaf, names)) return existing;
-      await reissueLeaf(dir, leaf, names);
-      return await readCa(dir);
-    }
-    await rm(dir, { recursive: true, force: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  const caCertPath = join(dir, CA_CERT);
+  const leafPath = join(dir, LEAF);
+  const caCert = await readIfPresent(caCertPath);
+  if (caCert === undefined || endsSoon(new X509Certificate(caCert), now())) {
+    if (caCert !== undefined) await rm(dir, { recursive: true, force: true });
+    await makeCa(dataDir, dir, names, now());
+    return ensureLocalCa(dataDir, names, now);
   }
-  await mkdir(resolve(dataDir), { recursive: true });
-  const temp = await mkdtemp(resolve(dataDir, '.ca-'));
-  try {
-    await generateCa(temp, names);
-    await rename(temp, dir);
-  } catch (err) {
-    await rm(temp, { recursive: true, force: true });
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
-    // Another process made it first, perhaps without these names.
-    return ensureLocalCa(dataDir, names);
-  }
-  return readCa(dir);
+  const authority = new X509Certificate(caCert);
+  const leaf = parseLeaf(await readIfPresent(leafPath));
+  const ours = leaf && issuedBy(leaf.certificate, authority) ? leaf : undefined;
+  if (ours && !endsSoon(ours.certificate, now()) && carries(ours.certificate, names)) return { caCertPath, leafPath, caCert, cert: ours.cert, key: ours.key };
+  const caKey = await readFile(join(dir, CA_KEY), 'utf8');
+  return {
+    caCertPath,
+    leafPath,
+    caCert,
+    ...(await issueLeaf(dir, { cert: caCert, key: caKey }, [...(ours ? namesOf(ours.certificate) : []), ...names], now())),
+  };
 }

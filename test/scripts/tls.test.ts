@@ -172,8 +172,8 @@ test('R-SCRIPT-8 --tls-cert/--tls-key files are served, HTTP redirects', async (
     ...quiet,
     dataDir: await tempDataDir(t),
     scriptsDir: folder,
-    tlsCert: ca.certPath,
-    tlsKey: ca.keyPath,
+    tlsCert: ca.leafPath,
+    tlsKey: ca.leafPath,
     httpPort: 0,
     httpsPort: 0,
   });
