@@ -29,7 +29,7 @@ import { performance } from 'node:perf_hooks';
 import { SignJWT } from 'jose';
 import { pino } from 'pino';
 import { CounterStores } from '../../src/gateway/plugins/rate-limiting/policies.ts';
-import { PluginSeries } from '../../src/gateway/plugins/series.ts';
+import { pluginEnvironment } from '../../src/gateway/plugins/types.ts';
 import { compileConfig } from '../../src/gateway/proxy/compile.ts';
 import { debianProgram } from '../../test/helpers/index.ts';
 import { freePort } from '../../test/gateway/helpers.ts';
@@ -350,7 +350,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     }
     const loadStarted = performance.now();
     const loadCpu = process.cpuUsage();
-    compileConfig(manyRoutesDoc(backendPort, 5000), { counters: new CounterStores(silentLogger), logger: silentLogger, series: new PluginSeries() });
+    compileConfig(manyRoutesDoc(backendPort, 5000), pluginEnvironment(silentLogger, new CounterStores(silentLogger)));
     const loadMs = performance.now() - loadStarted;
     const { user, system } = process.cpuUsage(loadCpu);
     // The CPU time is the steadier figure on a shared machine: the wall time waits for the cores.

@@ -53,7 +53,7 @@ export class WireError extends OffcloudError {
 export interface WireAnswer {
   status: number;
   body: unknown;
-  headers?: Record<string, string>;
+  headers?: Record<string, string | string[]>;
 }
 
 /** The 4xx status of a bad request the HTTP framework itself refused (body too large, unparsable JSON, wrong content type). */

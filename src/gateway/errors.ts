@@ -19,7 +19,7 @@ export class GatewayError extends WireError {
   constructor(
     status: number,
     message: string,
-    readonly headers: Record<string, string> = {},
+    readonly headers: Record<string, string | string[]> = {},
   ) {
     super(status, codeFor(status), message);
   }
@@ -34,7 +34,7 @@ export class PluginAnswer extends GatewayError {
   constructor(
     status: number,
     readonly body: string | Buffer,
-    headers: Record<string, string> = {},
+    headers: Record<string, string | string[]> = {},
   ) {
     super(status, `answered by a plugin (${status})`, headers);
   }

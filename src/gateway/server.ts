@@ -22,7 +22,7 @@ import { specDeployment } from './config/default-config.ts';
 import { DeclarativeConfigError, findingLine } from './errors.ts';
 import { gatewayOptions } from './options.ts';
 import { CounterStores } from './plugins/rate-limiting/policies.ts';
-import { PluginSeries } from './plugins/series.ts';
+import { pluginEnvironment } from './plugins/types.ts';
 import { WorkerProcesses } from './processes/worker-processes.ts';
 import { ProxyService, type ProxySettings, type Scheme } from './processes/service.ts';
 import { compileConfig, type LoadedConfig } from './proxy/compile.ts';
@@ -95,11 +95,16 @@ async function listenRaw(server: Server, host: string, port: number, portKey: st
   return (server.address() as AddressInfo).port;
 }
 
-export async function startGateway(given: Partial<GatewayOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+/** What tests may give a gateway besides its options: the clock its plugins read (ms since the epoch). */
+export interface GatewayExtras extends RuntimeExtras {
+  clock?: () => number;
+}
+
+export async function startGateway(given: Partial<GatewayOptions> & GatewayExtras = {}): Promise<RunningComponent> {
   const options = withDefaults(gatewayOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'gateway');
   const counters = new CounterStores(logger);
-  const env = { counters, logger, series: new PluginSeries() };
+  const env = pluginEnvironment(logger, counters, given.clock);
 
   let config: LoadedConfig;
   let loaded: { doc: unknown; source: string };

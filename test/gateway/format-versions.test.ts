@@ -114,18 +114,25 @@ test('an entity Kong has and this gateway lacks gets the same message at the top
   ]);
 });
 
-test('fields accepted without effect are load warnings with their path; another _workspace is a warning too', () => {
+test('fields accepted without effect are load warnings with their path, unless given as what the gateway does anyway; another _workspace is a warning too', () => {
   const { warnings } = loadDoc({
     _format_version: '3.0',
     _workspace: 'team-a',
-    services: [{ name: 's', host: 'h', routes: [{ paths: ['/'], request_buffering: false, response_buffering: true }] }],
-    plugins: [{ name: 'rate-limiting', config: { second: 1, sync_rate: -1 } }],
+    services: [{ name: 's', host: 'h', routes: [{ paths: ['/'], request_buffering: true, response_buffering: true }] }],
+    plugins: [{ name: 'rate-limiting', config: { second: 1, sync_rate: 10 } }],
   });
   assert.deepEqual(
     warnings.map((w) => w.path),
     ['_workspace', 'services[0].routes[0].request_buffering', 'services[0].routes[0].response_buffering', 'plugins[0].config.sync_rate'],
   );
   assert.match(warnings[1]!.message, /^accepted without effect: /);
+  // A dump spells out values the gateway behaves as (bodies streamed, counters synchronous): no warning for those.
+  const spelledOut = loadDoc({
+    _format_version: '3.0',
+    services: [{ name: 's', host: 'h', routes: [{ paths: ['/'], request_buffering: false, response_buffering: false }] }],
+    plugins: [{ name: 'rate-limiting', config: { second: 1, sync_rate: -1 } }],
+  });
+  assert.deepEqual(spelledOut.warnings, []);
 });
 
 test('every refusal names the file and the path: YAML syntax errors, bad fields, and `offcloud gateway parse` the same way', async (t) => {

@@ -9,14 +9,13 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
-import type { RuntimeExtras } from '../../src/common/config.ts';
 import { startCalculator } from '../../src/calculator/server.ts';
 import { parseDeclarativeText } from '../../src/gateway/config/declarative.ts';
 import { compileConfig } from '../../src/gateway/proxy/compile.ts';
 import { DeclarativeConfigError } from '../../src/gateway/errors.ts';
 import { CounterStores } from '../../src/gateway/plugins/rate-limiting/policies.ts';
-import { PluginSeries } from '../../src/gateway/plugins/series.ts';
-import { startGateway, type GatewayOptions } from '../../src/gateway/server.ts';
+import { pluginEnvironment } from '../../src/gateway/plugins/types.ts';
+import { startGateway, type GatewayExtras, type GatewayOptions } from '../../src/gateway/server.ts';
 import { startUsers } from '../../src/users/server.ts';
 import { debianProgram, freePort, quiet, tempDataDir } from '../helpers/index.ts';
 
@@ -36,7 +35,7 @@ function urlsOf(running: Awaited<ReturnType<typeof startGateway>>): Gateway {
 }
 
 /** A gateway on free ports loading `doc` (an object, written as YAML) from a temp file. */
-export async function gatewayWith(t: After, doc: unknown, options: Partial<GatewayOptions> & RuntimeExtras = {}): Promise<Gateway> {
+export async function gatewayWith(t: After, doc: unknown, options: Partial<GatewayOptions> & GatewayExtras = {}): Promise<Gateway> {
   const dataDir = await tempDataDir(t);
   const file = join(dataDir, 'kong.yml');
   await writeFile(file, typeof doc === 'string' ? doc : stringify(doc));
@@ -149,11 +148,7 @@ const silent = pino({ level: 'silent' });
 
 /** Loads a declarative document (YAML/JSON text or an object) the way the gateway does. */
 export function loadDoc(doc: unknown) {
-  return compileConfig(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, {
-    counters: new CounterStores(silent),
-    logger: silent,
-    series: new PluginSeries(),
-  });
+  return compileConfig(typeof doc === 'string' ? parseDeclarativeText(doc) : doc, pluginEnvironment(silent, new CounterStores(silent)));
 }
 
 /** The errors a document is refused with, as `path: message` lines; fails the test when it loads. */

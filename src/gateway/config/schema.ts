@@ -18,6 +18,8 @@ interface Base<T> {
   check?: (value: T) => string | undefined;
   /** Kong has this field but this gateway does nothing with it: given in a file, it is accepted with a load warning saying why. */
   noEffect?: string;
+  /** The value this gateway behaves as whatever is given: given explicitly, it draws no noEffect warning (a decK dump spells every default out). */
+  asIf?: T;
 }
 export interface StringField extends Base<string> {
   type: 'string';
@@ -64,7 +66,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * without a default).
  */
 function checkField(field: Field, value: unknown, path: string, errors: FieldError[], warnings?: FieldError[]): unknown {
-  if (field.noEffect && value !== undefined && value !== null) warnings?.push({ path, message: `accepted without effect: ${field.noEffect}` });
+  if (field.noEffect && value !== undefined && value !== null && value !== field.asIf)
+    warnings?.push({ path, message: `accepted without effect: ${field.noEffect}` });
   if (value === undefined || value === null) {
     if (field.required) errors.push({ path, message: 'required field missing' });
     if (field.default === undefined) return value === null ? null : undefined;

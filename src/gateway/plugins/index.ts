@@ -10,6 +10,7 @@ import { ipRestriction } from './ip-restriction/handler.ts';
 import { jwt } from './jwt/handler.ts';
 import { keyAuth } from './key-auth/handler.ts';
 import { prometheus } from './prometheus/handler.ts';
+import { proxyCache } from './proxy-cache/handler.ts';
 import { requestSizeLimiting } from './request-size-limiting/handler.ts';
 import { requestTermination } from './request-termination/handler.ts';
 import { requestTransformer } from './request-transformer/handler.ts';
@@ -30,6 +31,7 @@ export const PLUGINS: ReadonlyMap<string, PluginDefinition> = new Map(
     jwt,
     keyAuth,
     prometheus,
+    proxyCache,
     rateLimiting,
     requestSizeLimiting,
     requestTermination,

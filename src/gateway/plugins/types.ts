@@ -9,8 +9,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Field, FieldError } from '../config/schema.ts';
 import type { BasicauthCredential, Consumer, HmacauthCredential, Credential, JwtSecret, KeyauthCredential, Plugin, Route, Service } from '../config/model.ts';
+import { MemoryDictionaries } from './proxy-cache/memory-strategy.ts';
 import type { CounterStores } from './rate-limiting/policies.ts';
-import type { PluginSeries } from './series.ts';
+import { PluginSeries } from './series.ts';
 
 /** What the configuration offers a plugin at request time. */
 export interface ConsumerDirectory {
@@ -116,6 +117,14 @@ export interface PluginEnvironment {
   logger: Logger;
   /** This process's counters under other products' metric names (prometheus's kong_*). */
   series: PluginSeries;
+  /** This process's share of Kong's shared memory dictionaries (proxy-cache's memory strategy). */
+  dictionaries: MemoryDictionaries;
+  /** ms since the epoch: Date.now, or a test's own clock. */
+  clock: () => number;
+}
+
+export function pluginEnvironment(logger: Logger, counters: CounterStores, clock: () => number = Date.now): PluginEnvironment {
+  return { counters, logger, series: new PluginSeries(), dictionaries: new MemoryDictionaries(), clock };
 }
 
 export interface PluginDefinition {

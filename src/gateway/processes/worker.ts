@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { createLogger } from '../../common/log.ts';
 import { CounterStores, type Counter, type CounterResult, type CounterStore } from '../plugins/rate-limiting/policies.ts';
-import { PluginSeries } from '../plugins/series.ts';
+import { pluginEnvironment } from '../plugins/types.ts';
 import { compileConfig, type LoadedConfig } from '../proxy/compile.ts';
 import type { FromWorker, ToWorker, WorkerSettings } from './worker-processes.ts';
 import { ProxyService } from './service.ts';
@@ -52,7 +52,7 @@ function serve(settings: WorkerSettings): { service: ProxyService; counted: List
   const logger = createLogger(settings.logLevel, 'gateway');
   const counted = new ListenerCounters();
   const counters = new CounterStores(logger, counted);
-  const env = { counters, logger, series: new PluginSeries() };
+  const env = pluginEnvironment(logger, counters);
   let config: LoadedConfig = compileConfig(settings.doc, env);
   const service = new ProxyService({ ...settings.proxy, config: () => config, httpsPort: () => settings.httpsPort, logger, series: env.series });
   const report = setInterval(() => tell({ type: 'stats', counters: service.counters(), tally: service.traffic.tally() }), STATS_INTERVAL_MS);

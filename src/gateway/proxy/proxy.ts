@@ -576,7 +576,7 @@ export class GatewayProxy {
         : redirect
           ? { contentType: '', body: '' }
           : renderError(error.message, requestId, first(req.headers.accept));
-    const headers: Record<string, string> = {
+    const headers: Record<string, string | string[]> = {
       ...extra,
       ...error.headers,
       Server: PRODUCT,
@@ -588,7 +588,8 @@ export class GatewayProxy {
     if (!req.complete) headers.Connection = 'close';
     const later = ctx && withLogPhases(ctx);
     if (ctx && later) {
-      const pairs = Object.entries(headers).flat();
+      const pairs: string[] = [];
+      for (const name in headers) for (const value of [headers[name]!].flat()) pairs.push(name, value);
       afterAnswer(ctx, later, error.status, pairs, latency, 0, 'kong');
       res.writeHead(error.status, pairs).end(body);
       return;

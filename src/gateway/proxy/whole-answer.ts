@@ -69,9 +69,10 @@ export class WholeAnswer implements AnswerSink {
     if (this.streaming) return this.res.end();
     let body: Buffer = Buffer.concat(this.chunks);
     this.chunks = [];
+    // An answer without a body (to HEAD, 204, 304) still goes through the body phases, its head unchanged: proxy-cache stores it.
+    for (const plugin of this.plugins) body = plugin.body!(this.ctx, this.status, this.headers, body);
     const bodyless = this.ctx.method === 'HEAD' || this.status === 204 || this.status === 304;
     if (!bodyless) {
-      for (const plugin of this.plugins) body = plugin.body!(this.ctx, this.status, this.headers, body);
       clearHeader(this.headers, 'content-length');
       clearHeader(this.headers, 'transfer-encoding');
       this.headers.push('Content-Length', String(body.length));

@@ -28,7 +28,7 @@ const aclFields: Record<string, Field> = {
     default: false,
     check: (v) => (v ? "not supported by offcloud's gateway (consumer groups are an Enterprise entity)" : undefined),
   },
-  always_use_authenticated_groups: { type: 'boolean', default: false, noEffect: 'no plugin here authenticates groups without a consumer' },
+  always_use_authenticated_groups: { type: 'boolean', default: false, noEffect: 'no plugin here authenticates groups without a consumer', asIf: false },
 };
 
 function checkAclConfig(config: Record<string, unknown>, path: string, errors: FieldError[]): void {

@@ -25,9 +25,14 @@ const prometheusFields: Record<string, Field> = {
   status_code_metrics: { type: 'boolean', default: false },
   latency_metrics: { type: 'boolean', default: false },
   bandwidth_metrics: { type: 'boolean', default: false },
-  upstream_health_metrics: { type: 'boolean', default: false, noEffect: 'this gateway runs no health checks, so there is no target health to report' },
-  ai_metrics: { type: 'boolean', default: false, noEffect: 'no AI plugins here' },
-  wasm_metrics: { type: 'boolean', default: false, noEffect: 'no WebAssembly filters here' },
+  upstream_health_metrics: {
+    type: 'boolean',
+    default: false,
+    noEffect: 'this gateway runs no health checks, so there is no target health to report',
+    asIf: false,
+  },
+  ai_metrics: { type: 'boolean', default: false, noEffect: 'no AI plugins here', asIf: false },
+  wasm_metrics: { type: 'boolean', default: false, noEffect: 'no WebAssembly filters here', asIf: false },
 };
 
 /** Kong's latency buckets, ms. */

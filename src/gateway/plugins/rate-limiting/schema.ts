@@ -77,7 +77,7 @@ export const rateLimitingFields: Record<string, Field> = {
     check: (v) => (Number.isInteger(v) && v >= 100 && v <= 599 ? undefined : 'expected an HTTP status code'),
   },
   error_message: { type: 'string', default: 'API rate limit exceeded' },
-  sync_rate: { type: 'number', default: -1, noEffect: 'counters are always updated synchronously' },
+  sync_rate: { type: 'number', default: -1, noEffect: 'counters are always updated synchronously', asIf: -1 },
   redis: { type: 'record', default: {}, fields: redisFields },
 };
 
