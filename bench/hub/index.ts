@@ -14,7 +14,7 @@ import { connect } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
 import { freePort, spawnHub } from '../../test/hub/helpers.ts';
-import { cpuWithEndedChildren } from '../common/cpu.ts';
+import { cpuSplit } from '../common/cpu.ts';
 import { median } from '../common/load.ts';
 import { sized } from '../common/quick.ts';
 import { result, type BenchResult } from '../common/result.ts';
@@ -23,7 +23,7 @@ const DEVICES = Number(process.env.HUB_BENCH_DEVICES ?? sized(200, 20));
 const SECONDS = Number(process.env.HUB_BENCH_SECONDS ?? sized(5, 1));
 const ROUNDS = Number(process.env.HUB_BENCH_ROUNDS ?? sized(2, 1));
 /** Devices that also time twin PATCH round trips during the hub rounds. */
-const TWIN_DEVICES = 10;
+const TWIN_DEVICES = Number(process.env.HUB_BENCH_TWIN_DEVICES ?? 10);
 const PAYLOAD = Buffer.from(JSON.stringify({ temperature: 21.5, humidity: 40, status: 'ok' }));
 
 interface Target {
@@ -80,6 +80,10 @@ interface Round {
   messagesPerSecond: number;
   /** Server CPU (user + system) per acknowledged telemetry message, in microseconds. */
   cpuMicrosPerMessage: number;
+  /** The server's system (kernel) share of it. */
+  systemMicrosPerMessage: number;
+  /** The load generator's (this process's) CPU per message: it shares the two cores with the server. */
+  clientMicrosPerMessage: number;
   pubackMs: number[];
   twinMs: number[];
 }
@@ -121,12 +125,22 @@ async function loadRound(target: Target, withTwin: boolean): Promise<Round> {
     }
   });
   const begun = Date.now();
-  const cpuBefore = cpuWithEndedChildren(target.pid);
+  const serverBefore = cpuSplit(target.pid);
+  const clientBefore = cpuSplit('self');
   await Promise.all([...telemetry, ...twins]);
-  const cpuMs = cpuWithEndedChildren(target.pid) - cpuBefore;
+  const server = cpuSplit(target.pid);
+  const client = cpuSplit('self');
   const elapsed = (Date.now() - begun) / 1000;
   await Promise.all(clients.map((c) => c.endAsync()));
-  return { messagesPerSecond: acked / elapsed, cpuMicrosPerMessage: (cpuMs * 1000) / acked, pubackMs, twinMs };
+  const perMessage = (ms: number) => (ms * 1000) / acked;
+  return {
+    messagesPerSecond: acked / elapsed,
+    cpuMicrosPerMessage: perMessage(server.user + server.system - serverBefore.user - serverBefore.system),
+    systemMicrosPerMessage: perMessage(server.system - serverBefore.system),
+    clientMicrosPerMessage: perMessage(client.user + client.system - clientBefore.user - clientBefore.system),
+    pubackMs,
+    twinMs,
+  };
 }
 
 async function startOurHub(dataDir: string): Promise<{ child: ChildProcess; target: Target }> {
@@ -217,6 +231,10 @@ export async function run(): Promise<BenchResult[]> {
       mosquittoRates: mosquittoRounds.map((r) => Math.round(r.messagesPerSecond)),
       hubCpuMicrosPerMessage: hubRounds.map((r) => Math.round(r.cpuMicrosPerMessage)),
       mosquittoCpuMicrosPerMessage: mosquittoRounds.map((r) => Math.round(r.cpuMicrosPerMessage)),
+      hubSystemMicrosPerMessage: hubRounds.map((r) => Math.round(r.systemMicrosPerMessage)),
+      mosquittoSystemMicrosPerMessage: mosquittoRounds.map((r) => Math.round(r.systemMicrosPerMessage)),
+      clientMicrosPerMessageWithHub: hubRounds.map((r) => Math.round(r.clientMicrosPerMessage)),
+      clientMicrosPerMessageWithMosquitto: mosquittoRounds.map((r) => Math.round(r.clientMicrosPerMessage)),
       twinSamples: twinMs.length,
     };
     return [
