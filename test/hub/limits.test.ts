@@ -165,3 +165,19 @@ test('a REST body just over 512 KB gets 413 in the service error shape; the devi
   await device.isServed();
   await device.client.endAsync();
 });
+
+test('a device that publishes 300 QoS 1 messages without waiting for PUBACKs gets every PUBACK, and every message is recorded in order', async () => {
+  // Read ahead is bounded (32 unhandled packets, then the socket waits): a burst crosses that bound many times.
+  const key = await hub.createDevice('burst');
+  const client = await connectDevice(hub, 'burst', key);
+  const count = 300;
+  await Promise.all(Array.from({ length: count }, (_, i) => client.publishAsync(`devices/burst/messages/events/n=${i}`, `{"i":${i}}`, { qos: 1 })));
+  const { body } = await hub.rest('GET', '/messages/events?deviceId=burst');
+  const messages = (body as { messages: { properties: { n: string }; body: string }[] }).messages;
+  assert.deepEqual(
+    messages.map((m) => Number(m.properties.n)),
+    Array.from({ length: count }, (_, i) => i),
+  );
+  assert.equal(messages[count - 1]!.body, `{"i":${count - 1}}`);
+  await client.endAsync();
+});

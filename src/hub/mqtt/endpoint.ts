@@ -18,6 +18,7 @@ import { connectHandlers, onClientDisconnect, onClientReady } from './connect.ts
 import { onHubEvent } from './events.ts';
 import { capPacketSize, type ClientLimits } from './limits.ts';
 import { answerPublishesDirectly, authorizePublish } from './publish.ts';
+import { readFlowing } from './read.ts';
 import { Sessions, type EndpointContext } from './session.ts';
 import { authorizeSubscribe, onSubscribe, onUnsubscribe } from './subscribe.ts';
 import { createWebSocketStream } from 'ws';
@@ -59,6 +60,7 @@ export async function startMqttEndpoint(hub: DeviceHub, options: MqttEndpointOpt
   const accept = (client: Client) => {
     capPacketSize(client, limits);
     answerPublishesDirectly(context, client);
+    readFlowing(client);
   };
   const server = createServer(
     { cert: options.tls.cert, key: options.tls.key, ...CLIENT_CERTIFICATE_OPTIONS, minVersion: 'TLSv1.2', handshakeTimeout: limits.connectTimeoutMs },
