@@ -1,15 +1,19 @@
 /**
  * FaceRes with its batch norms and ReLU6 folded into fused convolutions at
  * load time (src/face/models/fuse.ts) answers as the model as shipped does,
- * on real faces, and is left with no separate element-wise op to run.
+ * on real faces, and is left with no separate element-wise op to run; written
+ * as ONNX (src/face/models/onnx-graph.ts) and run by onnxruntime, as the
+ * workers run it, it answers the same again, descriptor included.
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
+import ort from 'onnxruntime-node';
 import { decodeImage } from '../../src/face/decode.ts';
 import { fuseConvolutions } from '../../src/face/models/fuse.ts';
 import { ageOf, humanModelFile } from '../../src/face/models/human.ts';
 import { FaceModels } from '../../src/face/models/index.ts';
+import { onnxModel } from '../../src/face/models/onnx-graph.ts';
 import { sampleSquares, squareAround } from '../../src/face/models/square.ts';
 import { fileModelHandler } from '../../src/common/tfjs-files.ts';
 import { defaultModelPaths } from './container.ts';
@@ -54,23 +58,59 @@ test('the fused FaceRes runs each convolution with its batch norm and ReLU6 as o
   assert.equal(count(after, 'FusedDepthwiseConv2dNative'), count(before, 'DepthwiseConv2dNative'));
 });
 
-test('the fused FaceRes answers as the shipped one on real faces (age, gender)', async () => {
-  assert.ok(faces.shape[0] >= 8, `${faces.shape[0]} faces`);
-  const run = async (artifacts: tf.io.ModelArtifacts) => {
-    const model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
-    const outputs = model.execute(faces) as tf.Tensor[];
-    const male = await outputs.find((t) => t.shape[1] === 1)!.data();
-    const ages = await outputs.find((t) => t.shape[1] === 100)!.data();
-    tf.dispose(outputs);
-    model.dispose();
-    return { male, ages };
-  };
-  const a = await run(shipped);
-  const b = await run(fused);
+interface FaceResAnswers {
+  male: Float32Array;
+  ages: Float32Array;
+  descriptors: Float32Array;
+}
+
+async function runTfjs(artifacts: tf.io.ModelArtifacts): Promise<FaceResAnswers> {
+  const model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
+  const outputs = model.execute(faces) as tf.Tensor[];
+  const [male, ages, descriptors] = await Promise.all(
+    [1, 100, 1024].map((width) => outputs.find((t) => t.shape[1] === width)!.data() as Promise<Float32Array>),
+  );
+  tf.dispose(outputs);
+  model.dispose();
+  return { male: male!, ages: ages!, descriptors: descriptors! };
+}
+
+function assertSameAnswers(a: FaceResAnswers, b: FaceResAnswers): void {
   for (let n = 0; n < faces.shape[0]; n++) {
     assert.ok(Math.abs(a.male[n]! - b.male[n]!) < 1e-3, `face ${n}: P(male) ${a.male[n]} against ${b.male[n]}`);
     const ageA = ageOf(a.ages.subarray(n * 100, (n + 1) * 100) as Float32Array);
     const ageB = ageOf(b.ages.subarray(n * 100, (n + 1) * 100) as Float32Array);
     assert.ok(Math.abs(ageA - ageB) < 0.05, `face ${n}: age ${ageA} against ${ageB}`);
   }
+}
+
+test('the fused FaceRes answers as the shipped one on real faces (age, gender)', async () => {
+  assert.ok(faces.shape[0] >= 8, `${faces.shape[0]} faces`);
+  assertSameAnswers(await runTfjs(shipped), await runTfjs(fused));
+});
+
+test('FaceRes written as ONNX answers in onnxruntime as the shipped model does in TF.js (age, gender, descriptor)', async () => {
+  const outputs = ['gender_pred/Sigmoid', 'age_pred/Softmax', 'global_pooling/Mean'];
+  const session = await ort.InferenceSession.create(onnxModel(fused, outputs), { logSeverityLevel: 3 });
+  const answered = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', faces.dataSync() as Float32Array, faces.shape) });
+  const [male, ages, descriptors] = outputs.map((name) => answered[name]!.data as Float32Array);
+  const ours = { male: male!, ages: ages!, descriptors: descriptors! };
+  const expected = await runTfjs(shipped);
+  assertSameAnswers(expected, ours);
+  assert.equal(ours.descriptors.length, faces.shape[0] * 1024);
+  let largest = 0;
+  let furthest = 0;
+  for (let i = 0; i < ours.descriptors.length; i++) {
+    largest = Math.max(largest, Math.abs(expected.descriptors[i]!));
+    furthest = Math.max(furthest, Math.abs(expected.descriptors[i]! - ours.descriptors[i]!));
+  }
+  assert.ok(largest > 0.1 && furthest < 1e-3 * largest, `descriptor values differ by up to ${furthest} (largest ${largest})`);
+  await session.release();
+});
+
+test('an op the ONNX writer has no translation for is refused by name', async () => {
+  const topology = fused.modelTopology as { node: { name: string; op: string; input?: string[] }[] };
+  const last = topology.node.find((node) => node.op === 'Sigmoid')!;
+  const changed = { ...fused, modelTopology: { ...topology, node: topology.node.map((node) => (node === last ? { ...node, op: 'Tanh' } : node)) } };
+  assert.throws(() => onnxModel(changed, ['gender_pred/Sigmoid']), /op Tanh \(gender_pred\/Sigmoid\)/);
 });

@@ -1,12 +1,14 @@
 /**
  * Folds what follows each convolution of a TF.js graph model — a per-channel
  * scale (batch norm's multiply), a per-channel shift (its add) and ReLU or
- * ReLU6 — into TF.js's fused convolution kernels, when the model is loaded.
+ * ReLU6 — into TF.js's fused convolution ops, when the model is loaded (the
+ * graph onnx-graph.ts then writes as ONNX).
  *
  * HSE FaceRes as @vladmandic/human ships it is a MobileNet whose batch norms
  * and ReLU6 were left as separate element-wise ops: five passes over every
  * activation after each convolution, about half of its time on the wasm
- * backend. A fused kernel applies the shift and the clamp as it writes each
+ * backend, and ONNX's Conv takes the bias and (fused by onnxruntime) the clamp
+ * as well. A fused kernel applies the shift and the clamp as it writes each
  * output, and a scale folded into the kernel costs nothing. The arithmetic is
  * the same up to float rounding (test/face/fuse.test.ts compares the outputs).
  */
@@ -33,16 +35,7 @@ interface Chain {
   activation: 'Relu' | 'Relu6' | undefined;
 }
 
-/** An IOHandler that loads through `handler` and fuses the convolutions of what it loads. */
-export function fusingConvolutions(handler: tf.io.IOHandler): tf.io.IOHandler {
-  return {
-    async load() {
-      if (!handler.load) throw new Error('the model handler cannot load');
-      return fuseConvolutions(await handler.load());
-    },
-  };
-}
-
+/** The graph of `artifacts` with each convolution and what follows it folded into one fused op. */
 export async function fuseConvolutions(artifacts: tf.io.ModelArtifacts): Promise<tf.io.ModelArtifacts> {
   const topology = artifacts.modelTopology as { node: GraphNode[] };
   if (!artifacts.weightData || !artifacts.weightSpecs) throw new Error('a graph model without weights');

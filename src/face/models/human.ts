@@ -1,8 +1,10 @@
 /**
  * The per-face models that ship with @vladmandic/human — the face mesh,
- * HSE FaceRes (age, gender) and the 7-class emotion model — run on the TF.js
- * WebAssembly backend straight from their files, on square crops around our
- * own detector's boxes, every face of a photo in one batch per model.
+ * HSE FaceRes (age, gender) and the 7-class emotion model — run straight from
+ * their files, on square crops around our own detector's boxes, every face of
+ * a photo in one batch per model: the mesh and emotion models on the TF.js
+ * WebAssembly backend, FaceRes (most of a crowd photo's time) translated to
+ * ONNX at load and run by onnxruntime (onnx-graph.ts).
  *
  * human's own pipeline is not used: it finds each face again with BlazeFace
  * and drops the faces BlazeFace or the mesh cannot read, one face per call
@@ -12,8 +14,10 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { fusingConvolutions } from './fuse.ts';
+import ort from 'onnxruntime-node';
+import { fuseConvolutions } from './fuse.ts';
 import { DESCRIPTOR_LENGTH } from './hair-features.ts';
+import { onnxModel } from './onnx-graph.ts';
 import { fileModelHandler, useWasmBackend } from '../../common/tfjs-files.ts';
 import type { Region, RgbImage } from './image.ts';
 import { fromSquare, sampleSquares, squareAround, type Square } from './square.ts';
@@ -64,23 +68,29 @@ export function humanModelFile(name: string): string {
   return join(dirname(dirname(require.resolve('@vladmandic/human'))), 'models', `${name}.json`);
 }
 
+/** FaceRes's outputs: P(male) [N, 1], the softmax over ages 0..99 [N, 100], the descriptor [N, 1024]. */
+const FACERES_OUTPUTS = { male: 'gender_pred/Sigmoid', ages: 'age_pred/Softmax', descriptor: 'global_pooling/Mean' } as const;
+
+/** FaceRes as onnxruntime runs it: its batch norms and ReLU6 fused into its convolutions, then written as ONNX. */
+async function loadFaceRes(): Promise<ort.InferenceSession> {
+  const fused = await fuseConvolutions(await fileModelHandler(humanModelFile('faceres')).load!());
+  const model = onnxModel(fused, Object.values(FACERES_OUTPUTS));
+  // One thread: each model worker has a core of its own.
+  return ort.InferenceSession.create(model, { logSeverityLevel: 3, intraOpNumThreads: 1, interOpNumThreads: 1 });
+}
+
 export class HumanModels {
   private constructor(
-    private readonly description: tf.GraphModel,
+    private readonly description: ort.InferenceSession,
     private readonly emotion: tf.GraphModel,
     private readonly mesh: tf.GraphModel,
   ) {}
 
-  /** Loads the three models on the wasm backend (which it selects, for the mask model too). */
+  /** Loads the three models, the TF.js ones on the wasm backend (which it selects, for the mask model too). */
   static async load(): Promise<HumanModels> {
     await useWasmBackend();
     const load = (name: string) => tf.loadGraphModel(fileModelHandler(humanModelFile(name)));
-    // FaceRes ships with its batch norms and ReLU6 unfused (the other two are fused already).
-    const [description, emotion, mesh] = await Promise.all([
-      tf.loadGraphModel(fusingConvolutions(fileModelHandler(humanModelFile('faceres')))),
-      load('emotion'),
-      load('facemesh'),
-    ]);
+    const [description, emotion, mesh] = await Promise.all([loadFaceRes(), load('emotion'), load('facemesh')]);
     return new HumanModels(description, emotion, mesh);
   }
 
@@ -89,24 +99,16 @@ export class HumanModels {
     if (boxes.length === 0) return [];
     const { scale, size } = CROP.description;
     const pixels = sampleSquares(image, boxes.map((b) => squareAround(b, scale)), size);
-    const input = tf.tensor4d(pixels, [boxes.length, size, size, 3]);
-    const outputs = this.description.execute(input) as tf.Tensor[];
-    input.dispose();
-    // Outputs by shape: gender [N,1] (P(male)), age [N,100] (softmax over years), a descriptor [N,1024].
-    const genderTensor = outputs.find((t) => t.shape[1] === 1)!;
-    const ageTensor = outputs.find((t) => t.shape[1] === 100)!;
-    const descriptorTensor = outputs.find((t) => t.shape[1] === DESCRIPTOR_LENGTH)!;
-    const [male, ages, descriptors] = await Promise.all([
-      genderTensor.data(),
-      ageTensor.data(),
-      withDescriptor ? descriptorTensor.data() : Promise.resolve(undefined),
-    ]);
-    tf.dispose(outputs);
+    const input = new ort.Tensor('float32', pixels, [boxes.length, size, size, 3]);
+    const outputs = await this.description.run({ [this.description.inputNames[0]!]: input });
+    const male = outputs[FACERES_OUTPUTS.male]!.data as Float32Array;
+    const ages = outputs[FACERES_OUTPUTS.ages]!.data as Float32Array;
+    const descriptors = withDescriptor ? (outputs[FACERES_OUTPUTS.descriptor]!.data as Float32Array) : undefined;
     return boxes.map((_, n) => ({
-      age: ageOf(ages.subarray(n * 100, (n + 1) * 100) as Float32Array),
+      age: ageOf(ages.subarray(n * 100, (n + 1) * 100)),
       gender: male[n]! > 0.5 ? 'male' : 'female',
       male: male[n]!,
-      ...(descriptors ? { descriptor: Float32Array.from(descriptors.subarray(n * DESCRIPTOR_LENGTH, (n + 1) * DESCRIPTOR_LENGTH)) } : {}),
+      ...(descriptors ? { descriptor: descriptors.slice(n * DESCRIPTOR_LENGTH, (n + 1) * DESCRIPTOR_LENGTH) } : {}),
     }));
   }
 
