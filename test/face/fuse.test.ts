@@ -3,7 +3,8 @@
  * load time (src/face/models/fuse.ts) answers as the model as shipped does,
  * on real faces, and is left with no separate element-wise op to run; written
  * as ONNX (src/face/models/onnx-graph.ts) and run by onnxruntime, as the
- * workers run it, it answers the same again, descriptor included.
+ * workers run it, it answers the same again, descriptor included; so does
+ * the emotion model.
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,8 @@ import { portrait, sheetFaces } from './images.ts';
 let shipped: tf.io.ModelArtifacts;
 let fused: tf.io.ModelArtifacts;
 let faces: tf.Tensor4D;
+/** The same faces as the emotion model reads them: 64-px grey crops. */
+let greyFaces: tf.Tensor4D;
 
 before(async () => {
   // Selects the wasm backend, as the workers run it, and gives the detector for the crops.
@@ -29,9 +32,20 @@ before(async () => {
   shipped = await fileModelHandler(humanModelFile('faceres')).load!();
   fused = await fuseConvolutions(shipped);
   const crops: tf.Tensor4D[] = [];
+  const greyCrops: tf.Tensor4D[] = [];
   for (const bytes of [await portrait(), await sheetFaces(1, 8)]) {
     const image = await decodeImage(bytes);
     const boxes = await models.detect(image, 100);
+    const rgb = tf.tensor4d(
+      sampleSquares(
+        image,
+        boxes.map((b) => squareAround(b, 1.2)),
+        64,
+      ),
+      [boxes.length, 64, 64, 3],
+    );
+    greyCrops.push(tf.tidy(() => rgb.mul([0.2989, 0.587, 0.114]).sum(3, true).div(127.5).sub(1) as tf.Tensor4D));
+    rgb.dispose();
     crops.push(
       tf.tensor4d(
         sampleSquares(
@@ -44,6 +58,7 @@ before(async () => {
     );
   }
   faces = tf.concat(crops);
+  greyFaces = tf.concat(greyCrops);
 });
 
 const opsOf = (artifacts: tf.io.ModelArtifacts) => (artifacts.modelTopology as { node: { op: string }[] }).node.map((n) => n.op);
@@ -113,4 +128,23 @@ test('an op the ONNX writer has no translation for is refused by name', async ()
   const last = topology.node.find((node) => node.op === 'Sigmoid')!;
   const changed = { ...fused, modelTopology: { ...topology, node: topology.node.map((node) => (node === last ? { ...node, op: 'Tanh' } : node)) } };
   assert.throws(() => onnxModel(changed, ['gender_pred/Sigmoid']), /op Tanh \(gender_pred\/Sigmoid\)/);
+});
+
+test('the emotion model written as ONNX answers in onnxruntime as in TF.js', async () => {
+  const shippedEmotion = await fileModelHandler(humanModelFile('emotion')).load!();
+  const model = await tf.loadGraphModel(tf.io.fromMemory(shippedEmotion));
+  const output = model.execute(greyFaces) as tf.Tensor;
+  const expected = (await output.data()) as Float32Array;
+  tf.dispose([output]);
+  model.dispose();
+  const session = await ort.InferenceSession.create(onnxModel(await fuseConvolutions(shippedEmotion), ['Identity']), { logSeverityLevel: 3 });
+  const ours = (await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', greyFaces.dataSync() as Float32Array, greyFaces.shape) })).Identity!
+    .data as Float32Array;
+  assert.equal(ours.length, greyFaces.shape[0] * 7);
+  const strongest = (scores: Float32Array, n: number) => scores.subarray(n * 7, n * 7 + 7).reduce((best, p, i, all) => (p > all[best]! ? i : best), 0);
+  for (let n = 0; n < greyFaces.shape[0]; n++) {
+    assert.equal(strongest(ours, n), strongest(expected, n), `face ${n}: the strongest emotion`);
+    for (let i = n * 7; i < n * 7 + 7; i++) assert.ok(Math.abs(ours[i]! - expected[i]!) < 1e-4, `face ${n}: ${ours[i]} against ${expected[i]}`);
+  }
+  await session.release();
 });

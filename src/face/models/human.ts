@@ -2,9 +2,9 @@
  * The per-face models that ship with @vladmandic/human — the face mesh,
  * HSE FaceRes (age, gender) and the 7-class emotion model — run straight from
  * their files, on square crops around our own detector's boxes, every face of
- * a photo in one batch per model: the mesh and emotion models on the TF.js
- * WebAssembly backend, FaceRes (most of a crowd photo's time) translated to
- * ONNX at load and run by onnxruntime (onnx-graph.ts).
+ * a photo in one batch per model: FaceRes and the emotion model translated to
+ * ONNX at load and run by onnxruntime (onnx-graph.ts: several times faster
+ * than TF.js's WebAssembly backend here), the mesh on that backend.
  *
  * human's own pipeline is not used: it finds each face again with BlazeFace
  * and drops the faces BlazeFace or the mesh cannot read, one face per call
@@ -62,7 +62,6 @@ export interface FaceDescription {
   descriptor?: Float32Array;
 }
 
-
 /** The `model.json` of one of the models inside @vladmandic/human. */
 export function humanModelFile(name: string): string {
   return join(dirname(dirname(require.resolve('@vladmandic/human'))), 'models', `${name}.json`);
@@ -71,26 +70,35 @@ export function humanModelFile(name: string): string {
 /** FaceRes's outputs: P(male) [N, 1], the softmax over ages 0..99 [N, 100], the descriptor [N, 1024]. */
 const FACERES_OUTPUTS = { male: 'gender_pred/Sigmoid', ages: 'age_pred/Softmax', descriptor: 'global_pooling/Mean' } as const;
 
-/** FaceRes as onnxruntime runs it: its batch norms and ReLU6 fused into its convolutions, then written as ONNX. */
-async function loadFaceRes(): Promise<ort.InferenceSession> {
-  const fused = await fuseConvolutions(await fileModelHandler(humanModelFile('faceres')).load!());
-  const model = onnxModel(fused, Object.values(FACERES_OUTPUTS));
+/** The emotion model's output: the seven probabilities [N, 7]. */
+const EMOTION_OUTPUT = 'Identity';
+
+/**
+ * One of human's models as onnxruntime runs it: its convolutions fused with
+ * what follows them (FaceRes ships with its batch norms and ReLU6 unfused;
+ * the emotion model is fused already), then written as ONNX.
+ */
+async function loadAsOnnx(name: string, outputs: readonly string[]): Promise<ort.InferenceSession> {
+  const fused = await fuseConvolutions(await fileModelHandler(humanModelFile(name)).load!());
   // One thread: each model worker has a core of its own.
-  return ort.InferenceSession.create(model, { logSeverityLevel: 3, intraOpNumThreads: 1, interOpNumThreads: 1 });
+  return ort.InferenceSession.create(onnxModel(fused, outputs), { logSeverityLevel: 3, intraOpNumThreads: 1, interOpNumThreads: 1 });
 }
 
 export class HumanModels {
   private constructor(
     private readonly description: ort.InferenceSession,
-    private readonly emotion: tf.GraphModel,
+    private readonly emotion: ort.InferenceSession,
     private readonly mesh: tf.GraphModel,
   ) {}
 
-  /** Loads the three models, the TF.js ones on the wasm backend (which it selects, for the mask model too). */
+  /** Loads the three models, the mesh on the wasm backend (which it selects, for the mask model too). */
   static async load(): Promise<HumanModels> {
     await useWasmBackend();
-    const load = (name: string) => tf.loadGraphModel(fileModelHandler(humanModelFile(name)));
-    const [description, emotion, mesh] = await Promise.all([loadFaceRes(), load('emotion'), load('facemesh')]);
+    const [description, emotion, mesh] = await Promise.all([
+      loadAsOnnx('faceres', Object.values(FACERES_OUTPUTS)),
+      loadAsOnnx('emotion', [EMOTION_OUTPUT]),
+      tf.loadGraphModel(fileModelHandler(humanModelFile('facemesh'))),
+    ]);
     return new HumanModels(description, emotion, mesh);
   }
 
@@ -122,11 +130,8 @@ export class HumanModels {
     for (let i = 0; i < grey.length; i++) {
       grey[i] = ((0.2989 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!) / 255 - 0.5) * 2;
     }
-    const input = tf.tensor4d(grey, [boxes.length, size, size, 1]);
-    const output = this.emotion.execute(input) as tf.Tensor;
-    input.dispose();
-    const scores = await output.data();
-    output.dispose();
+    const input = new ort.Tensor('float32', grey, [boxes.length, size, size, 1]);
+    const scores = (await this.emotion.run({ [this.emotion.inputNames[0]!]: input }))[EMOTION_OUTPUT]!.data as Float32Array;
     return boxes.map((_, n) => Object.fromEntries(EMOTIONS.map((name, i) => [name, scores[n * EMOTIONS.length + i]!])) as Record<HumanEmotion, number>);
   }
 

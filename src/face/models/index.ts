@@ -101,7 +101,7 @@ export class FaceModels {
    */
   async measure(image: RgbImage, boxes: readonly Region[], wanted: Measurements, glassesFromWidth = GLASSES_MIN_WIDTH): Promise<MeasuredFace[]> {
     const faces: MeasuredFace[] = boxes.map((rectangle) => ({ rectangle }));
-    // The glasses classifiers run in onnxruntime's own thread while the TF.js models run here.
+    // Started first: the glasses crops are cut by sharp in libuv's threads while the other models run here.
     const glasses = wanted.glasses ? this.classifyGlasses(image, boxes, glassesFromWidth) : Promise.resolve([]);
     if (wanted.mesh) {
       const meshes = await inBatches(boxes, (batch) => this.human.meshes(image, batch));

@@ -5,9 +5,10 @@
  * backend has 128-bit SIMD only: HSE FaceRes (a MobileNet) runs several times
  * faster (bench/face/profile.ts).
  *
- * Only the ops such a network has are translated: fused convolutions (plain
- * and depthwise, bias, ReLU or ReLU6), the global mean, fused matrix
- * products, sigmoid and softmax; any other op is refused by name. TF.js
+ * Only the ops such networks have are translated: convolutions (plain and
+ * depthwise, fused with a bias and ReLU or ReLU6 or not), max pooling, the
+ * sum of two activations, ReLU, the global mean, fused matrix products,
+ * sigmoid and softmax; any other op is refused by name. TF.js
  * computes channels last (NHWC), ONNX's convolutions channels first (NCHW):
  * the input is transposed once and the kernels are laid out anew.
  */
@@ -95,31 +96,42 @@ export function onnxModel(artifacts: tf.io.ModelArtifacts, outputs: readonly str
         add('Transpose', [node.name], `${node.name}/channels_first`, [attribute('perm', [0, 3, 1, 2])]);
         break;
       }
+      case 'Conv2D':
+      case 'DepthwiseConv2dNative':
       case '_FusedConv2D':
       case 'FusedDepthwiseConv2dNative': {
-        const [x, kernelName, biasName] = inputs as [string, string, string];
+        const [x, kernelName, biasName] = inputs as [string, string, string | undefined];
         const kernel = weights[kernelName]!;
-        const depthwise = node.op === 'FusedDepthwiseConv2dNative';
+        const depthwise = node.op.includes('Depthwise');
+        const fused = node.op !== 'Conv2D' && node.op !== 'DepthwiseConv2dNative';
         // A depthwise kernel [h, w, in, multiplier] is a grouped convolution with one group per input channel.
         const laidOut = depthwise ? kernel.reshape([kernel.shape[0]!, kernel.shape[1]!, 1, -1]) : kernel;
         const { dims, values } = channelsFirstKernel(laidOut);
         if (laidOut !== kernel) laidOut.dispose();
-        const strides = node.attr?.strides?.list?.i?.map(Number) ?? [1, 1, 1, 1];
-        const dilations = node.attr?.dilations?.list?.i?.map(Number) ?? [1, 1, 1, 1];
-        const padding = text(node.attr?.padding?.s);
-        if (padding !== 'SAME' && padding !== 'VALID') throw new Error(`the padding ${padding} of ${node.name} has no translation to ONNX`);
-        const conv = `${node.name}/conv`;
-        add('Conv', [channelsFirst(x), constant(`${kernelName}/oihw`, dims, values), constant(biasName, [dims[0]!], weights[biasName]!.dataSync() as Float32Array)], conv, [
+        const bias = fused && biasName ? [constant(biasName, [dims[0]!], weights[biasName]!.dataSync() as Float32Array)] : [];
+        const conv = fused ? `${node.name}/conv` : node.name;
+        add('Conv', [channelsFirst(x), constant(`${kernelName}/oihw`, dims, values), ...bias], conv, [
           attribute('kernel_shape', dims.slice(2)),
-          attribute('strides', strides.slice(1, 3)),
-          attribute('dilations', dilations.slice(1, 3)),
-          // TF's SAME pads the extra row or column at the end, as SAME_UPPER does.
-          attribute('auto_pad', padding === 'SAME' ? 'SAME_UPPER' : 'VALID'),
+          attribute('dilations', (node.attr?.dilations?.list?.i?.map(Number) ?? [1, 1, 1, 1]).slice(1, 3)),
+          ...windowAttributes(node),
           attribute('group', depthwise ? kernel.shape[2]! : 1),
         ]);
-        activate(node, conv);
+        if (fused) activate(node, conv);
         break;
       }
+      case 'MaxPool':
+        add('MaxPool', [channelsFirst(inputs[0]!)], node.name, [attribute('kernel_shape', node.attr!.ksize!.list!.i!.map(Number).slice(1, 3)), ...windowAttributes(node)]);
+        break;
+      case 'Add':
+      case 'AddV2':
+        // Two activations, both channels first; a constant operand would broadcast over the wrong axis.
+        if (inputs.some((name) => weights[name])) throw new Error(`an addition of a constant has no translation here (${node.name})`);
+        add('Add', inputs.map(channelsFirst), node.name);
+        break;
+      case 'Relu':
+      case 'Identity':
+        add(node.op, [channelsFirst(inputs[0]!)], node.name);
+        break;
       case 'Mean': {
         const axes = [...weights[inputs[1]!]!.dataSync()];
         const keepDims = node.attr?.keep_dims?.b === true;
@@ -147,6 +159,17 @@ export function onnxModel(artifacts: tf.io.ModelArtifacts, outputs: readonly str
   }
   if (!input) throw new Error('a graph model without an input');
   tf.dispose(Object.values(weights));
+
+  /** A convolution's or pooling's strides and padding over height and width. */
+  function windowAttributes(node: GraphNode): onnxProto.onnx.IAttributeProto[] {
+    const padding = text(node.attr?.padding?.s);
+    if (padding !== 'SAME' && padding !== 'VALID') throw new Error(`the padding ${padding} of ${node.name} has no translation to ONNX`);
+    return [
+      attribute('strides', (node.attr?.strides?.list?.i?.map(Number) ?? [1, 1, 1, 1]).slice(1, 3)),
+      // TF's SAME pads the extra row or column at the end, as SAME_UPPER does.
+      attribute('auto_pad', padding === 'SAME' ? 'SAME_UPPER' : 'VALID'),
+    ];
+  }
 
   /** A channels-last activation's channels-first name: the input's transpose, or the convolution output itself (kept channels first). */
   function channelsFirst(name: string): string {
