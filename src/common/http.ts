@@ -20,6 +20,8 @@ export interface HttpServerOptions {
   tls?: TlsMaterial | null;
   /** Largest request body accepted, in bytes (default 1 MiB). */
   bodyLimit?: number;
+  /** Longest path parameter routed, in characters (fastify's default: 100). */
+  maxParamLength?: number;
   /** Answers GET /ready: true once the component can serve. */
   ready?: () => boolean;
   /** Leave GET /health and /ready to the component (it has its own). */
@@ -42,6 +44,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    ...(options.maxParamLength ? { routerOptions: { maxParamLength: options.maxParamLength } } : {}),
     // On close, idle keep-alive sockets end at once; busy ones finish first.
     forceCloseConnections: 'idle',
     // Node's own bound on receiving a whole request, which fastify turns off:

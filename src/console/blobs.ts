@@ -4,7 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { BlobServiceClient, type BlobItem, type StoragePipelineOptions } from '@azure/storage-blob';
+import type { BlobItem, BlobServiceClient } from '@azure/storage-blob';
+import { openBlobServiceClient } from '../common/blob-service.ts';
 import { InvalidInputError } from './errors.ts';
 
 /** Blobs per listing page: enough for a screen, small enough for 10,000-blob containers. */
@@ -29,13 +30,9 @@ export interface BlobDownload {
 }
 
 export function openBlobService(connectionString: string, caFile: string): BlobServiceClient {
-  // The SDK's TLS settings apply to an https: BlobEndpoint only (an agent would be used for http: too, and refuse it).
-  const options = {
-    retryOptions: { maxTries: 1 },
-    ...(caFile ? { tlsOptions: { ca: readFileSync(caFile, 'utf8') } } : {}),
-  } as StoragePipelineOptions;
+  const ca = caFile ? readFileSync(caFile, 'utf8') : undefined;
   try {
-    return BlobServiceClient.fromConnectionString(connectionString, options);
+    return openBlobServiceClient(connectionString, ca);
   } catch (err) {
     throw new InvalidInputError(`the storage connection string is not usable: ${(err as Error).message}`);
   }

@@ -2,7 +2,8 @@
  * The device side of the hub over HTTPS, as the device SDKs' HTTP transport
  * speaks it: telemetry one message or a batch at a time, cloud-to-device
  * messages received by polling and settled by lock token (complete, reject,
- * abandon). Each route authenticates the device in its path by the SAS token
+ * abandon), and file upload (a SAS URI into the hub's storage, then the
+ * upload's outcome). Each route authenticates the device in its path by the SAS token
  * in `Authorization` (rest.ts's hook); the work is the domain's, as for MQTT.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -128,4 +129,14 @@ export function registerDeviceApi(app: FastifyInstance, hub: DeviceHub, identity
     await hub.settleC2d(identityOf(request).deviceId, request.params.lockToken, 'abandon');
     return reply.code(204).send();
   });
+
+  // File upload: a SAS URI for one blob, then the device's word on how its upload went (the correlation id
+  // in the body, as the REST reference has it, or in the path, as the Node and C SDKs send it).
+  app.post('/devices/:id/files', device, async (request) => hub.startFileUpload(identityOf(request).deviceId, request.body));
+  for (const path of ['/devices/:id/files/notifications', '/devices/:id/files/notifications/:correlationId']) {
+    app.post<{ Params: { correlationId?: string } }>(path, device, async (request, reply) => {
+      await hub.completeFileUpload(identityOf(request).deviceId, request.params.correlationId, request.body);
+      return reply.code(204).send();
+    });
+  }
 }

@@ -7,5 +7,7 @@ export const hub = defineComponent({
   summary: 'Device hub: MQTT, AMQP and HTTPS devices with SAS auth, telemetry, C2D, twins, direct methods, queries (§4.11)',
   options: hubOptions,
   start: async (options) => (await import('./server.ts')).startHub(options),
+  // Under `offcloud up` devices upload files into the storage component started before.
+  wireUp: ({ storage }) => (storage ? { fileUploadConnectionString: storage.connectionString } : {}),
   subcommands: { device: deviceCommand, sas: sasCommand },
 });

@@ -36,5 +36,18 @@ export const hubOptions = {
     max: 600000,
     description: 'milliseconds a device connection has to finish its TLS handshake, and then again to send CONNECT',
   },
+  fileUploadConnectionString: {
+    type: 'string',
+    default: '',
+    description:
+      'storage connection string (HTTPS endpoint, account key) devices upload files into (under offcloud up: the storage component\'s; "" = no file upload)',
+  },
+  fileUploadContainer: { type: 'string', default: 'fileupload', description: 'container file uploads go into, made when missing' },
+  fileUploadSasTtlSeconds: { type: 'integer', default: 3600, min: 60, max: 86400, description: 'how long the SAS URI a device gets for an upload is valid' },
+  fileUploadNotifications: {
+    type: 'boolean',
+    default: true,
+    description: 'send a file notification to the service side for each successful upload (the file notification receiver)',
+  },
   telemetryLogSize: { type: 'integer', default: 10000, min: 1, max: 1000000, description: 'telemetry messages kept for GET /messages/events' },
 } as const;

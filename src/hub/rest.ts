@@ -58,6 +58,8 @@ export async function startRestApi(hub: DeviceHub, options: RestOptions): Promis
     metrics: options.metrics,
     tls: options.tls,
     bodyLimit: 512 * 1024,
+    // A file upload's correlation id travels in the path (`/files/notifications/{correlationId}`) and names its blob.
+    maxParamLength: 4096,
     // A URL fastify cannot route (broken percent-encoding) still gets the hub's error shape.
     frameworkErrors: (error, _request, reply) => sendWireAnswer(reply as FastifyReply, toWireError(new HubError('ArgumentInvalid', error.message))),
   });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:https';
 import { formatHost } from '../common/http.ts';
 import { ComponentMetrics } from '../common/metrics.ts';
@@ -33,6 +34,18 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
   const options = withDefaults(hubOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'hub');
   const tls = await resolveTls(options);
+  const fileUploads = options.fileUploadConnectionString
+    ? {
+        // The storage SDK loads only for a hub that takes uploads.
+        storage: (await import('./upload-storage.ts')).openUploadStorage(
+          options.fileUploadConnectionString,
+          options.fileUploadContainer,
+          tls.caCertPath ? await readFile(tls.caCertPath, 'utf8') : undefined,
+        ),
+        sasTtlSeconds: options.fileUploadSasTtlSeconds,
+        notify: options.fileUploadNotifications,
+      }
+    : undefined;
   const { store, bus } = await openState(options, true);
   const metrics = new ComponentMetrics('hub');
   // Counted here and handed to prom-client when scraped: its inc() with a label costs about 1 µs,
@@ -52,6 +65,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
       c2dTtlSeconds: options.c2dTtlSeconds,
       telemetryLogSize: options.telemetryLogSize,
       replicaId: randomUUID(),
+      ...(fileUploads ? { fileUploads } : {}),
     },
     logger,
   );

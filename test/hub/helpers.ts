@@ -270,11 +270,15 @@ export class PortAgent extends https.Agent {
   }
 }
 
+/** Hosts whose TLS connections a test routes to its hub and lets trust the hub's CA. */
+const LOCAL = new Set(['localhost', '127.0.0.1']);
+
 /**
  * The service SDK (azure-iothub) dials `https://<HostName>:443` and `amqps://<HostName>` and takes
- * no CA (its REST client takes no port either). In a test its TLS connections to localhost trust
- * the hub's CA, and those to port 443 go to the hub's REST port: what a hub on 443 and a trusted CA
- * (`NODE_EXTRA_CA_CERTS`) give a user. The SDK itself is untouched; undo with the function returned.
+ * no CA (its REST client takes no port either); so do the device SDK's file upload (443) and the
+ * storage SDK it uploads with. In a test their TLS connections to localhost and 127.0.0.1 trust the
+ * hub's CA, and those to port 443 go to the hub's REST port: what a hub on 443 and a trusted CA
+ * (`NODE_EXTRA_CA_CERTS`) give a user. The SDKs themselves are untouched; undo with the function returned.
  */
 export function routeServiceSdkTo(hub: Pick<TestHub, 'restUrl' | 'ca'>): () => void {
   const restPort = Number(new URL(hub.restUrl).port);
@@ -288,9 +292,9 @@ export function routeServiceSdkTo(hub: Pick<TestHub, 'restUrl' | 'ca'>): () => v
   // tls.connect(options[, callback]) (node:https) or tls.connect(port, host, options[, callback]) (rhea).
   const patched = (...args: unknown[]) => {
     const [first, second, third] = args;
-    if (typeof first === 'object' && first !== null && (first as tls.ConnectionOptions).host === 'localhost') return connect(toHub(first), ...args.slice(1));
-    if ((typeof first === 'number' || typeof first === 'string') && second === 'localhost')
-      return connect(toHub({ ...(third as tls.ConnectionOptions), host: second, port: Number(first) }), ...args.slice(3));
+    if (typeof first === 'object' && first !== null && LOCAL.has(String((first as tls.ConnectionOptions).host))) return connect(toHub(first), ...args.slice(1));
+    if ((typeof first === 'number' || typeof first === 'string') && LOCAL.has(String(second)))
+      return connect(toHub({ ...(third as tls.ConnectionOptions), host: second as string, port: Number(first) }), ...args.slice(3));
     return connect(...args);
   };
   (tls as { connect: unknown }).connect = patched;

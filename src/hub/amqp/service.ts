@@ -1,16 +1,16 @@
 /**
  * The service side of AMQP, as the service SDK's Client attaches it after a
  * put-token for the hub with a policy holding serviceConnect:
- * `/messages/devicebound` (C2D messages in, each addressed by its `to`), and
- * `/messages/serviceBound/feedback` (delivery feedback out, one record per
- * message, gone once the service accepts it). `/messages/serviceBound/filenotifications`
- * attaches and stays quiet: file upload is not served yet.
+ * `/messages/devicebound` (C2D messages in, each addressed by its `to`), and two
+ * queues out, each message gone once the service accepts it:
+ * `/messages/serviceBound/feedback` (delivery feedback, one record per message) and
+ * `/messages/serviceBound/filenotifications` (one per successful file upload).
  */
 import type { Delivery, Message, Receiver, Sender } from 'rhea';
 import type { Logger } from 'pino';
 import { HubError } from '../domain/errors.ts';
 import type { DeviceHub } from '../domain/hub.ts';
-import type { FeedbackRecord } from '../domain/service-queue.ts';
+import type { ServiceQueue } from '../domain/service-queue.ts';
 import { amqpCondition } from '../errors.ts';
 import { deviceAddress, refuseLink, type AmqpClient } from './endpoint.ts';
 import { c2dRequest, jsonSection } from './messages.ts';
@@ -19,15 +19,53 @@ const DEVICEBOUND = '/messages/devicebound';
 const FEEDBACK = '/messages/servicebound/feedback';
 const FILE_NOTIFICATIONS = '/messages/servicebound/filenotifications';
 
+/** A queue of the hub the service side receives from, and the receivers attached to it. */
+interface Outbox {
+  senders: Set<Sender>;
+  /** The oldest item as a message, taken out, and how to give it back; undefined when empty. */
+  next(): { message: Message; giveBack(): void } | undefined;
+}
+
+function outbox<T>(queue: ServiceQueue<T>, toMessage: (item: T) => Message, onArrival: (box: Outbox) => void): Outbox {
+  const box: Outbox = {
+    senders: new Set(),
+    next() {
+      const item = queue.take();
+      if (item === undefined) return undefined;
+      return {
+        message: toMessage(item),
+        giveBack() {
+          queue.giveBack(item);
+          onArrival(box);
+        },
+      };
+    },
+  };
+  queue.follow(() => onArrival(box));
+  return box;
+}
+
 export class ServiceLinks {
-  private readonly feedbackSenders = new Set<Sender>();
-  private readonly inFlight = new WeakMap<Delivery, FeedbackRecord>();
+  private readonly outboxes: Map<string, Outbox>;
+  /** How to give back the item each unsettled delivery carries. */
+  private readonly inFlight = new WeakMap<Delivery, () => void>();
 
   constructor(
     private readonly hub: DeviceHub,
     private readonly logger: Logger,
   ) {
-    hub.feedback.follow(() => this.sendFeedback());
+    const send = (box: Outbox) => this.send(box);
+    this.outboxes = new Map([
+      // The service SDK's feedback receiver reads a batch: a JSON array of records.
+      [
+        FEEDBACK,
+        outbox(hub.feedback, (record) => ({ body: jsonSection([record]), content_type: 'application/vnd.microsoft.iothub.feedback.json' }) as Message, send),
+      ],
+      [
+        FILE_NOTIFICATIONS,
+        outbox(hub.fileNotifications, (notification) => ({ body: jsonSection(notification), content_type: 'application/json' }) as Message, send),
+      ],
+    ]);
   }
 
   private refused(client: AmqpClient, link: Sender | Receiver): boolean {
@@ -37,13 +75,11 @@ export class ServiceLinks {
   }
 
   senderOpened(client: AmqpClient, sender: Sender, address: string): boolean {
-    const node = address.toLowerCase();
-    if (node !== FEEDBACK && node !== FILE_NOTIFICATIONS) return false;
+    const box = this.outboxes.get(address.toLowerCase());
+    if (!box) return false;
     if (this.refused(client, sender)) return true;
-    if (node === FEEDBACK) {
-      this.feedbackSenders.add(sender);
-      this.sendFeedback();
-    }
+    box.senders.add(sender);
+    this.send(box);
     return true;
   }
 
@@ -54,11 +90,12 @@ export class ServiceLinks {
   }
 
   linkClosed(link: Sender | Receiver): void {
-    this.feedbackSenders.delete(link as Sender);
+    for (const box of this.outboxes.values()) box.senders.delete(link as Sender);
   }
 
   disconnected(client: AmqpClient): void {
-    for (const sender of this.feedbackSenders) if (sender.connection === client.connection) this.feedbackSenders.delete(sender);
+    for (const outbox of this.outboxes.values())
+      for (const sender of outbox.senders) if (sender.connection === client.connection) outbox.senders.delete(sender);
   }
 
   /** A C2D message from the service: queued for the device its `to` names. */
@@ -81,25 +118,25 @@ export class ServiceLinks {
     );
   }
 
-  private sendFeedback(): void {
-    for (const sender of this.feedbackSenders) {
-      while (sender.sendable() && this.hub.feedback.size > 0) {
-        const record = this.hub.feedback.take()!;
-        const delivery = sender.send({ body: jsonSection([record]), content_type: 'application/vnd.microsoft.iothub.feedback.json' } as Message);
-        this.inFlight.set(delivery, record);
+  private send(box: Outbox): void {
+    for (const sender of box.senders) {
+      while (sender.sendable()) {
+        const next = box.next();
+        if (!next) return;
+        this.inFlight.set(sender.send(next.message), next.giveBack);
       }
     }
   }
 
   onSendable(sender: Sender): void {
-    if (this.feedbackSenders.has(sender)) this.sendFeedback();
+    for (const box of this.outboxes.values()) if (box.senders.has(sender)) this.send(box);
   }
 
-  /** A feedback record the service did not take (released) is given back for the next receiver. */
+  /** An item the service did not take (released: the SDK's abandon) is given back for the next receiver. */
   onSettled(delivery: Delivery, outcome: 'accepted' | 'rejected' | 'released'): void {
-    const record = this.inFlight.get(delivery);
-    if (!record) return;
+    const giveBack = this.inFlight.get(delivery);
+    if (!giveBack) return;
     this.inFlight.delete(delivery);
-    if (outcome === 'released') this.hub.feedback.giveBack(record);
+    if (outcome === 'released') giveBack();
   }
 }

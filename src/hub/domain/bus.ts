@@ -5,6 +5,7 @@
  * pub/sub (both in ../persistence). Every replica (the sender included) receives every event.
  */
 import type { TelemetryMessage } from './messages.ts';
+import type { FileNotification } from './file-upload.ts';
 import type { FeedbackRecord } from './service-queue.ts';
 import type { JsonObject, JsonValue } from './twin.ts';
 
@@ -21,7 +22,9 @@ export type HubEvent =
   /** An identity was deleted or disabled: its connections close. */
   | { type: 'revoked'; key: string }
   /** A C2D message whose sender asked for an acknowledgement was settled: the service side's feedback. */
-  | { type: 'feedback'; record: FeedbackRecord };
+  | { type: 'feedback'; record: FeedbackRecord }
+  /** A device finished a file upload: the service side's file notification. */
+  | { type: 'file-notification'; notification: FileNotification };
 
 export type HubEventHandler = (event: HubEvent) => void;
 

@@ -8,9 +8,11 @@ import { WireError } from '../../common/errors.ts';
 /** Hub error codes: the numeric code carries the HTTP status in its first three digits. */
 export const HubErrorCodes = {
   ArgumentInvalid: 400004,
+  IotHubFormatError: 400006,
   MessageTooLarge: 413001,
   IotHubUnauthorizedAccess: 401003,
   DeviceMaximumQueueDepthExceeded: 403004,
+  DeviceMaximumActiveFileUploadLimitExceeded: 403006,
   DeviceNotFound: 404001,
   ModuleNotFound: 404010,
   CertificateNotFound: 404020,

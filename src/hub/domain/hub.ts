@@ -10,6 +10,7 @@ import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
 import { C2dDelivery, type C2dOutcome } from './c2d.ts';
 import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
+import { FileUploads, type FileNotification, type FileUploadGrant, type FileUploadSettings } from './file-upload.ts';
 import { hasRight, type Right } from './policies.ts';
 import { ServiceQueue, type FeedbackRecord } from './service-queue.ts';
 import { parseQuery, runQuery } from './query.ts';
@@ -59,6 +60,8 @@ export interface HubSettings {
   telemetryLogSize: number;
   /** Names this replica on the bus (method responses find their way back by it). */
   replicaId: string;
+  /** Where devices upload files; none when file upload is not configured. */
+  fileUploads?: FileUploadSettings;
   /** Told of each thing this replica did, for the component's metrics. */
   count?: (what: HubActivity) => void;
 }
@@ -97,7 +100,7 @@ export class ServiceRefused extends HubError {
 const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
 /** How long a received C2D message stays locked for its device, as the real hub's default lock timeout. */
 const C2D_LOCK_MS = 60_000;
-/** Feedback records kept for a receiver that has not come yet (the oldest go first). */
+/** Feedback records, and file notifications, kept for a receiver that has not come yet (the oldest go first). */
 const MAX_FEEDBACK_RECORDS = 10_000;
 /** A Digital Twins model id (`dtmi:com:example:Thermostat;1`), as the real hub accepts it. */
 const MODEL_ID_PATTERN = /^dtmi:[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?(?::[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?)*;[1-9][0-9]{0,8}$/;
@@ -147,6 +150,9 @@ export class DeviceHub {
   readonly telemetry: TelemetryLog;
   /** Delivery feedback waiting for the service side's feedback receiver. */
   readonly feedback = new ServiceQueue<FeedbackRecord>(MAX_FEEDBACK_RECORDS);
+  /** File notifications waiting for the service side's file notification receiver. */
+  readonly fileNotifications = new ServiceQueue<FileNotification>(MAX_FEEDBACK_RECORDS);
+  private readonly files: FileUploads;
   private readonly pendingMethods = new Map<string, PendingMethod>();
   /** The C2D message a polling device received and has not settled, by device (on this replica). */
   private readonly c2dLocks = new Map<string, { message: C2dMessage; lockToken: string; until: number }>();
@@ -158,12 +164,14 @@ export class DeviceHub {
     private readonly logger: Logger,
   ) {
     this.telemetry = new TelemetryLog(settings.telemetryLogSize);
+    this.files = new FileUploads(settings.fileUploads, () => this.policyKey('iothubowner'));
     bus.subscribe((event) => this.handleEvent(event));
   }
 
   private handleEvent(event: HubEvent): void {
     if (event.type === 'telemetry') this.telemetry.append(event.message);
     if (event.type === 'feedback') this.feedback.add(event.record);
+    if (event.type === 'file-notification') this.fileNotifications.add(event.notification);
     if (event.type === 'method-response' && event.origin === this.settings.replicaId) {
       const pending = this.pendingMethods.get(event.rid);
       if (!pending) return;
@@ -405,6 +413,17 @@ export class DeviceHub {
     };
     await this.bus.publish({ type: 'telemetry', message });
     this.settings.count?.('telemetry');
+  }
+
+  /** `POST /devices/{id}/files`: where to upload `blobName` (a SAS URI into the file-upload container). */
+  startFileUpload(deviceId: string, body: unknown): Promise<FileUploadGrant> {
+    return this.files.start(deviceId, body);
+  }
+
+  /** `POST /devices/{id}/files/notifications`: the device's upload is done; a successful one is notified to the service side. */
+  async completeFileUpload(deviceId: string, correlationId: string | undefined, body: unknown): Promise<void> {
+    const notification = await this.files.complete(deviceId, correlationId, body);
+    if (notification) await this.bus.publish({ type: 'file-notification', notification });
   }
 
   methodResponse(rid: string, origin: string, status: number, payload: Buffer): Promise<void> {
