@@ -4,24 +4,30 @@
  * TESTCONTAINERS_HOST_OVERRIDE names this machine by its host name. The module
  * hands that name back and the container's certificates carry it
  * (OFFCLOUD_TLS_NAMES), so an HTTPS client that checks names trusts the URLs
- * with the CA alone.
+ * with the CA alone. The CA is made beforehand on the host (`offcloud ca`) and
+ * handed in with withCa, so a process started with NODE_EXTRA_CA_CERTS trusts it.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { hostname, networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
 import { OffcloudContainer, type StartedOffcloudContainer } from '../../packages/testcontainers/src/index.ts';
 import { BUILD_TIMEOUT, ensureImage } from '../containers/podman.ts';
+import { offcloudAtOnce } from '../helpers/index.ts';
 import { cleanUpNamed, startDockerApi, type DockerApi } from './docker-api.ts';
 
 const NAME = `offcloud-testcontainers-remote-${process.pid}`;
 const HOST = hostname();
 let work: string;
+/** The CA made on the host before the container, as a user does with `npx offcloud ca`. */
+let caFolder: string;
 let api: DockerApi | undefined;
 let offcloud: StartedOffcloudContainer | undefined;
 
@@ -36,7 +42,9 @@ before(async () => {
   process.env.DOCKER_HOST = api.dockerHost;
   process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
   process.env.TESTCONTAINERS_HOST_OVERRIDE = HOST;
-  offcloud = await new OffcloudContainer(image).withName(NAME).withComponents(['identity']).start();
+  caFolder = join(work, 'host', 'ca');
+  await offcloudAtOnce([['ca', '--data-dir', join(work, 'host')]]);
+  offcloud = await new OffcloudContainer(image).withName(NAME).withComponents(['identity']).withCa(caFolder).start();
 }, BUILD_TIMEOUT);
 
 after(() => cleanUpNamed(NAME, offcloud, api, work));
@@ -67,4 +75,28 @@ test('a Docker host reached by name: the URLs name it, its certificate carries i
   } finally {
     await agent.close();
   }
+});
+
+test('a CA made beforehand (offcloud ca, withCa): the container serves a certificate it issued from it, so a process started with NODE_EXTRA_CA_CERTS trusts the URLs', async () => {
+  assert.ok(offcloud, 'the container did not start');
+  const caFile = join(caFolder, 'ca.crt');
+  assert.equal(offcloud.getCaCertificate(), await readFile(caFile, 'utf8'));
+  const { authorityHost, tenantId } = offcloud.getIdentity();
+  // A new process, as a test runner starts one: plain fetch, no CA handed to the client.
+  const fetchIssuer = `fetch(process.argv[1]).then(async (r) => console.log(r.status, (await r.json()).issuer), (e) => console.log('failed', e.cause?.code ?? e.message))`;
+  const run = (env: NodeJS.ProcessEnv) =>
+    promisify(execFile)(process.execPath, ['-e', fetchIssuer, `${authorityHost}/${tenantId}/v2.0/.well-known/openid-configuration`], { env });
+  const { NODE_EXTRA_CA_CERTS: _, ...withoutCa } = process.env;
+  const trusting = await run({ ...withoutCa, NODE_EXTRA_CA_CERTS: caFile });
+  assert.match(trusting.stdout, /^200 https:\/\//, trusting.stdout + trusting.stderr);
+  const untrusting = await run(withoutCa);
+  assert.match(untrusting.stdout, /^failed .*(CERT|SELF_SIGNED|ISSUER)/i, untrusting.stdout);
+});
+
+test('withCa refuses a folder without the CA, and withDataDir beside it, before any container starts', async () => {
+  await assert.rejects(
+    new OffcloudContainer().withCa(join(work, 'nothing-here')).start(),
+    /withCa: cannot read .*nothing-here\/ca\.crt \(make the CA with `offcloud ca --data-dir DIR`/,
+  );
+  await assert.rejects(new OffcloudContainer().withCa(caFolder).withDataDir(work).start(), /withCa and withDataDir together/);
 });

@@ -11,12 +11,15 @@
  * strings, ids) the getters hand back. Start-up is awaited on that file, then
  * on each chosen component's `/ready`; never on the wording of a log line.
  */
+import { readFile } from 'node:fs/promises';
 import { request as httpGet } from 'node:http';
 import { request as httpsGet } from 'node:https';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { extract } from 'tar-stream';
+import { extract, pack } from 'tar-stream';
 import {
   AbstractStartedContainer,
   GenericContainer,
@@ -54,6 +57,8 @@ export type OffcloudComponent = keyof typeof COMPONENT_PORTS;
 
 const KNOWN = Object.keys(COMPONENT_PORTS) as OffcloudComponent[];
 const DATA_DIR = '/data';
+/** The uid and gid the image runs as (its user `offcloud`), who owns what is copied into /data. */
+const IMAGE_USER = 10001;
 const STATE_FILE = `${DATA_DIR}/up.json`;
 /** Written by `offcloud up` once every component it starts has started or failed (removed when it starts). */
 /** Starting every component (models included) takes a while on a small machine. */
@@ -170,6 +175,31 @@ async function readFileIn(container: StartedTestContainer, path: string): Promis
 }
 
 /**
+ * A CA made beforehand (its folder's ca.crt and ca.key) as a tar archive of `ca/`, owned
+ * by the image's user: the container's offcloud reads the key and issues its server
+ * certificate from it (a file owned by the host's user would be unreadable there, 0600).
+ */
+async function caArchive(folder: string): Promise<Readable> {
+  const files = await Promise.all(
+    (['ca.crt', 'ca.key'] as const).map(async (name) => {
+      try {
+        return { name, content: await readFile(join(folder, name)) };
+      } catch (err) {
+        throw new Error(
+          `OffcloudContainer.withCa: cannot read ${join(folder, name)} (make the CA with \`offcloud ca --data-dir DIR\`; its folder is DIR/ca): ${(err as Error).message}`,
+        );
+      }
+    }),
+  );
+  const owner = { uid: IMAGE_USER, gid: IMAGE_USER };
+  const archive = pack();
+  archive.entry({ name: 'ca', type: 'directory', mode: 0o700, ...owner });
+  for (const { name, content } of files) archive.entry({ name: `ca/${name}`, mode: name === 'ca.key' ? 0o600 : 0o644, ...owner }, content);
+  archive.finalize();
+  return Readable.from(archive, { objectMode: false });
+}
+
+/**
  * Start-up is over once `offcloud up` has written up.json (every component it starts has started
  * or failed; written in one rename). Asked through the archive API, never an exec session.
  */
@@ -198,6 +228,8 @@ class UpStateWritten extends StartupCheckStrategy {
 export class OffcloudContainer extends GenericContainer {
   private components: OffcloudComponent[] = [...KNOWN];
   private only = false;
+  private caFolder: string | undefined;
+  private dataDir = false;
 
   constructor(image = OFFCLOUD_IMAGE) {
     super(image);
@@ -216,11 +248,27 @@ export class OffcloudContainer extends GenericContainer {
    * folder, mounted on /data; it must be writable by the image's user (uid 10001).
    */
   withDataDir(hostPath: string): this {
+    this.dataDir = true;
     return this.withBindMounts([{ source: hostPath, target: DATA_DIR, mode: 'rw' }]);
+  }
+
+  /**
+   * The container's CA is the one in `folder` (its ca.crt and ca.key), made beforehand with
+   * `offcloud ca --data-dir DIR` (the folder is DIR/ca), so a test process can trust it
+   * from its start: `NODE_EXTRA_CA_CERTS=DIR/ca/ca.crt`. The two files are copied into the
+   * container, owned by the image's user; the container issues its server certificate from them.
+   */
+  withCa(folder: string): this {
+    this.caFolder = folder;
+    return this;
   }
 
   override async start(): Promise<StartedOffcloudContainer> {
     if (this.only) this.withEnvironment({ OFFCLOUD_ONLY: this.components.join(',') });
+    if (this.caFolder) {
+      if (this.dataDir) throw new Error('OffcloudContainer: withCa and withDataDir together: the data folder keeps the CA its first run made; use one of them');
+      this.withCopyArchivesToContainer([{ tar: await caArchive(this.caFolder), target: DATA_DIR }]);
+    }
     // Every component's ports are published, also those of components that do not run (nothing
     // answers behind those): Podman 4 lists each port the image EXPOSEs among the container's
     // port bindings, and Testcontainers waits until every one of them is bound to a host port.
