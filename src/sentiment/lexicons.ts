@@ -10,6 +10,18 @@ import { createRequire } from 'node:module';
 /** The v2 sentiment languages in the order the real service lists them, English first (the trained model). */
 export const V2_LANGUAGES = ['en', 'es', 'pt', 'fr', 'de', 'it', 'nl', 'no', 'sv', 'pl', 'da', 'fi', 'ru', 'el', 'tr'] as const;
 export const LEXICON_LANGUAGES = V2_LANGUAGES.filter((code) => code !== 'en');
+/**
+ * The lexicon languages whose accuracy has been measured (docs/sentiment.md "Other languages").
+ * The others are answered with the unsupported-language error unless the container's
+ * --unmeasured-languages asks for their lexicon scores.
+ */
+export const MEASURED_LEXICON_LANGUAGES: readonly string[] = ['es', 'pt', 'fr', 'de', 'it'];
+export const UNMEASURED_LEXICON_LANGUAGES = LEXICON_LANGUAGES.filter((code) => !MEASURED_LEXICON_LANGUAGES.includes(code));
+
+/** The languages a container scores, in the service's order: English, the measured lexicons, and the others when asked. */
+export function servedLanguages(unmeasured: boolean): string[] {
+  return V2_LANGUAGES.filter((code) => code === 'en' || unmeasured || MEASURED_LEXICON_LANGUAGES.includes(code));
+}
 
 interface LexiconResult {
   sentiment: { score: number; type: string };

@@ -1,6 +1,7 @@
 /** The sentiment container's options, apart from its server so the CLI can list them without loading it. */
 import { commonOptions, portOption } from '../common/config.ts';
 import { containerOptions } from '../cognitive/startup.ts';
+import { UNMEASURED_LEXICON_LANGUAGES } from './lexicons.ts';
 import { DEFAULT_MODEL_VERSION, ENCODER_VERSION, MODEL_VERSIONS, NGRAM_VERSION } from './versions.ts';
 
 export const sentimentOptions = {
@@ -13,6 +14,11 @@ export const sentimentOptions = {
     default: DEFAULT_MODEL_VERSION,
     choices: MODEL_VERSIONS,
     description: `English model for v2, and for v3/Language requests that name none or "latest": ${NGRAM_VERSION} (n-gram, fast) or ${ENCODER_VERSION} (sentence encoder fused with it: more accurate, far slower)`,
+  },
+  unmeasuredLanguages: {
+    type: 'boolean',
+    default: false,
+    description: `also score ${UNMEASURED_LEXICON_LANGUAGES.join(', ')} by their lexicons, whose accuracy nobody has measured (without it they get the unsupported-language error)`,
   },
   workers: { type: 'integer', default: 1, min: 1, max: 64, description: 'scoring threads' },
   maxDocuments: { type: 'integer', default: 1000, min: 1, max: 100_000, description: 'most documents in one v2 request' },

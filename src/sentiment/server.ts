@@ -23,7 +23,7 @@ import { sentimentResults, V3_WORDING, v3Parameters, type AnswerContext, type V3
 import { sentimentPaths, sentimentSchemas } from './openapi.ts';
 import { sentimentOptions } from './options.ts';
 import { ScorerPool } from './scorer.ts';
-import { V2_LANGUAGES } from './lexicons.ts';
+import { servedLanguages } from './lexicons.ts';
 import { containerModelVersion, ENCODER_MODEL_DIR, NGRAM_MODEL_DIR, type ModelVersion } from './versions.ts';
 
 export const CONTAINER_VERSION = '2.1.0';
@@ -91,11 +91,10 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
     await connection.close();
     throw err;
   }
-  const scorers = new Map<string, LanguageScorer>(
-    V2_LANGUAGES.map((language) => [language, (texts, scoreOptions) => pool.score(language, texts, scoreOptions)]),
-  );
+  const supported = servedLanguages(options.unmeasuredLanguages);
+  const scorers = new Map<string, LanguageScorer>(supported.map((language) => [language, (texts, scoreOptions) => pool.score(language, texts, scoreOptions)]));
   const { maxDocumentGraphemes } = options;
-  const context = { supported: V2_LANGUAGES, maxDocumentGraphemes };
+  const context = { supported, maxDocumentGraphemes };
 
   const metrics = new ComponentMetrics('sentiment');
   const scoredDocuments = metrics.counter('sentiment_documents_total', 'documents scored (billed as Text Analytics documents)');

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TextAnalyticsClient, type TextAnalyticsModels } from '@azure/cognitiveservices-textanalytics';
 import { ApiKeyCredentials, RestError } from '@azure/ms-rest-js';
+import { UNMEASURED_LEXICON_LANGUAGES } from '../../src/sentiment/lexicons.ts';
 import { startSetup } from './helpers.ts';
 
 function client(base: string): TextAnalyticsClient {
@@ -54,7 +55,7 @@ test('R-SENT-6 per-document problems come back in errors with HTTP 200, the rest
     ['ok'],
   );
   const messages = Object.fromEntries(result.errors!.map((e) => [e.id, e.message]));
-  assert.equal(messages.lang, 'Supplied language not supported. Pass in one of:en,es,pt,fr,de,it,nl,no,sv,pl,da,fi,ru,el,tr');
+  assert.equal(messages.lang, 'Supplied language not supported. Pass in one of:en,es,pt,fr,de,it');
   assert.equal(messages.empty, 'Record cannot be null/empty');
   assert.match(messages.long!, /too large to be processed\. Limit document size to: 5120 text elements/);
   assert.deepEqual(result.statistics, { documentsCount: 4, validDocumentsCount: 1, erroneousDocumentsCount: 3, transactionsCount: 1 });
@@ -80,28 +81,36 @@ test('R-SENT-6 a request-level problem surfaces as RestError 400 with its code',
   );
 });
 
-test('R-SENT-1 R-SENT-4 the other v2 languages are scored by their lexicons, in [0, 1]', async (t) => {
-  const { base } = await startSetup(t);
+test('R-SENT-1 R-SENT-4 R-SENT-6 the measured lexicon languages are scored; the unmeasured ones get the unsupported-language error unless --unmeasured-languages', async (t) => {
   const clear: Record<string, [string, string]> = {
     es: ['Me encanta, es una película maravillosa.', 'Es una película horrible y aburrida.'],
     pt: ['Adorei, é um filme maravilhoso.', 'É um filme horrível e chato.'],
     fr: ["Un film magnifique, je l'adore.", 'Un film horrible et ennuyeux.'],
     it: ['Un film bellissimo e meraviglioso.', 'Un film orribile e noioso.'],
+    de: ['Ein wunderbarer, großartiger Film.', 'Ein schrecklicher und langweiliger Film.'],
   };
-  const others = ['de', 'nl', 'no', 'sv', 'pl', 'da', 'fi', 'ru', 'el', 'tr'];
   const documents = [
     ...Object.entries(clear).flatMap(([language, [good, bad]]) => [
       { language, id: `${language}+`, text: good },
       { language, id: `${language}-`, text: bad },
     ]),
-    ...others.map((language) => ({ language, id: language, text: 'ok 😍' })),
+    ...UNMEASURED_LEXICON_LANGUAGES.map((language) => ({ language, id: language, text: 'ok 😍' })),
   ];
-  const result = await sentiment(base, { multiLanguageBatchInput: { documents } });
-  assert.deepEqual(result.errors, []);
-  const scores = Object.fromEntries(result.documents!.map((d) => [d.id, d.score!]));
+  const scoresOf = (result: TextAnalyticsModels.SentimentBatchResult) => Object.fromEntries(result.documents!.map((d) => [d.id, d.score!]));
+
+  const strict = await sentiment((await startSetup(t)).base, { multiLanguageBatchInput: { documents } });
+  const scores = scoresOf(strict);
   for (const language of Object.keys(clear)) {
     assert.ok(scores[`${language}+`]! > 0.5, `${language}+ ${scores[`${language}+`]}`);
     assert.ok(scores[`${language}-`]! < 0.5, `${language}- ${scores[`${language}-`]}`);
   }
-  for (const language of others) assert.ok(scores[language]! >= 0 && scores[language]! <= 1, language);
+  assert.deepEqual(
+    strict.errors,
+    UNMEASURED_LEXICON_LANGUAGES.map((id) => ({ id, message: 'Supplied language not supported. Pass in one of:en,es,pt,fr,de,it' })),
+  );
+
+  const opted = await sentiment((await startSetup(t, { unmeasuredLanguages: true })).base, { multiLanguageBatchInput: { documents } });
+  assert.deepEqual(opted.errors, []);
+  const all = scoresOf(opted);
+  for (const language of UNMEASURED_LEXICON_LANGUAGES) assert.ok(all[language]! >= 0 && all[language]! <= 1, language);
 });
