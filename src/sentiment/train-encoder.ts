@@ -33,7 +33,10 @@ export function embeddingCacheDir(env: NodeJS.ProcessEnv = process.env): string 
 export interface EncoderSplits {
   /** The head's training lines, and those of the n-gram model fitted for the blend: the n-gram model's training lines less the blend slice. */
   ngramTrain: Example[];
-  /** The blend's lines: the slice neither the head nor the blend's n-gram model trains on. */
+  /**
+   * The blend's lines: those of LONG_LINE tokens or more (sentences, as users send, where the head
+   * adds most) of the slice neither the head nor the blend's n-gram model trains on.
+   */
   blend: Example[];
   /** Held-out validation lines of LONG_LINE tokens or more (the n-gram model's validation split, never trained on). */
   evaluation: Example[];
@@ -45,7 +48,7 @@ export function encoderSplits(examples: Example[], validationShare: number, seed
   const { train: ngramTrain, validation: blendSlice } = splitBySentence(train, validationShare, seed + 2);
   return {
     ngramTrain,
-    blend: blendSlice,
+    blend: blendSlice.filter((e) => e.tokens >= LONG_LINE),
     evaluation: validation.filter((e) => e.tokens >= LONG_LINE),
   };
 }
@@ -150,7 +153,7 @@ export function heldOutFigures(
 }
 
 /**
- * Trains the head on its sample, fits the blend on the blend sample with an n-gram model trained
+ * Trains the head on its lines, fits the blend on the blend lines with an n-gram model trained
  * without the blend slice (so its scores there are as honest as on new text), then measures the
  * shipped n-gram model, the head and the fusion on the held-out validation lines.
  */
@@ -253,7 +256,7 @@ Made by \`npm run train:sentiment\` (src/sentiment/train-encoder.ts); this file 
   seeded mini-batch Adam (seed ${t.seed}, ${t.epochs} epochs, batches of ${t.batch}, learning rate ${t.learningRate}, L2 ${t.l2}) on
   all ${t.headLines} of the n-gram model's training lines less a blend slice held out by sentence.
 - **Fusion**: p = σ(${card.blend.head.toFixed(4)}·head + ${card.blend.ngram.toFixed(4)}·logit(n-gram ${card.ngramVersion}) + ${card.blend.bias.toFixed(4)}),
-  the three numbers fitted (logistic regression) on ${t.blendLines} lines of a slice held out by sentence from the n-gram
+  the three numbers fitted (logistic regression) on the ${t.blendLines} lines of 10+ tokens of a slice held out by sentence from the n-gram
   training lines, scored by an n-gram model trained without that slice, so the blend sees honest n-gram scores.
 - **Data**: ${t.data} (sha256 \`${t.dataSha256}\`); not in this repository (no licence stated by its publishers).
   Every line is embedded once (about 1/60 s of a core per line) and cached outside the repository.
