@@ -6,19 +6,24 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { request } from 'undici';
+import { startBilling } from '../../src/billing/server.ts';
 import { seededRandom } from '../../src/common/random.ts';
 import { trainModel } from '../../src/face/hair/command.ts';
 import { checkHeadsFile, HAIR_COLOURS, type HeadsFile } from '../../src/face/hair/heads.ts';
 import { areaUnderCurve, fitLogistic, predict } from '../../src/face/hair/logistic.ts';
 import { foldsOf } from '../../src/face/hair/train.ts';
-import { tempDataDir } from '../helpers/index.ts';
+import { LineWatcher, quiet, tempDataDir } from '../helpers/index.ts';
 import { startFaceWithBilling, type FaceWithBilling } from './container.ts';
 import { writeHairSet } from './hair-set.ts';
 import { portrait } from './images.ts';
+
+const BIN = new URL('../../bin/offcloud.js', import.meta.url).pathname;
 
 let dir: string;
 const running: FaceWithBilling[] = [];
@@ -108,15 +113,22 @@ test('--celeba is refused without --accept-celeba-terms, naming the terms', asyn
 let heads: HeadsFile;
 let headsPath: string;
 
-test('models train face-hair: progress, heads and a model card, the same file for the same seed', async () => {
-  const run = async (out: string) => {
-    const lines: string[] = [];
-    const args = ['face-hair', '--images', join(dir, 'train'), '--terms', 'made by the test suite from MIT-licensed photos'];
-    await trainModel([...args, '--identities', join(dir, 'train', 'identities.txt'), '--check', join(dir, 'check'), '--out', out], (line) => lines.push(line));
-    return lines;
-  };
+/** The training arguments after `face-hair`: the set made in before(), its identities and its check set. */
+const trainingArguments = () => [
+  '--images',
+  join(dir, 'train'),
+  '--terms',
+  'made by the test suite from MIT-licensed photos',
+  '--identities',
+  join(dir, 'train', 'identities.txt'),
+  '--check',
+  join(dir, 'check'),
+];
+
+test('models train face-hair: progress, heads and a model card', async () => {
+  const lines: string[] = [];
   headsPath = join(dir, 'a', 'face-hair.json');
-  const lines = await run(headsPath);
+  await trainModel(['face-hair', ...trainingArguments(), '--out', headsPath], (line) => lines.push(line));
   assert.ok(
     lines.some((line) => /^features: 16\/16 images \(100 %\)/.test(line)),
     'progress while extracting',
@@ -134,10 +146,6 @@ test('models train face-hair: progress, heads and a model card, the same file fo
   assert.match(markdown, /Terms, as accepted by the user: made by the test suite/);
   assert.match(markdown, /\| beard \| women \| \d+ \| \d+ \|/);
   assert.match(markdown, /Never answers the hair colours .*red, white, other/);
-
-  await run(join(dir, 'b', 'face-hair.json'));
-  assert.ok((await readFile(headsPath)).equals(await readFile(join(dir, 'b', 'face-hair.json'))), 'same seed, same bytes');
-  assert.equal(await readFile(join(dir, 'b', 'face-hair.card.md'), 'utf8'), markdown);
 });
 
 interface HairAnswer {
@@ -148,6 +156,55 @@ interface HairAnswer {
     hair: { bald: unknown; invisible: unknown; hairColor: { color: unknown; confidence: unknown }[] };
   };
 }
+
+test("the image's two commands: `offcloud models train face-hair` writes the same heads into $OFFCLOUD_MODELS_DIR (/models in the image), and `offcloud face` started with it answers facialHair and hair", async () => {
+  // As `podman run -v models:/models offcloud models train face-hair ...` and then `... offcloud face Eula=accept ...`
+  // run them: the image sets OFFCLOUD_MODELS_DIR=/models; here a folder outside either data dir, so only the variable leads to it.
+  const modelsDir = join(dir, 'volume');
+  const env = { ...process.env, OFFCLOUD_MODELS_DIR: modelsDir };
+  // The command run in this process (as the CLI runs it) with the image's variable set, writing where it leads.
+  const previous = process.env.OFFCLOUD_MODELS_DIR;
+  process.env.OFFCLOUD_MODELS_DIR = modelsDir;
+  try {
+    await trainModel(['face-hair', ...trainingArguments(), '--data-dir', await tempDataDir({ after })], () => {});
+  } finally {
+    if (previous === undefined) delete process.env.OFFCLOUD_MODELS_DIR;
+    else process.env.OFFCLOUD_MODELS_DIR = previous;
+  }
+  const written = join(modelsDir, 'face-hair', 'face-hair.json');
+  assert.ok((await readFile(written)).equals(await readFile(headsPath)), 'the same data and seed give the same bytes');
+  assert.equal(await readFile(join(modelsDir, 'face-hair', 'face-hair.card.md'), 'utf8'), await readFile(join(dir, 'a', 'face-hair.card.md'), 'utf8'));
+
+  const dataDir = await tempDataDir({ after });
+  const billing = await startBilling({ ...quiet, dataDir, demoResources: true });
+  const { billingUrl, demoApiKeys } = billing.facts!.billing!;
+  const args = ['face', `Eula=accept`, `Billing=${billingUrl}`, `ApiKey=${demoApiKeys!.face!}`, '--port', '0', '--workers', '1', '--data-dir', dataDir];
+  const child = spawn(process.execPath, [BIN, ...args, '--log-level', 'warn'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = once(child, 'exit');
+  try {
+    const stdout = new LineWatcher(child.stdout);
+    const stderr = new LineWatcher(child.stderr);
+    const line = await stdout.waitFor(/http:\/\/127\.0\.0\.1:\d+\/face\/v1\.0\/detect/, 120_000).catch((err: Error) => {
+      throw new Error(`${err.message}\nstderr:\n${stderr.text.slice(-3000)}`);
+    });
+    const endpoint = /http:\/\/127\.0\.0\.1:\d+\/face\/v1\.0\/detect/.exec(line)![0];
+    const answer = await request(`${endpoint}?returnFaceAttributes=facialHair,hair`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: await portrait(),
+    });
+    const body = await answer.body.text();
+    assert.equal(answer.statusCode, 200, body);
+    const [face] = JSON.parse(body) as HairAnswer[];
+    assert.deepEqual(Object.keys(face!.faceAttributes), ['facialHair', 'hair']);
+    assert.deepEqual(Object.keys(face!.faceAttributes.facialHair), ['moustache', 'beard', 'sideburns']);
+    assert.deepEqual(Object.keys(face!.faceAttributes.hair), ['bald', 'invisible', 'hairColor']);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    await billing.close();
+  }
+});
 
 test('R-FACE-5 --hair-model: facialHair and hair in the reference shape; a face under 60 px gets zeros and invisible', async () => {
   const container = await startFaceWithBilling(await tempDataDir({ after }), { workers: 1, hairModel: headsPath });
