@@ -1,12 +1,15 @@
 /**
- * Storage: SDK upload/download throughput through offcloud against fs on the
- * same bytes (ratio), List Containers latency with 10,000 containers, and
- * uploads and restart as a container fills to 10,000 blobs (blob-count.ts).
+ * Storage, against two baselines in one run: SDK upload/download throughput
+ * through offcloud against fs on the same bytes (ratio), List Containers latency
+ * with 10,000 containers, uploads and restart as a container fills to 10,000
+ * blobs (blob-count.ts), and every row of the emulator comparison against
+ * Azurite from its npm package (azurite.ts).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startChildServers } from '../common/child.ts';
 import { result, type BenchContext, type BenchResult } from '../common/result.ts';
+import { measureAgainstAzurite } from './azurite.ts';
 import { measureBlobCounts } from './blob-count.ts';
 
 interface ServerInfo {
@@ -23,7 +26,8 @@ interface ClientReport {
 export async function run(context: BenchContext): Promise<BenchResult[]> {
   const throughput = await measureThroughput();
   for (const figure of throughput) context.report(figure);
-  return [...throughput, ...(await measureBlobCounts(context))];
+  const againstAzurite = await measureAgainstAzurite(context);
+  return [...throughput, ...againstAzurite, ...(await measureBlobCounts(context))];
 }
 
 async function measureThroughput(): Promise<BenchResult[]> {
