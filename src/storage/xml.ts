@@ -110,6 +110,7 @@ function blobItem(blob: ListedBlob, include: BlobListInclude) {
           }
         : {}),
       ServerEncrypted: true,
+      ...(v.incrementalCopy ? { IncrementalCopy: true, ...(include.includeCopy ? { DestinationSnapshot: v.incrementalCopy.destinationSnapshot } : {}) } : {}),
       ...(type === 'BlockBlob'
         ? {
             AccessTier: v.tier ?? 'Hot',

@@ -36,7 +36,7 @@ export async function appendBlock(op: Operation, container: string, name: string
   const appendPosition = numberHeader(op, 'x-ms-blob-condition-appendpos');
   const md5 = expectedMd5(op, 'content-md5');
   const fromUrl = header(op, 'x-ms-copy-source') !== undefined;
-  const source = fromUrl ? (await openSource(op, sourceRange(op))).body : body(op);
+  const source = fromUrl ? (await openSource(op, sourceRange(op))).read() : body(op);
   const result = await op.store.appendBlock(container, name, source, op.limits.maxBlockBytes, (blob, appending) => {
     checkWriteConditions(conditions, blob);
     checkLeaseCondition(op, blob.lease, op.store.now(), 'blob');

@@ -16,7 +16,7 @@ import { checkLeaseCondition, checkReadLease, leaseHeaders, leaseRequest, type L
 import { getBlockList, putBlock, putBlockList } from './block-blob.ts';
 import { appendBlock, sealAppendBlob } from './append-blob.ts';
 import { getBlobTags, setBlobTags, tagsFromHeader } from './tags.ts';
-import { abortCopyBlob, copyBlob } from './copy.ts';
+import { abortCopyBlob, checkIncrementalCopyBlobOperation, copyBlob, incrementalCopyBlob } from './copy.ts';
 import { STRUCTURED_BODY, wrapping } from './checksums.ts';
 import { Crc64 } from '../crc64.ts';
 import { Readable } from 'node:stream';
@@ -94,6 +94,9 @@ function blobHeaders(op: Operation, blob: BlobVersion, lease: LeaseRecord | unde
       .header('x-ms-copy-status', blob.copy.status)
       .header('x-ms-copy-progress', blob.copy.progress)
       .header('x-ms-copy-completion-time', httpDate(blob.copy.completed));
+  }
+  if (blob.incrementalCopy) {
+    op.reply.header('x-ms-incremental-copy', 'true').header('x-ms-copy-destination-snapshot', blob.incrementalCopy.destinationSnapshot);
   }
   if (blob.contentEncoding) op.reply.header('content-encoding', blob.contentEncoding);
   if (blob.contentLanguage) op.reply.header('content-language', blob.contentLanguage);
@@ -442,7 +445,7 @@ async function snapshotBlob(op: Operation, container: string, name: string): Pro
 }
 
 /** The service's snapshot stamp (ISO time with 7 fractional digits), later than every earlier snapshot of the blob. */
-function snapshotTime(now: number, snapshots: SnapshotRecord[]): string {
+export function snapshotTime(now: number, snapshots: SnapshotRecord[]): string {
   const stamp = (ticks: number) => `${new Date(Math.floor(ticks / 10_000)).toISOString().slice(0, 20)}${String(ticks % 10_000_000).padStart(7, '0')}Z`;
   let ticks = now * 10_000;
   const last = snapshots.at(-1)?.snapshot;
@@ -492,6 +495,8 @@ export async function blobOperation(op: Operation, container: string, name: stri
   const method = op.request.method;
   const read = method === 'GET' || method === 'HEAD';
   if (op.query.get('restype') === 'account' && comp === 'properties' && read) return getAccountInformation(op);
+  await checkIncrementalCopyBlobOperation(op, container, name, (comp === null && (method === 'HEAD' || method === 'DELETE')) || comp === 'incrementalcopy');
+  if (method === 'PUT' && comp === 'incrementalcopy') return incrementalCopyBlob(op, container, name);
   if (method === 'PUT' && comp === null) return header(op, 'x-ms-copy-source') === undefined ? putBlob(op, container, name) : copyBlob(op, container, name);
   if (method === 'PUT' && comp === 'block') return putBlock(op, container, name);
   if (method === 'PUT' && comp === 'blocklist') return putBlockList(op, container, name);

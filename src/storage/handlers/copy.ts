@@ -1,28 +1,55 @@
 /**
  * Copies: Copy Blob (`x-ms-copy-source`, answered 202; with `x-ms-requires-sync: true`
  * it is Copy Blob From URL), Put Blob From URL (the same with `x-ms-blob-type`, 201), Put
- * Block From URL (`comp=block` with a source and `x-ms-source-range`) and Abort Copy Blob.
+ * Block From URL (`comp=block` with a source and `x-ms-source-range`), Incremental Copy
+ * Blob (`comp=incrementalcopy`) and Abort Copy Blob.
  * A source in this account that the caller may read itself (Shared Key, a data role) is
  * read from disk; any other source (another server, or a URL carrying its own SAS) is
  * fetched over HTTP with its own credentials (`x-ms-copy-source-authorization`), so the
  * source decides who may read it. Every copy completes before the answer, so its status is
- * `success` at once and there is never a pending copy to abort.
+ * `success` at once and there is never a pending copy to abort. Copy Blob keeps the
+ * source's blob type, as the service does: a page blob is copied page by page (only its
+ * written pages take space), an append blob keeps its committed block count.
  */
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { errors, StorageError } from '../errors.ts';
-import type { BlobProperties, WriteOptions } from '../persistence/store.ts';
+import type { BlobProperties, BlobRecord, BlobType, PageSource, WriteOptions } from '../persistence/store.ts';
+import type { PageRange } from '../persistence/page-ranges.ts';
 import { header, metadataFromHeaders, type Operation } from './context.ts';
-import { blobProperties, expectedMd5, newBlobExtras, writePrecondition, writeResult } from './blob.ts';
+import { blobProperties, expectedMd5, newBlobExtras, snapshotTime, writePrecondition, writeResult } from './blob.ts';
 import { checkLeaseCondition } from './leases.ts';
+import { httpDate } from '../xml.ts';
 
 interface CopySource {
-  body: Readable;
+  /** The source's bytes (of the range asked for), opened when called. */
+  read(): Readable;
   size: number;
   properties: BlobProperties;
   metadata: Record<string, string>;
+  blobType: BlobType;
+  /** A page blob's sequence number, an append blob's committed block count. */
+  sequenceNumber?: number;
+  appendCount?: number;
+  /** A local page blob: its data file and written pages, copied as they are. */
+  pageFile?: { path: string; pages: PageRange[] };
+}
+
+const operationNotAllowedOnIncrementalCopyBlob = () =>
+  new StorageError(409, 'OperationNotAllowedOnIncrementalCopyBlob', 'The specified operation is not allowed on an incremental copy blob.');
+
+/**
+ * An incremental copy blob takes only Get Blob Properties, Incremental Copy Blob and Delete
+ * Blob (its snapshots are read as usual): anything else that names it is refused, to a
+ * caller who may read it (others learn nothing of it).
+ */
+export async function checkIncrementalCopyBlobOperation(op: Operation, container: string, name: string, allowed: boolean): Promise<void> {
+  if (allowed || op.query.get('snapshot') !== null) return;
+  if (!op.store.findContainer(container) || !op.store.findBlob(container, name)?.incrementalCopy) return;
+  await op.authorize('read');
+  throw operationNotAllowedOnIncrementalCopyBlob();
 }
 
 /** `bytes=start-end` of x-ms-source-range; null when absent. */
@@ -56,22 +83,27 @@ async function readLocal(
   const base = op.store.findBlob(source.container, source.blob);
   const version = source.snapshot === null ? base : base?.snapshots?.find((s) => s.snapshot === source.snapshot);
   if (!version) throw errors.cannotVerifyCopySource(404, 'The specified blob does not exist.');
+  if (version === base && base.incrementalCopy) throw operationNotAllowedOnIncrementalCopyBlob();
   if (version.tier === 'Archive') throw errors.blobArchived();
   const start = range?.start ?? 0;
   const end = Math.min(range?.end ?? version.size - 1, version.size - 1);
   if (range && start >= version.size) throw errors.invalidRange();
   const { contentType, contentEncoding, contentLanguage, contentDisposition, cacheControl } = version;
+  const path = op.store.dataPath(source.container, version);
+  const blobType = version.blobType ?? 'BlockBlob';
   return {
-    body: end < start ? Readable.from([]) : createReadStream(op.store.dataPath(source.container, version), { start, end }),
+    read: () => (end < start ? Readable.from([]) : createReadStream(path, { start, end })),
     size: Math.max(0, end - start + 1),
     properties: { contentType, ...{ contentEncoding, contentLanguage, contentDisposition, cacheControl } },
     metadata: version.metadata,
+    blobType,
+    ...(blobType === 'PageBlob' ? { sequenceNumber: version.sequenceNumber ?? 0, pageFile: { path, pages: version.pages ?? [] } } : {}),
+    ...(blobType === 'AppendBlob' ? { appendCount: version.appendCount ?? 0 } : {}),
   };
 }
 
 /** Fetches a source over HTTP with its own credentials; the source's refusal is CannotVerifyCopySource. */
 async function readRemote(op: Operation, url: URL, range: { start: number; end: number } | null): Promise<CopySource> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw errors.invalidHeader('x-ms-copy-source', url.href);
   const headers: Record<string, string> = { 'x-ms-version': '2021-08-06' };
   const authorization = header(op, 'x-ms-copy-source-authorization');
   if (authorization) headers.authorization = authorization;
@@ -102,17 +134,33 @@ async function readRemote(op: Operation, url: URL, range: { start: number; end: 
     const value = h(name);
     if (value !== undefined) properties[key] = value;
   }
-  return { body: answer.body, size: Number(h('content-length') ?? 0), properties, metadata };
+  const blobType = (['BlockBlob', 'AppendBlob', 'PageBlob'] as const).find((type) => type === h('x-ms-blob-type')) ?? 'BlockBlob';
+  const whole = (name: string) => (/^\d+$/.test(h(name) ?? '') ? Number(h(name)) : 0);
+  return {
+    read: () => answer.body,
+    size: Number(h('content-length') ?? 0),
+    properties,
+    metadata,
+    blobType,
+    ...(blobType === 'PageBlob' ? { sequenceNumber: whole('x-ms-blob-sequence-number') } : {}),
+    ...(blobType === 'AppendBlob' ? { appendCount: whole('x-ms-blob-committed-block-count') } : {}),
+  };
 }
 
-export async function openSource(op: Operation, range: { start: number; end: number } | null): Promise<CopySource> {
-  const raw = header(op, 'x-ms-copy-source')!;
+/** `x-ms-copy-source`: an http(s) URL. */
+function sourceUrl(raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw errors.invalidHeader('x-ms-copy-source', raw);
   }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw errors.invalidHeader('x-ms-copy-source', raw);
+  return url;
+}
+
+export async function openSource(op: Operation, range: { start: number; end: number } | null): Promise<CopySource> {
+  const url = sourceUrl(header(op, 'x-ms-copy-source')!);
   const local = localSource(op, url);
   if (local && !url.searchParams.has('sig') && (await op.mayReadLocally(local.container))) return readLocal(op, local, range);
   return readRemote(op, url, range);
@@ -127,12 +175,13 @@ export async function copyBlob(op: Operation, container: string, name: string): 
   const precondition = writePrecondition(op);
   precondition(op.store.findBlob(container, name));
   const source = await openSource(op, null);
-  if (source.size > op.limits.maxBlobBytes) {
-    source.body.destroy();
+  // Copy Blob keeps the source's type; Copy Blob From URL and Put Blob From URL make block blobs.
+  const keepsType = !putFromUrl && header(op, 'x-ms-requires-sync') !== 'true' && source.blobType !== 'BlockBlob';
+  if (source.size > op.limits.maxBlobBytes && !(keepsType && source.blobType === 'PageBlob')) {
+    source.read().destroy();
     throw errors.requestBodyTooLarge();
   }
   const copyId = randomUUID();
-  const now = op.store.now();
   const given = metadataFromHeaders(op);
   // Put Blob From URL takes the content headers it names, else (by default) the source's.
   const ownProperties = putFromUrl && (header(op, 'x-ms-blob-content-type') !== undefined || header(op, 'x-ms-copy-source-blob-properties') === 'false');
@@ -143,25 +192,118 @@ export async function copyBlob(op: Operation, container: string, name: string): 
     precondition,
     extra: {
       ...newBlobExtras(op),
-      ...(putFromUrl
-        ? {}
-        : { copy: { id: copyId, source: header(op, 'x-ms-copy-source')!, status: 'success', progress: `${source.size}/${source.size}`, completed: now } }),
+      ...(putFromUrl ? {} : { copy: copyRecord(op, copyId, header(op, 'x-ms-copy-source')!, source.size) }),
     },
   };
   const md5 = expectedMd5(op, 'x-ms-source-content-md5');
   if (md5) options.expectedMd5 = md5;
-  const blob = await op.store.putBlob(container, name, source.body, options);
+  const blob = keepsType ? await writeTyped(op, container, name, source, options) : await op.store.putBlob(container, name, source.read(), options);
   op.blobWritten();
   if (putFromUrl) {
     writeResult(op, blob);
     await op.reply.code(201).send();
     return;
   }
-  op.reply
-    .header('etag', blob.etag)
-    .header('last-modified', new Date(blob.modified).toUTCString())
-    .header('x-ms-copy-id', copyId)
-    .header('x-ms-copy-status', 'success');
+  copyResult(op, blob, copyId);
+  await op.reply.code(202).send();
+}
+
+function copyRecord(op: Operation, id: string, source: string, size: number) {
+  return { id, source, status: 'success' as const, progress: `${size}/${size}`, completed: op.store.now() };
+}
+
+function copyResult(op: Operation, blob: BlobRecord, copyId: string): void {
+  op.reply.header('etag', blob.etag).header('last-modified', httpDate(blob.modified)).header('x-ms-copy-id', copyId).header('x-ms-copy-status', 'success');
+}
+
+/** Where a page blob's copy takes its pages from: the source's data file, or its bytes as they come. */
+function pagesOf(source: CopySource): PageSource {
+  return source.pageFile ?? source.read();
+}
+
+/** Copy Blob of a page or append blob: the destination is of the same type. */
+async function writeTyped(op: Operation, container: string, name: string, source: CopySource, options: WriteOptions): Promise<BlobRecord> {
+  const typed: WriteOptions = { ...options, extra: { ...options.extra, blobType: source.blobType, tier: undefined, md5: '' } };
+  if (source.blobType === 'AppendBlob') {
+    return op.store.putBlob(container, name, source.read(), { ...typed, extra: { ...typed.extra, appendCount: source.appendCount ?? 0 } });
+  }
+  return op.store.createPageBlob(
+    container,
+    name,
+    source.size,
+    { ...typed, extra: { ...typed.extra, sequenceNumber: source.sequenceNumber ?? 0 } },
+    pagesOf(source),
+  );
+}
+
+/**
+ * Incremental Copy Blob: copies a snapshot of a page blob (`x-ms-copy-source` with
+ * `?snapshot=`) to a page blob that does not exist yet or was made by an earlier incremental
+ * copy of the same blob from an earlier snapshot, and takes a snapshot of the result
+ * (`x-ms-copy-destination-snapshot`). The result equals the source snapshot whether it was
+ * reached by differences or whole, so the whole written pages are copied.
+ */
+export async function incrementalCopyBlob(op: Operation, container: string, name: string): Promise<void> {
+  await op.authorize('create');
+  op.store.getContainer(container);
+  const raw = header(op, 'x-ms-copy-source');
+  if (raw === undefined) throw errors.missingHeader('x-ms-copy-source');
+  const url = sourceUrl(raw);
+  const sourceSnapshot = url.searchParams.get('snapshot');
+  if (!sourceSnapshot) {
+    throw new StorageError(409, 'IncrementalCopySourceMustBeSnapshot', 'The source for incremental copy request must be a snapshot.');
+  }
+  const sourceBlob = `${url.origin}${url.pathname}`;
+  const precondition = writePrecondition(op);
+  const destination = (existing: BlobRecord | undefined) => {
+    precondition(existing);
+    if (!existing) return;
+    if (existing.incrementalCopy?.sourceBlob !== sourceBlob) {
+      throw new StorageError(
+        409,
+        'IncrementalCopyBlobMismatch',
+        'The specified source blob is different than the copy source of the existing incremental copy blob.',
+      );
+    }
+    if (sourceSnapshot < existing.incrementalCopy.sourceSnapshot) {
+      throw new StorageError(
+        409,
+        'IncrementalCopyOfEarlierSnapshotNotAllowed',
+        'The specified snapshot is earlier than the last snapshot copied into the incremental copy blob.',
+      );
+    }
+  };
+  destination(op.store.findBlob(container, name));
+  const source = await openSource(op, null);
+  if (source.blobType !== 'PageBlob') {
+    source.read().destroy();
+    throw new StorageError(409, 'InvalidSourceBlobType', 'The copy source blob type is invalid for this operation.');
+  }
+  const copyId = randomUUID();
+  const blob = await op.store.createPageBlob(
+    container,
+    name,
+    source.size,
+    {
+      properties: source.properties,
+      metadata: source.metadata,
+      limit: 0,
+      precondition: destination,
+      extra: { blobType: 'PageBlob', md5: '', sequenceNumber: source.sequenceNumber ?? 0, copy: copyRecord(op, copyId, raw, source.size) },
+      finish: (record, now) => {
+        const { name: _n, lease: _l, snapshots = [], ...version } = record;
+        const stamp = snapshotTime(now, snapshots);
+        return {
+          ...record,
+          incrementalCopy: { sourceBlob, sourceSnapshot, destinationSnapshot: stamp },
+          snapshots: [...snapshots, { ...version, snapshot: stamp }],
+        };
+      },
+    },
+    pagesOf(source),
+  );
+  op.blobWritten();
+  copyResult(op, blob, copyId);
   await op.reply.code(202).send();
 }
 
@@ -172,7 +314,7 @@ export async function putBlockFromUrl(op: Operation, container: string, name: st
   const existing = op.store.findBlob(container, name);
   if (existing) checkLeaseCondition(op, existing.lease, op.store.now(), 'blob');
   const source = await openSource(op, sourceRange(op));
-  const staged = await op.store.putBlock(container, name, blockId, source.body, op.limits.maxBlockBytes, expectedMd5(op, 'x-ms-source-content-md5'));
+  const staged = await op.store.putBlock(container, name, blockId, source.read(), op.limits.maxBlockBytes, expectedMd5(op, 'x-ms-source-content-md5'));
   op.reply.header('x-ms-request-server-encrypted', 'true').header('content-md5', staged.md5);
   await op.reply.code(201).send();
 }

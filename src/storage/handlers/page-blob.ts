@@ -86,7 +86,7 @@ function pageRange(op: Operation): { start: number; end: number } {
 async function pageBytes(op: Operation, length: number): Promise<Buffer> {
   if (length > MAX_PAGE_WRITE_BYTES) throw errors.requestBodyTooLarge();
   const fromUrl = header(op, 'x-ms-copy-source') !== undefined;
-  const source = fromUrl ? (await openSource(op, sourceRange(op))).body : body(op);
+  const source = fromUrl ? (await openSource(op, sourceRange(op))).read() : body(op);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of source) {

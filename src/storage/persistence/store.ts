@@ -16,7 +16,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
@@ -24,7 +24,7 @@ import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
 import { errors } from '../errors.ts';
 import { DEFAULT_COMPACT_INDEX_AFTER } from '../options.ts';
 import { BlobIndex } from './blob-index.ts';
-import { PAGE_SIZE, type PageRange } from './page-ranges.ts';
+import { PAGE_SIZE, withRange, type PageRange } from './page-ranges.ts';
 
 export interface ContainerRecord {
   name: string;
@@ -80,7 +80,11 @@ export interface WriteOptions {
   /** Throws when the write must not replace this blob (If-Match, If-None-Match); checked as the write commits. */
   precondition?: (existing: BlobRecord | undefined) => void;
   /** What the write sets besides bytes, properties and metadata (blob type, tier, tags, copy state, a given MD5). */
-  extra?: Partial<Pick<BlobVersion, 'blobType' | 'tier' | 'tierChanged' | 'tags' | 'copy' | 'md5' | 'pages' | 'sequenceNumber'>>;
+  extra?: Partial<
+    Pick<BlobVersion, 'blobType' | 'tier' | 'tierChanged' | 'tags' | 'copy' | 'md5' | 'pages' | 'sequenceNumber' | 'appendCount' | 'incrementalCopy'>
+  >;
+  /** The last touch to the new record, in the same index change (Incremental Copy Blob's snapshot of its result). */
+  finish?: (record: BlobRecord, now: number) => BlobRecord;
 }
 
 /** A blob's state at one moment: its bytes (a data file) and what describes them. */
@@ -108,13 +112,29 @@ export interface BlobVersion extends BlobProperties {
   /** Page blobs: the pages written (page-ranges.ts), and the sequence number. */
   pages?: PageRange[];
   sequenceNumber?: number;
+  /** A blob made by Incremental Copy Blob: the source snapshot it holds, and the snapshot of itself taken then. */
+  incrementalCopy?: IncrementalCopyRecord;
 }
+
+export interface IncrementalCopyRecord {
+  /** The source blob's URL without its query: every later incremental copy must name the same blob. */
+  sourceBlob: string;
+  /** The source snapshot last copied (a later copy must name a later one). */
+  sourceSnapshot: string;
+  /** The snapshot of this blob taken when that copy completed (x-ms-copy-destination-snapshot). */
+  destinationSnapshot: string;
+}
+
+/** Where a new page blob's pages come from: a data file's written ranges, or a stream of the whole blob (its non-zero pages are kept). */
+export type PageSource = { path: string; pages: PageRange[] } | Readable;
 
 /** What Put Page does to a page blob's bytes: write a body, clear pages, or (Set Blob Properties) resize. */
 export type PageEdit = { write: 'update'; start: number; bytes: Buffer } | { write: 'clear'; start: number; end: number } | { write: 'resize'; size: number };
 
 /** Zeros a clear writes, a buffer at a time. */
 const ZEROS = Buffer.alloc(256 * PAGE_SIZE);
+/** How much of a page blob a copy moves at once. */
+const COPY_CHUNK = 1024 * 1024;
 
 export type BlobType = 'BlockBlob' | 'AppendBlob' | 'PageBlob';
 export type AccessTier = 'Hot' | 'Cool' | 'Cold' | 'Archive';
@@ -205,6 +225,63 @@ async function removeLeftovers(dir: string, blobs: ReadonlyMap<string, BlobRecor
     const blockDir = join(dir, 'blocks', blob);
     await Promise.all((await entries(blockDir)).filter(temporary).map((f) => remove(join(blockDir, f))));
   }
+}
+
+/** Copies the written ranges of a page blob's data file into `into` at the same places; the ranges. */
+async function copyPages(into: FileHandle, source: { path: string; pages: PageRange[] }): Promise<PageRange[]> {
+  const from = await open(source.path, 'r');
+  try {
+    const buffer = Buffer.alloc(COPY_CHUNK);
+    for (const [start, end] of source.pages) {
+      for (let at = start; at <= end; at += COPY_CHUNK) {
+        const { bytesRead } = await from.read(buffer, 0, Math.min(COPY_CHUNK, end - at + 1), at);
+        await into.write(buffer, 0, bytesRead, at);
+      }
+    }
+    return source.pages;
+  } finally {
+    await from.close();
+  }
+}
+
+/**
+ * Writes a whole page blob's bytes from a copy's source stream into `into`, skipping pages of zeros (they
+ * stay holes, as unwritten pages are); the ranges written. Throws unless exactly `size` bytes come.
+ */
+async function writeNonZeroPages(into: FileHandle, size: number, source: Readable): Promise<PageRange[]> {
+  let pages: PageRange[] = [];
+  let at = 0;
+  let pending: Buffer = Buffer.alloc(0);
+  const flush = async (bytes: Buffer) => {
+    // Runs of non-zero pages, each written at once.
+    for (let page = 0; page < bytes.length;) {
+      if (isZero(bytes.subarray(page, page + PAGE_SIZE))) {
+        page += PAGE_SIZE;
+        continue;
+      }
+      let end = page + PAGE_SIZE;
+      while (end < bytes.length && !isZero(bytes.subarray(end, end + PAGE_SIZE))) end += PAGE_SIZE;
+      await into.write(bytes, page, end - page, at + page);
+      pages = withRange(pages, at + page, at + end - 1);
+      page = end;
+    }
+    at += bytes.length;
+  };
+  for await (const chunk of source) {
+    pending = pending.length ? Buffer.concat([pending, chunk as Buffer]) : (chunk as Buffer);
+    if (at + pending.length > size) throw sizeMismatch();
+    const whole = pending.length - (pending.length % PAGE_SIZE);
+    await flush(pending.subarray(0, whole));
+    pending = pending.subarray(whole);
+  }
+  if (pending.length || at !== size) throw sizeMismatch();
+  return pages;
+}
+
+const sizeMismatch = () => errors.cannotVerifyCopySource(400, 'The source sent a length other than its size.');
+
+function isZero(bytes: Buffer): boolean {
+  return bytes.equals(ZEROS.subarray(0, bytes.length));
 }
 
 export class AccountStore {
@@ -445,8 +522,9 @@ export class AccountStore {
           ...(previous?.snapshots ? { snapshots: previous.snapshots } : {}),
           ...options.extra,
         };
-        await state.index.put(record);
-        return { value: record, dropped: droppedFiles(previous, record) };
+        const finished = options.finish ? options.finish(record, now) : record;
+        await state.index.put(finished);
+        return { value: finished, dropped: droppedFiles(previous, finished) };
       });
     } catch (err) {
       // Bytes no blob points at are removed now rather than at the next start.
@@ -455,16 +533,21 @@ export class AccountStore {
     }
   }
 
-  /** Creates a page blob of `size` bytes, all zero: a sparse data file, flushed and named like any other. */
-  async createPageBlob(container: string, name: string, size: number, options: WriteOptions): Promise<BlobRecord> {
+  /**
+   * Creates a page blob of `size` bytes: a sparse data file, flushed and named like any
+   * other, all zero or (a copy) holding the pages of `source`; only written pages take space.
+   */
+  async createPageBlob(container: string, name: string, size: number, options: WriteOptions, source?: PageSource): Promise<BlobRecord> {
     const state = this.state(container);
     const id = randomUUID();
     const path = join(state.dir, 'data', id);
     const temp = `${path}.${randomUUID()}.tmp`;
+    let pages: PageRange[] = [];
     try {
       const handle = await open(temp, 'wx');
       try {
         await handle.truncate(size);
+        if (source) pages = source instanceof Readable ? await writeNonZeroPages(handle, size, source) : await copyPages(handle, source);
         await handle.sync();
       } finally {
         await handle.close();
@@ -475,7 +558,7 @@ export class AccountStore {
       await rm(temp, { force: true });
       throw err;
     }
-    return this.commitData(state, name, { id, size, md5: '' }, options);
+    return this.commitData(state, name, { id, size, md5: '' }, source ? { ...options, extra: { ...options.extra, pages } } : options);
   }
 
   /**
