@@ -45,8 +45,8 @@ interface Row {
   /** Items per round (an item is one request, or one blob of several requests). */
   items: number;
   requestsPerItem?: number;
-  /** Bytes per item, for a row in MB/s. */
-  bytesPerItem?: number;
+  /** What one item counts for in the row's unit (MB of a transfer, blobs of a listing); 1 when absent. */
+  perItem?: number;
   /** One item, on one side, in round `round`. */
   one(side: Side, item: number, round: number): Promise<unknown>;
 }
@@ -83,7 +83,7 @@ async function compare([ours, azurite]: [Side, Side], row: Row): Promise<BenchRe
       return measured;
     },
   );
-  const rate = (m: Measured) => (row.bytesPerItem ? (m.itemsPerSecond * row.bytesPerItem) / MB : m.itemsPerSecond);
+  const rate = (m: Measured) => m.itemsPerSecond * (row.perItem ?? 1);
   const cpu = (side: Measured[]) => Number(median(side.map((m) => m.cpuMsPerRequest)).toFixed(2));
   return result({
     name: row.name,
@@ -106,14 +106,14 @@ async function compare([ours, azurite]: [Side, Side], row: Row): Promise<BenchRe
 function transfers(label: string, size: number, items: number): Row[] {
   const data = randomBytes(size);
   const unit = size >= MB ? 'MB/s' : 'blobs/s';
-  const bytesPerItem = size >= MB ? size : undefined;
+  const perItem = size >= MB ? size / MB : undefined;
   // One request per blob each way, so the rows compare the servers, not the SDK's splitting.
   return [
     {
       name: `storage upload ${label} blobs (vs Azurite)`,
       unit,
       items,
-      bytesPerItem,
+      perItem,
       one: (side, item, round) =>
         side.container.getBlockBlobClient(`${label}/${round}/${item}`).uploadData(data, { maxSingleShotSize: 256 * MB, concurrency: 1 }),
     },
@@ -121,7 +121,7 @@ function transfers(label: string, size: number, items: number): Row[] {
       name: `storage download ${label} blobs (vs Azurite)`,
       unit,
       items,
-      bytesPerItem,
+      perItem,
       one: (side, item) => side.container.getBlockBlobClient(`${label}/0/${item}`).downloadToBuffer(0, undefined, { concurrency: 1, blockSize: 256 * MB }),
     },
   ];
@@ -154,8 +154,9 @@ export async function measureAgainstAzurite(context: Pick<BenchContext, 'report'
     for (const side of sides) await measure(side, listed, 1, (i) => side.container.getBlockBlobClient(`list/${String(i).padStart(6, '0')}`).uploadData(tiny));
     await run({
       name: `storage list ${listed} blobs, whole listing (vs Azurite)`,
-      unit: 'listings/s',
+      unit: 'blobs listed/s',
       items: 1,
+      perItem: listed,
       requestsPerItem: Math.ceil(listed / 5000),
       one: async (side) => {
         let count = 0;
