@@ -138,6 +138,7 @@ test('page blobs: create, Put Page update/clear, Get Page Ranges, resize, sequen
     [1536, 2047],
   ]);
   assert.deepEqual(diff.cleared, [[2048, 2559]]);
+  await assert.rejects(blob.getPageRangesDiff(0, 4096, '2001-01-01T00:00:00.0000000Z'), serviceError(409, 'PreviousSnapshotNotFound'));
   const before = await download(blob, snapshot);
   assert.deepEqual(before.subarray(512, 1024), Buffer.alloc(512), 'the snapshot does not see later writes');
   assert.deepEqual(before.subarray(2048, 2560), filled(512, 0x63));

@@ -223,7 +223,7 @@ export async function getPageRanges(op: Operation, container: string, name: stri
   const previousStamp = op.query.get('prevsnapshot');
   if (previousStamp !== null) {
     const previous = op.store.getBlob(container, name).snapshots?.find((s) => s.snapshot === previousStamp);
-    if (!previous) throw new StorageError(404, 'PreviousSnapshotNotFound', 'The previous snapshot is not found.');
+    if (!previous) throw new StorageError(409, 'PreviousSnapshotNotFound', 'The previous snapshot is not found.');
     const before = rangesWithin(previous.pages ?? [], within.start, within.end);
     const common = rangesInBoth(written, before);
     const differing =
