@@ -1,14 +1,16 @@
 /**
  * The face container's model workers (the shared WorkerPool, one worker per
  * core by default, each with its own copy of the models). A photo is decoded
- * once, by the worker that finds its faces, into memory every worker can
- * read; its faces are then split over all the workers, each measuring its
- * share in one batch per model, so that one request also uses every core.
- * A photo with fewer faces than workers has its models split instead.
+ * once, by one worker, into memory every worker can read; the detector's
+ * passes over it (the whole photo, and tiles of a large one) are dealt to
+ * all the workers, and so are its faces, each worker measuring its share in
+ * one batch per model, so that one request also uses every core. A photo
+ * with fewer faces than workers has its models split instead.
  */
 import type { Logger } from 'pino';
 import { WorkerPool } from '../common/worker-pool.ts';
 import { FaceApiError, type FaceErrorCode } from './errors.ts';
+import { facesAmong, passesOver, type Detection, type DetectorPass } from './models/detector.ts';
 import { type MeasuredFace, type Measurements, type ModelSet } from './models/index.ts';
 import type { Region } from './models/image.ts';
 
@@ -20,13 +22,17 @@ export interface SharedImage {
 }
 
 export type FaceTask =
-  /** Decode the file and find its faces (its bytes are the worker's to keep). */
-  | { kind: 'detect'; bytes: ArrayBuffer; maxFaces: number }
+  /** Decode the file into shared memory (its bytes are the worker's to keep). */
+  | { kind: 'decode'; bytes: ArrayBuffer }
+  /** Run these detector passes over an image already decoded. */
+  | { kind: 'find'; image: SharedImage; passes: DetectorPass[] }
   /** Measure these faces of an image already decoded. */
   | { kind: 'measure'; image: SharedImage; boxes: Region[]; wanted: Measurements };
 
 export type FaceAnswer =
-  | { kind: 'detected'; image: SharedImage; boxes: Region[] }
+  | { kind: 'decoded'; image: SharedImage }
+  /** What each pass found, in the order of the task's passes. */
+  | { kind: 'found'; detections: Detection[][] }
   | { kind: 'measured'; faces: MeasuredFace[] }
   /** The image itself was refused (undecodable, wrong size): an API error. */
   | { kind: 'refused'; status: number; code: FaceErrorCode; message: string };
@@ -50,12 +56,17 @@ export class ModelPool {
   async measure(file: Uint8Array, wanted: Measurements, maxFaces: number): Promise<MeasuredImage> {
     // A copy the worker can own: a request body's buffer may be a slice of a shared pool.
     const bytes = new Uint8Array(file).buffer;
-    const found = answerOf(await this.pool.run({ kind: 'detect', bytes, maxFaces }, [bytes]), 'detected');
-    const { image, boxes } = found;
-    const perFace = Object.values(wanted).some(Boolean);
+    const { image } = answerOf(await this.pool.run({ kind: 'decode', bytes }, [bytes]), 'decoded');
     const size = { width: image.width, height: image.height };
-    if (!perFace || boxes.length === 0) return { ...size, faces: boxes.map((rectangle) => ({ rectangle })) };
     const workers = Math.max(1, this.pool.workers);
+    const passes = dealt(passesOver(size), workers);
+    const found = await Promise.all(passes.map((share) => this.pool.run({ kind: 'find', image, passes: share })));
+    const detections = undealt(found.map((part) => answerOf(part, 'found').detections)).flat();
+    const boxes: Region[] = facesAmong(detections, size)
+      .slice(0, maxFaces)
+      .map(({ left, top, width, height }) => ({ left, top, width, height }));
+    const perFace = Object.values(wanted).some(Boolean);
+    if (!perFace || boxes.length === 0) return { ...size, faces: boxes.map((rectangle) => ({ rectangle })) };
     const groups = modelGroups(wanted);
     if (boxes.length < workers && groups.length > 1) {
       // Fewer faces than workers: each worker runs some of the models over every face.
@@ -63,17 +74,26 @@ export class ModelPool {
       const measured = parts.map((part) => answerOf(part, 'measured').faces);
       return { ...size, faces: boxes.map((rectangle, i) => Object.assign({ rectangle }, ...measured.map((faces) => faces[i]))) };
     }
-    // Faces dealt round (face i to worker i mod workers), so that each worker gets as many large and small faces
-    // (whose costs differ: glasses are read only on faces ≥ 60 px, larger crops take more samples).
-    const shares = Array.from({ length: Math.min(workers, boxes.length) }, (_, w) => boxes.flatMap((box, i) => (i % workers === w ? [box] : [])));
-    const parts = await Promise.all(shares.map((share) => this.pool.run({ kind: 'measure', image, boxes: share, wanted })));
-    const measured = parts.map((part) => answerOf(part, 'measured').faces);
-    return { ...size, faces: boxes.map((_, i) => measured[i % workers]![Math.floor(i / workers)]!) };
+    // Faces dealt round, so that each worker gets as many large and small faces (whose costs differ:
+    // glasses are read only on faces ≥ 60 px, larger crops take more samples).
+    const parts = await Promise.all(dealt(boxes, workers).map((share) => this.pool.run({ kind: 'measure', image, boxes: share, wanted })));
+    return { ...size, faces: undealt(parts.map((part) => answerOf(part, 'measured').faces)) };
   }
 
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/** Items dealt round to at most `workers` shares: item i to share i mod workers; no share is empty. */
+function dealt<T>(items: readonly T[], workers: number): T[][] {
+  return Array.from({ length: Math.min(workers, items.length) }, (_, w) => items.filter((_, i) => i % workers === w));
+}
+
+/** The answers for dealt shares (one per item of each share) back in the items' order. */
+function undealt<R>(shares: readonly R[][]): R[] {
+  const count = shares.reduce((sum, share) => sum + share.length, 0);
+  return Array.from({ length: count }, (_, i) => shares[i % shares.length]![Math.floor(i / shares.length)]!);
 }
 
 /** The models of the large group; every other model is in the small one, so none runs in both. */

@@ -19,10 +19,12 @@ import { BillingStore } from '../../src/billing/store.ts';
 import { CONTAINER_KINDS } from '../../src/cognitive/index.ts';
 import type { RunningComponent } from '../../src/common/component.ts';
 import type { RunningFace } from '../../src/face/server.ts';
+import { decodeImage } from '../../src/face/decode.ts';
+import { FaceModels as ModelsInThisThread } from '../../src/face/models/index.ts';
 import { LANDMARK_NAMES } from '../../src/face/models/landmarks.ts';
 import { quiet, readMetric, tempDataDir } from '../helpers/index.ts';
 import * as photos from './images.ts';
-import { startFaceWithBilling } from './container.ts';
+import { defaultModelPaths, startFaceWithBilling } from './container.ts';
 
 type Face = FaceModels.DetectedFace;
 interface WireFace {
@@ -224,6 +226,12 @@ test('R-FACE-4 a photo without faces gives []; more than 100 faces gives the 100
   const crowd = await detectFaces(await photos.crowd());
   assert.equal(crowd.length, 100);
   for (let i = 1; i < crowd.length; i++) assert.ok(area(crowd[i - 1]!) >= area(crowd[i]!));
+  // The container deals the detector's passes (the whole photo and six tiles) to its two workers: the same
+  // rectangles as the same passes run one after the other in this thread.
+  const models = await ModelsInThisThread.load(defaultModelPaths());
+  const here = await models.detect(await decodeImage(await photos.crowd()), 100);
+  const key = (r: { left: number; top: number; width: number; height: number }) => [r.left, r.top, r.width, r.height].map((v) => Math.round(v)).join(',');
+  assert.deepEqual(crowd.map((f) => key(f.faceRectangle)).sort(), here.map(key).sort());
 });
 
 test('R-FACE-5 asking for attributes drops no face — photos of 1, 10 and 60+ faces', async () => {

@@ -32,30 +32,25 @@ export class FaceDetector {
     return new FaceDetector(session);
   }
 
-  /** Faces in the image, largest first. */
+  /** Faces in the image, largest first: every pass of `passesOver` here, one after the other. */
   async detect(image: RgbImage): Promise<Detection[]> {
-    // Letterboxed (aspect kept, the rest at the model's zero) rather than stretched: a
-    // stretched panorama squashes faces past what the model recognises.
-    const { image: fitted, scale } = await fitInside(image, INPUT_WIDTH, INPUT_HEIGHT);
-    const candidates = await this.candidates(fitted, (x, y) => ({ x: (x * INPUT_WIDTH) / scale, y: (y * INPUT_HEIGHT) / scale }));
-    // Shrunk to 640×480 a large photo's small faces fall below the model's ~28 px: the photo
-    // is also scanned in overlapping tiles at 1/TILE_ZOOM, so 36-px faces of a 1920×1080 photo are found.
-    if (scale < 1 / TILE_ZOOM) {
-      for (const tile of tilesOf(image)) {
-        const pixels = await cropResized(image, tile, INPUT_WIDTH, INPUT_HEIGHT);
-        const found = await this.candidates(pixels, (x, y) => ({ x: tile.left + x * tile.width, y: tile.top + y * tile.height }));
-        // A face cut by a tile's inner edge is left to the tile (or the whole pass) that holds it whole.
-        candidates.push(...found.filter((d) => !cutByInnerEdge(d, tile, image)));
-      }
+    const found: Detection[] = [];
+    for (const pass of passesOver(image)) found.push(...(await this.find(image, pass)));
+    return facesAmong(found, image);
+  }
+
+  /** What one pass finds (boxes in image coordinates; duplicates across passes are left to facesAmong). */
+  async find(image: RgbImage, pass: DetectorPass): Promise<Detection[]> {
+    if (pass === 'whole') {
+      // Letterboxed (aspect kept, the rest at the model's zero) rather than stretched: a
+      // stretched panorama squashes faces past what the model recognises.
+      const { image: fitted, scale } = await fitInside(image, INPUT_WIDTH, INPUT_HEIGHT);
+      return this.candidates(fitted, (x, y) => ({ x: (x * INPUT_WIDTH) / scale, y: (y * INPUT_HEIGHT) / scale }));
     }
-    const inside = candidates.flatMap((d) => {
-      const left = Math.max(0, d.left);
-      const top = Math.max(0, d.top);
-      const width = Math.min(image.width, d.left + d.width) - left;
-      const height = Math.min(image.height, d.top + d.height) - top;
-      return width >= 1 && height >= 1 ? [{ left, top, width, height, score: d.score }] : [];
-    });
-    return suppressOverlaps(inside).sort((a, b) => b.width * b.height - a.width * a.height);
+    const pixels = await cropResized(image, pass, INPUT_WIDTH, INPUT_HEIGHT);
+    const found = await this.candidates(pixels, (x, y) => ({ x: pass.left + x * pass.width, y: pass.top + y * pass.height }));
+    // A face cut by a tile's inner edge is left to the tile (or the whole pass) that holds it whole.
+    return found.filter((d) => !cutByInnerEdge(d, pass, image));
   }
 
   /** One model pass over pixels placed at the input's top-left; boxes mapped by `toImage` from 0..1 model coordinates. */
@@ -87,8 +82,35 @@ export class FaceDetector {
   }
 }
 
+/** One model pass of the detector: the whole image letterboxed, or one tile of it. */
+export type DetectorPass = 'whole' | Region;
+
+/**
+ * The passes that find every face of an image of this size: the whole image,
+ * and, when shrinking it to 640×480 puts its small faces below the model's
+ * ~28 px, overlapping tiles at 1/TILE_ZOOM, so that 36-px faces of a
+ * 1920×1080 photo are found. They are independent: the container runs them
+ * on all its workers at once.
+ */
+export function passesOver(size: { width: number; height: number }): DetectorPass[] {
+  const scale = Math.min(INPUT_WIDTH / size.width, INPUT_HEIGHT / size.height);
+  return ['whole', ...(scale < 1 / TILE_ZOOM ? tilesOf(size) : [])];
+}
+
+/** The faces among what the passes found, largest first: boxes kept inside the image, one per face (the surest). */
+export function facesAmong(found: readonly Detection[], image: { width: number; height: number }): Detection[] {
+  const inside = found.flatMap((d) => {
+    const left = Math.max(0, d.left);
+    const top = Math.max(0, d.top);
+    const width = Math.min(image.width, d.left + d.width) - left;
+    const height = Math.min(image.height, d.top + d.height) - top;
+    return width >= 1 && height >= 1 ? [{ left, top, width, height, score: d.score }] : [];
+  });
+  return suppressOverlaps(inside).sort((a, b) => b.width * b.height - a.width * a.height);
+}
+
 /** Tiles of TILE_ZOOM × the model input, overlapping by a fifth, covering the image. */
-function tilesOf(image: RgbImage): Region[] {
+function tilesOf(image: { width: number; height: number }): Region[] {
   const width = INPUT_WIDTH * TILE_ZOOM;
   const height = INPUT_HEIGHT * TILE_ZOOM;
   const starts = (length: number, tile: number) => {
@@ -101,7 +123,7 @@ function tilesOf(image: RgbImage): Region[] {
   return starts(image.height, height).flatMap((top) => starts(image.width, width).map((left) => ({ left, top, width, height })));
 }
 
-function cutByInnerEdge(box: Region, tile: Region, image: RgbImage): boolean {
+function cutByInnerEdge(box: Region, tile: Region, image: { width: number; height: number }): boolean {
   const margin = 2;
   return (
     (tile.left > 0 && box.left <= tile.left + margin) ||

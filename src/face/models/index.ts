@@ -2,7 +2,7 @@
  * Every model of the face container, loaded once per worker thread, and the
  * one function that turns an image into measured faces.
  */
-import { FaceDetector } from './detector.ts';
+import { FaceDetector, type Detection, type DetectorPass } from './detector.ts';
 import { GLASSES_MIN_WIDTH, GlassesClassifier, type GlassesProbabilities } from './glasses.ts';
 import { HairHeads, type HeadScores, type HeadsFile } from '../hair/heads.ts';
 import { hairFeatures, regionStatistics } from './hair-features.ts';
@@ -85,10 +85,15 @@ export class FaceModels {
     return new FaceModels(detector, human, glasses, masks, hairHeads ? new HairHeads(hairHeads) : null);
   }
 
-  /** The faces the detector keeps, largest first, at most maxFaces. */
+  /** The faces the detector keeps, largest first, at most maxFaces: its passes one after the other in this thread. */
   async detect(image: RgbImage, maxFaces: number): Promise<Region[]> {
     const found = await this.detector.detect(image);
     return found.slice(0, maxFaces).map((d) => ({ left: d.left, top: d.top, width: d.width, height: d.height }));
+  }
+
+  /** What one detector pass finds (the container deals an image's passes to its workers). */
+  find(image: RgbImage, pass: DetectorPass): Promise<Detection[]> {
+    return this.detector.find(image, pass);
   }
 
   /**
