@@ -234,7 +234,7 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
     };
   });
   app.get('/plugins/enabled', async () => ({ enabled_plugins: [...PLUGINS.keys()] }));
-  for (const kind of ['services', 'routes', 'consumers', 'plugins'] as const) {
+  for (const kind of ['services', 'routes', 'consumers', 'plugins', 'certificates', 'snis'] as const) {
     app.get(`/${kind}`, async (request, reply) => page<unknown>(entities()[kind], request, reply));
     app.get(`/${kind}/:key`, one(kind));
   }
@@ -254,6 +254,10 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   app.get(
     '/consumers/:key/plugins',
     children('consumers', (id) => entities().plugins.filter((p) => p.consumer?.id === id)),
+  );
+  app.get(
+    '/certificates/:key/snis',
+    children('certificates', (id) => entities().snis.filter((s) => s.certificate.id === id)),
   );
   app.get(
     '/consumers/:key/key-auth',

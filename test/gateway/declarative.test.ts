@@ -159,8 +159,8 @@ test('invalid files fail with the path of every bad key', () => {
   ]);
   assert.deepEqual(errorsOf({ services: [] }), ['_format_version: required field missing']);
   assert.deepEqual(errorsOf({ _format_version: '2.0' }), ['_format_version: expected one of: 1.1, 2.1, 3.0']);
-  assert.deepEqual(errorsOf({ _format_version: '3.0', certificates: [{ cert: 'x' }], servics: [] }), [
-    "certificates: not supported by offcloud's gateway (Kong entity 'certificates')",
+  assert.deepEqual(errorsOf({ _format_version: '3.0', vaults: [{ prefix: 'x' }], servics: [] }), [
+    "vaults: not supported by offcloud's gateway (Kong entity 'vaults')",
     'servics: unknown field',
   ]);
   assert.deepEqual(errorsOf({ _format_version: '3.0', routes: [{ paths: ['/'], service: 'missing' }] }), [

@@ -1,7 +1,7 @@
 /** What the gateway suites share: real backends, a gateway from a document, a Redis server. */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -136,6 +136,20 @@ export async function startRedis(t: After): Promise<{ port: number; stop(): Prom
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
   });
   return { port, stop };
+}
+
+/**
+ * A self-signed certificate and its key (PEM) for `names`, made by Debian's
+ * openssl as a user makes one: `rsa` (2048 bits) or `ec` (P-256).
+ */
+export async function selfSignedCertificate(t: After, names: string[], type: 'rsa' | 'ec' = 'ec'): Promise<{ cert: string; key: string }> {
+  const dir = await tempDataDir(t);
+  const [certPath, keyPath] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
+  const key = type === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
+  const args = ['req', '-x509', ...key, '-nodes', '-days', '30', '-subj', `/CN=${names[0]}`];
+  args.push('-addext', `subjectAltName=${names.map((n) => `DNS:${n}`).join(',')}`, '-keyout', keyPath, '-out', certPath);
+  await new Promise<void>((resolve, reject) => execFile(debianProgram('openssl', '/usr/bin/openssl'), args, (err) => (err ? reject(err) : resolve())));
+  return { cert: await readFile(certPath, 'utf8'), key: await readFile(keyPath, 'utf8') };
 }
 
 /** Waits until the current UTC second has at least `ms` left, so a burst stays inside one window. */

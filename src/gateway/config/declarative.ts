@@ -12,6 +12,7 @@ import { PLUGINS } from '../plugins/index.ts';
 import {
   aclFields,
   basicauthCredentialFields,
+  certificateFields,
   hmacauthCredentialFields,
   consumerFields,
   jwtSecretFields,
@@ -22,13 +23,16 @@ import {
   pluginFields,
   routeFields,
   serviceFields,
+  sniFields,
   targetFields,
   upstreamFields,
 } from './entities.ts';
+import { checkCertificate } from './certificate.ts';
 import { FORMAT_VERSIONS, isLegacyFormat, migrateRoutePath } from './format-version.ts';
 import type {
   Acl,
   BasicauthCredential,
+  Certificate,
   Consumer,
   HmacauthCredential,
   Entities,
@@ -37,6 +41,7 @@ import type {
   Plugin,
   Route,
   Service,
+  Sni,
   Target,
   Upstream,
 } from './model.ts';
@@ -54,6 +59,8 @@ const TOP_LEVEL_KINDS = [
   'plugins',
   'upstreams',
   'targets',
+  'certificates',
+  'snis',
 ] as const;
 type Kind = (typeof TOP_LEVEL_KINDS)[number];
 const FIELDS: Record<Kind, Record<string, Field>> = {
@@ -68,8 +75,10 @@ const FIELDS: Record<Kind, Record<string, Field>> = {
   plugins: pluginFields,
   upstreams: upstreamFields,
   targets: targetFields,
+  certificates: certificateFields,
+  snis: sniFields,
 };
-const KONG_ONLY_KINDS = ['certificates', 'snis', 'ca_certificates', 'vaults', 'consumer_groups', 'oauth2_credentials'];
+const KONG_ONLY_KINDS = ['ca_certificates', 'vaults', 'consumer_groups', 'oauth2_credentials'];
 const META_KEYS = ['_format_version', '_transform', '_comment', '_ignore', '_workspace'];
 
 /** What a load found besides the entities: problems that refuse the file, and warnings it loads with. */
@@ -218,6 +227,17 @@ function resolver<T extends { id: string }>(items: T[], nameOf: (item: T) => (st
   };
 }
 
+/**
+ * The entity a row belongs to: the one it is nested under, else the one its
+ * `field` names (required then).
+ */
+function owner(row: Row, field: string, find: ReturnType<typeof resolver>, errors: FieldError[]): { id: string } | null {
+  if (row.parent) return { id: String(row.parent.row.value.id) };
+  const ref = row.value[field];
+  if (ref === undefined) errors.push({ path: join(row.path, field), message: 'required field missing' });
+  return find(ref, join(row.path, field), field, errors);
+}
+
 function checkUnique<T>(items: { item: T; path: string }[], field: string, value: (item: T) => string | null | undefined, errors: FieldError[]): void {
   const seen = new Map<string, string>();
   for (const { item, path } of items) {
@@ -266,6 +286,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     plugins: [],
     upstreams: [],
     targets: [],
+    certificates: [],
+    snis: [],
   };
   if (!isRecord(doc)) {
     errors.push({ path: '', message: 'expected a record (the top level of a declarative configuration)' });
@@ -315,9 +337,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     const items = kindRows.map((row) => {
       const v = row.value;
       fill(v);
-      const consumer = row.parent ? { id: String(row.parent.row.value.id) } : findConsumer(v.consumer, join(row.path, 'consumer'), 'consumer', errors);
-      if (!consumer && v.consumer === undefined) errors.push({ path: join(row.path, 'consumer'), message: 'required field missing' });
-      return { tags: null, ...v, consumer } as T;
+      return { tags: null, ...v, consumer: owner(row, 'consumer', findConsumer, errors) } as T;
     });
     return { items, kindRows };
   };
@@ -375,13 +395,31 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   );
   const targets = targetRows.map((row) => {
     const v = row.value;
-    const upstream = row.parent ? { id: String(row.parent.row.value.id) } : findUpstream(v.upstream, join(row.path, 'upstream'), 'upstream', errors);
-    if (!upstream && !row.parent && v.upstream === undefined) errors.push({ path: join(row.path, 'upstream'), message: 'required field missing' });
+    const upstream = owner(row, 'upstream', findUpstream, errors);
     // Kong stores the target with its port, 8000 when none is given.
     const parsed = typeof v.target === 'string' ? parseTarget(v.target) : null;
     if (parsed && parsed.port === null) v.target = `${v.target as string}:${DEFAULT_TARGET_PORT}`;
     return { tags: null, updated_at: v.created_at, ...v, upstream } as Target;
   });
+
+  const certificateRows = withIds('certificates', (r) => String(r.value.cert));
+  const certificates = certificateRows.map((r) => ({ cert_alt: null, key_alt: null, tags: null, updated_at: r.value.created_at, ...r.value }) as Certificate);
+  certificates.forEach((certificate, i) => {
+    if (typeof certificate.cert === 'string' && typeof certificate.key === 'string') checkCertificate(certificate, certificateRows[i]!.path, errors);
+  });
+  const findCertificate = resolver(certificates, () => []);
+  const sniRows = withIds('snis', (r, i) => String(r.value.name ?? `${r.path}#${i}`));
+  // Server names compare without case (a client sends them in lower case).
+  const snis = sniRows.map(
+    (row) =>
+      ({
+        tags: null,
+        updated_at: row.value.created_at,
+        ...row.value,
+        name: String(row.value.name).toLowerCase(),
+        certificate: owner(row, 'certificate', findCertificate, errors),
+      }) as Sni,
+  );
 
   const findRoute = resolver(routes, (r) => [r.name]);
   const pluginRows = withIds('plugins', (r, i) => `${r.path}#${i}:${String(r.value.name)}`);
@@ -429,6 +467,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     [plugins, pluginRows],
     [upstreams, upstreamRows],
     [targets, targetRows],
+    [certificates, certificateRows],
+    [snis, sniRows],
   ] as const) {
     // Generated ids repeat only when names do, which is reported below by name.
     checkUnique(listed<{ id: string }>(items, kindRows), 'id', (x) => (generatedIds.has(x.id) ? null : x.id), errors);
@@ -443,6 +483,7 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
   checkUnique(listed(hmac.items, hmac.kindRows), 'username', (c) => c.username, errors);
   checkUnique(listed(acls.items, acls.kindRows), 'group', (a) => `${a.group} of consumer ${a.consumer?.id}`, errors);
   checkUnique(listed(upstreams, upstreamRows), 'name', (u) => u.name, errors);
+  checkUnique(listed(snis, sniRows), 'name', (s) => s.name, errors);
   checkUnique(listed(targets, targetRows), 'target', (t) => (t.upstream ? `${t.target} in upstream ${t.upstream.id}` : null), errors);
   checkUnique(listed(plugins, pluginRows), 'name', (p) => `${p.name} on ${JSON.stringify([p.route?.id, p.service?.id, p.consumer?.id])}`, errors);
 
@@ -458,6 +499,8 @@ function validateDocument(doc: unknown, now: number): { entities: Entities; foun
     plugins,
     upstreams,
     targets,
+    certificates,
+    snis,
   };
   return { entities, found };
 }

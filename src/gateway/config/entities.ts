@@ -308,7 +308,37 @@ export function hashBasicauthPassword(password: string, consumerId: string): str
 }
 
 /** Entities that may be nested under a parent, and the foreign key they get. */
+export const certificateFields: Record<string, Field> = {
+  ...common,
+  cert: { type: 'string', required: true },
+  key: { type: 'string', required: true },
+  cert_alt: { type: 'string' },
+  key_alt: { type: 'string' },
+};
+
+/**
+ * Kong's SNI name (typedefs.wildcard_host): a host name without a port,
+ * with at most one `*`, as its whole leftmost or rightmost label; or `*`
+ * alone (the certificate for names no other SNI takes).
+ */
+function checkSniName(name: string): string | undefined {
+  if (name === '*') return undefined;
+  if (/:\d+$/.test(name)) return 'must not have a port';
+  const wildcards = name.split('*').length - 1;
+  if (wildcards > 1) return 'only one wildcard must be specified';
+  if (wildcards === 1 && !name.startsWith('*.') && !name.endsWith('.*')) return 'invalid wildcard: must be placed at leftmost or rightmost label';
+  const labels = name.replace(/^\*\./, '').replace(/\.\*$/, '');
+  return /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(labels) ? undefined : 'invalid hostname';
+}
+
+export const sniFields: Record<string, Field> = {
+  ...common,
+  name: { type: 'string', required: true, check: checkSniName },
+  certificate: foreignKey,
+};
+
 export const NESTED = {
+  certificates: { snis: 'certificate' },
   upstreams: { targets: 'upstream' },
   services: { routes: 'service', plugins: 'service' },
   routes: { plugins: 'route' },

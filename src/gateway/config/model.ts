@@ -154,6 +154,28 @@ export interface Target {
   updated_at: number;
 }
 
+/** Kong's certificate: a PEM certificate (chain) and key, with an optional second pair of the other key type (RSA beside ECDSA). */
+export interface Certificate {
+  id: string;
+  cert: string;
+  key: string;
+  cert_alt: string | null;
+  key_alt: string | null;
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A server name (exact, `*.` prefix or `.*` suffix wildcard, or `*`) whose TLS handshakes get its certificate. */
+export interface Sni {
+  id: string;
+  name: string;
+  certificate: { id: string };
+  tags: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Entities {
   services: Service[];
   routes: Route[];
@@ -166,4 +188,6 @@ export interface Entities {
   plugins: Plugin[];
   upstreams: Upstream[];
   targets: Target[];
+  certificates: Certificate[];
+  snis: Sni[];
 }

@@ -6,6 +6,8 @@
  */
 import type { Socket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import type { Certificate } from '../config/model.ts';
+import { readServerName } from '../http/client-hello.ts';
 import type { Logger } from 'pino';
 import { HttpParsers } from '../http/parser.ts';
 import { Http1Server, type ConnectionCounters } from '../http/server.ts';
@@ -50,8 +52,10 @@ export class ProxyService {
   private readonly plain: Http1Server;
   private readonly secure: Http1Server;
   private readonly tls: TlsServer;
+  /** One TLS server per certificate entity of the configurations loaded (a reload's new entities get new ones). */
+  private readonly certificateServers = new WeakMap<Certificate, TlsServer>();
 
-  constructor(options: ProxyServiceOptions) {
+  constructor(private readonly options: ProxyServiceOptions) {
     this.traffic = new ProxyTraffic(options.series);
     // One llhttp instance for both sides of every connection of this process's proxy.
     const parsers = new HttpParsers();
@@ -78,12 +82,39 @@ export class ProxyService {
     // Never listens: it takes the HTTPS listener's connections and does the handshake. Until the
     // handshake is done the connection is not half-open: a client's FIN closes it, and so does
     // the handshake timeout (Node reports both as tlsClientError and leaves the socket open).
-    const tlsOptions = { cert: options.tls.cert, key: options.tls.key, handshakeTimeout: options.tlsHandshakeTimeout };
-    this.tls = createTlsServer(tlsOptions, (socket) => {
+    this.tls = this.tlsServer(options.tls);
+  }
+
+  /** A TLS server (never listening) that handshakes with this certificate and hands the connection on. */
+  private tlsServer(certificate: { cert: string | string[]; key: string | string[] }): TlsServer {
+    const server = createTlsServer({ ...certificate, handshakeTimeout: this.options.tlsHandshakeTimeout }, (socket) => {
       socket.allowHalfOpen = true;
       this.secure.accept(socket);
     });
-    this.tls.on('tlsClientError', (_err, socket) => socket.destroy());
+    server.on('tlsClientError', (_err, socket) => socket.destroy());
+    return server;
+  }
+
+  /**
+   * A TLS connection: with certificates configured (Kong's certificates and
+   * snis), the client's server name is read first and the handshake done
+   * with the certificate for it; else with the gateway's own.
+   */
+  private async handshake(socket: Socket): Promise<void> {
+    const table = this.options.config().certificates;
+    if (table.empty) return void this.tls.emit('connection', socket);
+    const name = await readServerName(socket, this.options.tlsHandshakeTimeout);
+    if (name === null) return;
+    const certificate = name === undefined ? undefined : table.certificateFor(name);
+    if (!certificate) return void this.tls.emit('connection', socket);
+    let server = this.certificateServers.get(certificate);
+    if (!server) {
+      // cert_alt/key_alt: both pairs in one server, so the handshake offers the one the client can use.
+      const alt = certificate.cert_alt !== null && certificate.key_alt !== null;
+      server = this.tlsServer(alt ? { cert: [certificate.cert, certificate.cert_alt!], key: [certificate.key, certificate.key_alt!] } : certificate);
+      this.certificateServers.set(certificate, server);
+    }
+    server.emit('connection', socket);
   }
 
   /** A client connection from one of the listeners: plain HTTP, or TLS to be handshaken here. */
@@ -91,7 +122,7 @@ export class ProxyService {
     if (scheme === 'http') {
       socket.allowHalfOpen = true;
       this.plain.accept(socket);
-    } else this.tls.emit('connection', socket);
+    } else void this.handshake(socket);
   }
 
   counters(): ConnectionCounters {

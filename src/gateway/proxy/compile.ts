@@ -11,6 +11,7 @@ import type { FieldError } from '../config/schema.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment, PluginInstance, PluginSlot } from '../plugins/types.ts';
 import { Balancer } from './balancer.ts';
+import { CertificateTable } from './certificates.ts';
 import { RouteTable } from './route-table.ts';
 import { compileRoutes, type RouteCandidate } from './router.ts';
 
@@ -25,6 +26,8 @@ export interface LoadedConfig {
   /** The candidates compiled for lookup. */
   routes: RouteTable;
   directory: ConsumerDirectory;
+  /** The HTTPS listener's certificates by server name. */
+  certificates: CertificateTable;
 }
 
 const NO_GROUPS: readonly string[] = [];
@@ -113,6 +116,7 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
     candidates,
     routes: new RouteTable(candidates),
     directory: buildDirectory(entities, now),
+    certificates: new CertificateTable(entities),
   };
 }
 
