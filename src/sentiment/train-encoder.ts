@@ -118,7 +118,7 @@ function encoderLoader(): () => Promise<SentenceEncoder> {
   return () => (loading ??= SentenceEncoder.load());
 }
 
-export const HEAD_SETTINGS: HeadSettings = { hidden: 512, epochs: 8, batch: 32, learningRate: 1e-3, l2: 1e-4, seed: 20261127 };
+export const HEAD_SETTINGS: HeadSettings = { hidden: 512, epochs: 4, batch: 32, learningRate: 1e-3, l2: 1e-4, seed: 20261127 };
 
 /** Share of lines a scorer gets right. */
 function accuracyOf(examples: readonly Example[], scores: ArrayLike<number>): number {
