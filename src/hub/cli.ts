@@ -62,7 +62,7 @@ async function runDeviceCommand(args: string[]): Promise<number> {
   const hub = new DeviceHub(
     store,
     bus,
-    { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, telemetryLogSize: 1, replicaId: randomUUID() },
+    { hostName: options.hostName, limits: DEFAULT_TWIN_LIMITS, c2dTtlSeconds: 3600, c2dMaxDeliveryCount: 10, telemetryLogSize: 1, replicaId: randomUUID() },
     logger,
   );
   try {

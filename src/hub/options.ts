@@ -29,6 +29,13 @@ export const hubOptions = {
   demoDevice: { type: 'string', default: 'demo-device', description: 'device made on start if missing, printed with its connection string ("" = none)' },
   twinMaxDepth: { type: 'integer', default: DEFAULT_TWIN_MAX_DEPTH, min: 1, max: 32, description: 'deepest nesting allowed in a twin section' },
   c2dTtlSeconds: { type: 'integer', default: 3600, min: 1, max: 172800, description: 'default time a cloud-to-device message waits for its device' },
+  c2dMaxDeliveryCount: {
+    type: 'integer',
+    default: 10,
+    min: 1,
+    max: 100,
+    description: 'deliveries of a cloud-to-device message before it is dead-lettered (feedback DeliveryCountExceeded)',
+  },
   connectTimeoutMs: {
     type: 'integer',
     default: DEFAULT_CONNECT_TIMEOUT_MS,

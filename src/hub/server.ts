@@ -30,7 +30,7 @@ async function closeWebSocketListener(listener: WebSocketListener | undefined): 
 }
 
 /** The device hub (§4.11): MQTT over TLS and over WebSockets for devices, HTTPS REST for the cloud side. */
-export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}): Promise<RunningComponent> {
+export async function startHub(given: Partial<HubOptions> & RuntimeExtras & { clock?: () => number } = {}): Promise<RunningComponent> {
   const options = withDefaults(hubOptions, given);
   const logger = given.logger ?? createLogger(options.logLevel, 'hub');
   const tls = await resolveTls(options);
@@ -63,6 +63,8 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras = {}):
       hostName: options.hostName,
       limits: { ...DEFAULT_TWIN_LIMITS, maxDepth: options.twinMaxDepth },
       c2dTtlSeconds: options.c2dTtlSeconds,
+      c2dMaxDeliveryCount: options.c2dMaxDeliveryCount,
+      ...(given.clock ? { now: given.clock } : {}),
       telemetryLogSize: options.telemetryLogSize,
       replicaId: randomUUID(),
       ...(fileUploads ? { fileUploads } : {}),

@@ -24,6 +24,11 @@ import { eventually, routeServiceSdkTo, startTestHub, type TestHub } from './hel
 const { Client } = deviceSdk;
 type DeviceMessage = InstanceType<typeof deviceSdk.Message>;
 
+// The service clients close before the hub and the storage do (`after` hooks run in the order they were added).
+const clients: { close(): Promise<unknown> }[] = [];
+after(async () => {
+  for (const client of clients) await client.close();
+});
 // Storage and hub share one data dir, so one CA: as under `offcloud up`.
 const dataDir = await tempDataDir({ after });
 const storage = await startStorage({ ...quiet, dataDir, httpsPort: 0 });
@@ -39,7 +44,7 @@ type Notification = FileNotification;
 async function fileNotifications(settle: (n: Notification) => 'complete' | 'abandon') {
   const service = serviceSdk.Client.fromConnectionString(`HostName=localhost:${hub.amqpPort};SharedAccessKeyName=iothubowner;SharedAccessKey=${hub.ownerKey}`);
   await service.open();
-  after(() => service.close());
+  clients.push(service);
   const { result: receiver } = await service.getFileNotificationReceiver();
   const seen: Notification[] = [];
   receiver.on('message', (message: DeviceMessage) => {

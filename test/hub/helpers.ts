@@ -68,7 +68,10 @@ export async function restClient(restUrl: string, ca: string, token: () => strin
   };
 }
 
-export async function startTestHub(t: TestContext | { after(fn: () => unknown): void }, given: Partial<HubOptions> = {}): Promise<TestHub> {
+export async function startTestHub(
+  t: TestContext | { after(fn: () => unknown): void },
+  given: Partial<HubOptions> & { clock?: () => number } = {},
+): Promise<TestHub> {
   const dataDir = given.dataDir ?? (await tempDataDir(t));
   const running = await startHub({ ...quiet, restPort: 0, webSocketPort: 0, amqpPort: 0, demoDevice: '', dataDir, ...given });
   const mqttPort = Number(new URL(running.urls[0]!.url).port);

@@ -18,7 +18,9 @@ export class C2dDelivery {
   private closed = false;
 
   constructor(
-    private readonly store: Pick<HubStore, 'nextC2d' | 'completeC2d'>,
+    private readonly store: Pick<HubStore, 'completeC2d'>,
+    /** The next message to hand out, its delivery counted (the hub's claim, which dead-letters on the way). */
+    private readonly claim: () => Promise<C2dMessage | undefined>,
     private readonly deviceId: string,
     private readonly send: (message: C2dMessage) => void,
     private readonly logger: Logger,
@@ -46,7 +48,7 @@ export class C2dDelivery {
     if (this.pumping || this.inflight || this.closed || !this.subscribed) return;
     this.pumping = true;
     try {
-      const message = await this.store.nextC2d(this.deviceId);
+      const message = await this.claim();
       if (!message || this.closed) return;
       this.inflight = message;
       this.send(message);

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { HubError, invalidArgument } from './errors.ts';
 import type { HubBus, HubEvent, HubEventHandler } from './bus.ts';
 import { C2dDelivery, type C2dOutcome } from './c2d.ts';
-import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type PropertyBag } from './messages.ts';
+import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type DeadC2d, type PropertyBag } from './messages.ts';
 import { FileUploads, type FileNotification, type FileUploadGrant, type FileUploadSettings } from './file-upload.ts';
 import { hasRight, type Right } from './policies.ts';
 import { ServiceQueue, type FeedbackRecord } from './service-queue.ts';
@@ -57,6 +57,10 @@ export interface HubSettings {
   hostName: string;
   limits: TwinLimits;
   c2dTtlSeconds: number;
+  /** Deliveries of a C2D message before it is dead-lettered (feedback DeliveryCountExceeded), as the real hub's setting. */
+  c2dMaxDeliveryCount: number;
+  /** The clock of C2D expiry and file-upload SAS ends (tests inject one). */
+  now?: () => number;
   telemetryLogSize: number;
   /** Names this replica on the bus (method responses find their way back by it). */
   replicaId: string;
@@ -102,6 +106,13 @@ const MAX_METHOD_PAYLOAD_BYTES = 128 * 1024;
 const C2D_LOCK_MS = 60_000;
 /** Feedback records, and file notifications, kept for a receiver that has not come yet (the oldest go first). */
 const MAX_FEEDBACK_RECORDS = 10_000;
+/** The description of each feedback status, as the real hub words them. */
+const FEEDBACK_DESCRIPTIONS: Record<Exclude<FeedbackRecord['statusCode'], 'Purged'>, string> = {
+  Success: 'Success',
+  Rejected: 'Message rejected',
+  Expired: 'Message expired',
+  DeliveryCountExceeded: 'Message delivery count exceeded',
+};
 /** A Digital Twins model id (`dtmi:com:example:Thermostat;1`), as the real hub accepts it. */
 const MODEL_ID_PATTERN = /^dtmi:[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?(?::[A-Za-z](?:[A-Za-z0-9_]*[A-Za-z0-9])?)*;[1-9][0-9]{0,8}$/;
 
@@ -153,6 +164,7 @@ export class DeviceHub {
   /** File notifications waiting for the service side's file notification receiver. */
   readonly fileNotifications = new ServiceQueue<FileNotification>(MAX_FEEDBACK_RECORDS);
   private readonly files: FileUploads;
+  private readonly now: () => number;
   private readonly pendingMethods = new Map<string, PendingMethod>();
   /** The C2D message a polling device received and has not settled, by device (on this replica). */
   private readonly c2dLocks = new Map<string, { message: C2dMessage; lockToken: string; until: number }>();
@@ -164,7 +176,8 @@ export class DeviceHub {
     private readonly logger: Logger,
   ) {
     this.telemetry = new TelemetryLog(settings.telemetryLogSize);
-    this.files = new FileUploads(settings.fileUploads, () => this.policyKey('iothubowner'));
+    this.now = settings.now ?? Date.now;
+    this.files = new FileUploads(settings.fileUploads, () => this.policyKey('iothubowner'), this.now);
     bus.subscribe((event) => this.handleEvent(event));
   }
 
@@ -333,7 +346,25 @@ export class DeviceHub {
 
   /** The C2D delivery of one connection: `send` puts a message on the wire, an acknowledgement completes it. */
   c2dDelivery(deviceId: string, send: (message: C2dMessage) => void): C2dDelivery {
-    return new C2dDelivery(this.store, deviceId, send, this.logger, (message, outcome) => this.c2dSettled(deviceId, message, outcome));
+    return new C2dDelivery(
+      this.store,
+      () => this.claimC2d(deviceId),
+      deviceId,
+      send,
+      this.logger,
+      (message, outcome) => this.c2dFeedback(deviceId, message, outcome === 'complete' ? 'Success' : 'Rejected'),
+    );
+  }
+
+  /** The next C2D message to hand to the device, its delivery counted; expired and over-delivered ones are dead-lettered. */
+  private async claimC2d(deviceId: string): Promise<C2dMessage | undefined> {
+    const { message, dead } = await this.store.claimC2d(deviceId, this.now(), this.settings.c2dMaxDeliveryCount);
+    await this.deadLettered(deviceId, dead);
+    return message;
+  }
+
+  private async deadLettered(deviceId: string, dead: DeadC2d[]): Promise<void> {
+    for (const { message, reason } of dead) await this.c2dFeedback(deviceId, message, reason);
   }
 
   /** Events for the device endpoint (desired pushes, method requests, C2D, connection takeovers). */
@@ -351,36 +382,39 @@ export class DeviceHub {
    * is settled or the lock times out (then it may be received again, with a new lock token).
    * Undefined when nothing is pending, or the oldest is locked by an earlier receive.
    */
-  async receiveC2d(deviceId: string, now = Date.now()): Promise<{ message: C2dMessage; lockToken: string } | undefined> {
-    const message = await this.store.nextC2d(deviceId, now);
-    if (!message) return undefined;
+  async receiveC2d(deviceId: string): Promise<{ message: C2dMessage; lockToken: string } | undefined> {
+    const now = this.now();
+    const oldest = await this.store.nextC2d(deviceId, now);
+    if (!oldest) return undefined;
     const lock = this.c2dLocks.get(deviceId);
-    if (lock && lock.message.id === message.id && lock.until > now) return undefined;
+    if (lock && lock.message.id === oldest.id && lock.until > now) return undefined;
+    const message = await this.claimC2d(deviceId);
+    if (!message) return undefined;
     const lockToken = randomUUID();
     this.c2dLocks.set(deviceId, { message, lockToken, until: now + C2D_LOCK_MS });
     return { message, lockToken };
   }
 
   /** Complete (removed), reject (removed, dead-lettered) or abandon (pending again) the message a lock token holds. */
-  async settleC2d(deviceId: string, lockToken: string, outcome: C2dOutcome, now = Date.now()): Promise<void> {
+  async settleC2d(deviceId: string, lockToken: string, outcome: C2dOutcome): Promise<void> {
     const lock = this.c2dLocks.get(deviceId);
-    if (!lock || lock.lockToken !== lockToken || lock.until <= now) {
+    if (!lock || lock.lockToken !== lockToken || lock.until <= this.now()) {
       throw new HubError('DeviceMessageLockLost', 'the lock token is not the one of a message locked for this device (expired, settled or never given)');
     }
     this.c2dLocks.delete(deviceId);
     if (outcome === 'abandon') return;
     await this.store.completeC2d(deviceId, lock.message.id);
-    await this.c2dSettled(deviceId, lock.message, outcome);
+    await this.c2dFeedback(deviceId, lock.message, outcome === 'complete' ? 'Success' : 'Rejected');
   }
 
   /**
-   * A message settled for good: when its sender asked for an acknowledgement (`iothub-ack`:
-   * positive or full for a completion, negative or full for a rejection), a feedback record
-   * goes to the service side's feedback receivers.
+   * A message settled for good, or dead-lettered: when its sender asked for an acknowledgement
+   * (`iothub-ack`: positive or full for a completion, negative or full for anything else), a
+   * feedback record goes to the service side's feedback receivers.
    */
-  private async c2dSettled(deviceId: string, message: C2dMessage, outcome: C2dOutcome): Promise<void> {
+  private async c2dFeedback(deviceId: string, message: C2dMessage, status: Exclude<FeedbackRecord['statusCode'], 'Purged'>): Promise<void> {
     const ack = message.properties['iothub-ack'];
-    const wanted = outcome === 'complete' ? ack === 'positive' || ack === 'full' : ack === 'negative' || ack === 'full';
+    const wanted = status === 'Success' ? ack === 'positive' || ack === 'full' : ack === 'negative' || ack === 'full';
     if (!wanted) return;
     const record = await this.store.getIdentity(deviceId);
     await this.bus.publish({
@@ -389,9 +423,9 @@ export class DeviceHub {
         originalMessageId: message.system.messageId ?? message.id,
         deviceGenerationId: record?.generationId ?? '',
         deviceId,
-        enqueuedTimeUtc: new Date().toISOString(),
-        statusCode: outcome === 'complete' ? 'Success' : 'Rejected',
-        description: outcome === 'complete' ? 'Success' : 'Message rejected',
+        enqueuedTimeUtc: new Date(this.now()).toISOString(),
+        statusCode: status,
+        description: FEEDBACK_DESCRIPTIONS[status],
       },
     });
   }
@@ -479,7 +513,7 @@ export class DeviceHub {
 
   async describe(record: IdentityRecord) {
     const key = identityKey(record);
-    return deviceView(record, await this.store.isOnline(key), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId));
+    return deviceView(record, await this.store.isOnline(key), record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId, this.now()));
   }
 
   /** PUT /devices/{id}[/modules/{mid}]: create, or update with If-Match. */
@@ -573,7 +607,7 @@ export class DeviceHub {
     return serviceTwinView(
       record,
       await this.store.isOnline(identityKey(record)),
-      record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId),
+      record.moduleId ? 0 : await this.store.pendingC2d(record.deviceId, this.now()),
       authenticationView(record),
     );
   }
@@ -595,8 +629,9 @@ export class DeviceHub {
   async sendC2d(deviceId: string, body: unknown) {
     const record = await this.identity(deviceId);
     if (record.moduleId) throw invalidArgument('cloud-to-device messages go to devices, not modules');
-    const message = createC2dMessage(deviceId, body, this.settings.c2dTtlSeconds);
-    await this.store.enqueueC2d(deviceId, message);
+    const now = this.now();
+    const message = createC2dMessage(deviceId, body, this.settings.c2dTtlSeconds, now);
+    await this.deadLettered(deviceId, await this.store.enqueueC2d(deviceId, message, now));
     await this.bus.publish({ type: 'c2d', deviceId });
     this.settings.count?.('c2d-sent');
     return { messageId: message.system.messageId, enqueuedTimeUtc: message.enqueuedTimeUtc, expiryTimeUtc: message.system.expiryTimeUtc };

@@ -150,8 +150,47 @@ export interface C2dMessage extends PropertyBag {
   id: string;
   payload: string;
   enqueuedTimeUtc: string;
-  /** Milliseconds since the epoch after which the message is dropped undelivered. */
+  /** Milliseconds since the epoch after which the message is dead-lettered undelivered. */
   expiresAt: number;
+  /** How many times it was handed to the device (absent: never). */
+  deliveryCount?: number;
+}
+
+/** A C2D message taken out of its device's queue without being completed or rejected, and why (its feedback status). */
+export interface DeadC2d {
+  message: C2dMessage;
+  reason: 'Expired' | 'DeliveryCountExceeded';
+}
+
+/** Pending messages that may still be delivered at `now`. */
+export function liveC2d(messages: C2dMessage[], now: number): C2dMessage[] {
+  return messages.filter((m) => m.expiresAt > now);
+}
+
+/** Takes the expired messages out of a queue: what stays, and what is dead. */
+export function expireC2d(messages: C2dMessage[], now: number): { messages: C2dMessage[]; dead: DeadC2d[] } {
+  const dead = messages.filter((m) => m.expiresAt <= now).map((message) => ({ message, reason: 'Expired' as const }));
+  return { messages: dead.length ? liveC2d(messages, now) : messages, dead };
+}
+
+/**
+ * A delivery from a device's queue: expired messages and those delivered `maxDeliveries` times
+ * already are taken out (dead); the oldest of the rest has its delivery counted and is handed out.
+ */
+export function claimC2d(
+  queue: C2dMessage[],
+  now: number,
+  maxDeliveries: number,
+): { messages: C2dMessage[]; message: C2dMessage | undefined; dead: DeadC2d[] } {
+  const { messages: live, dead } = expireC2d(queue, now);
+  const messages: C2dMessage[] = [];
+  let message: C2dMessage | undefined;
+  for (const m of live) {
+    if (message) messages.push(m);
+    else if ((m.deliveryCount ?? 0) >= maxDeliveries) dead.push({ message: m, reason: 'DeliveryCountExceeded' });
+    else messages.push((message = { ...m, deliveryCount: (m.deliveryCount ?? 0) + 1 }));
+  }
+  return { messages, message, dead };
 }
 
 export interface C2dRequest {

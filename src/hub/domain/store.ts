@@ -3,7 +3,7 @@
  * live in ../persistence: files in the data dir (embedded default) or Redis
  * (scale-out, shared by every replica).
  */
-import type { C2dMessage } from './messages.ts';
+import type { C2dMessage, DeadC2d } from './messages.ts';
 import type { Policies } from './policies.ts';
 import type { IdentityRecord } from './registry.ts';
 import type { CaCertificates } from './x509.ts';
@@ -27,11 +27,15 @@ export interface HubStore {
   /** Read-modify-write of them, serialised; `change` may throw to leave them untouched. */
   updateCaCertificates(change: (current: CaCertificates) => CaCertificates): Promise<CaCertificates>;
 
-  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void>;
-  /** The oldest pending message that has not expired (expired ones are dropped). */
+  /** Queues a message (DeviceMaximumQueueDepthExceeded when full); the expired ones it takes out are returned. */
+  enqueueC2d(deviceId: string, message: C2dMessage, now: number): Promise<DeadC2d[]>;
+  /** The oldest pending message that has not expired, left where it is. */
   nextC2d(deviceId: string, now?: number): Promise<C2dMessage | undefined>;
+  /** A delivery (`claimC2d` of messages.ts, stored): the message to hand out, with its delivery counted, and the dead ones taken out. */
+  claimC2d(deviceId: string, now: number, maxDeliveries: number): Promise<{ message: C2dMessage | undefined; dead: DeadC2d[] }>;
   completeC2d(deviceId: string, id: string): Promise<void>;
-  pendingC2d(deviceId: string): Promise<number>;
+  /** Messages pending (not expired at `now`). */
+  pendingC2d(deviceId: string, now?: number): Promise<number>;
   /** The C2D subscription a clean=false session keeps between connections. */
   setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void>;
   hasPersistentC2dSubscription(deviceId: string): Promise<boolean>;

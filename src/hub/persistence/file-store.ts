@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.ts';
+import { claimC2d, expireC2d, liveC2d, MAX_PENDING_C2D, queueFull, type C2dMessage, type DeadC2d } from '../domain/messages.ts';
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
@@ -194,10 +194,10 @@ export class FileStore implements HubStore {
     });
   }
 
-  private async readC2d(deviceId: string, now: number): Promise<C2dState> {
+  /** A device's C2D file as it is, expired messages included (only enqueue and claim take them out, as dead letters). */
+  private async readC2d(deviceId: string): Promise<C2dState> {
     try {
-      const state = JSON.parse(await readFile(this.pathOf(deviceId, 'c2d'), 'utf8')) as C2dState;
-      return { subscribed: state.subscribed, messages: state.messages.filter((m) => m.expiresAt > now) };
+      return JSON.parse(await readFile(this.pathOf(deviceId, 'c2d'), 'utf8')) as C2dState;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { subscribed: false, messages: [] };
       throw err;
@@ -205,39 +205,48 @@ export class FileStore implements HubStore {
   }
 
   /** Read-modify-write of a device's C2D file; acknowledged messages are on disk before the 201. */
-  private changeC2d(deviceId: string, change: (state: C2dState) => C2dState): Promise<void> {
+  private changeC2d<T>(deviceId: string, change: (state: C2dState) => { state: C2dState; result: T }): Promise<T> {
     return this.writes.run(`c2d:${deviceId}`, async () => {
-      const next = change(await this.readC2d(deviceId, Date.now()));
-      await this.writer.write(this.pathOf(deviceId, 'c2d'), JSON.stringify(next), 0o600);
+      const { state, result } = change(await this.readC2d(deviceId));
+      await this.writer.write(this.pathOf(deviceId, 'c2d'), JSON.stringify(state), 0o600);
+      return result;
     });
   }
 
-  enqueueC2d(deviceId: string, message: C2dMessage): Promise<void> {
+  enqueueC2d(deviceId: string, message: C2dMessage, now: number): Promise<DeadC2d[]> {
     return this.changeC2d(deviceId, (state) => {
-      if (state.messages.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
-      return { ...state, messages: [...state.messages, message] };
+      const { messages, dead } = expireC2d(state.messages, now);
+      if (messages.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
+      return { state: { ...state, messages: [...messages, message] }, result: dead };
     });
   }
 
   async nextC2d(deviceId: string, now = Date.now()): Promise<C2dMessage | undefined> {
-    return (await this.readC2d(deviceId, now)).messages[0];
+    return liveC2d((await this.readC2d(deviceId)).messages, now)[0];
+  }
+
+  claimC2d(deviceId: string, now: number, maxDeliveries: number): Promise<{ message: C2dMessage | undefined; dead: DeadC2d[] }> {
+    return this.changeC2d(deviceId, (state) => {
+      const { messages, message, dead } = claimC2d(state.messages, now, maxDeliveries);
+      return { state: { ...state, messages }, result: { message, dead } };
+    });
   }
 
   completeC2d(deviceId: string, id: string): Promise<void> {
-    return this.changeC2d(deviceId, (state) => ({ ...state, messages: state.messages.filter((m) => m.id !== id) }));
+    return this.changeC2d(deviceId, (state) => ({ state: { ...state, messages: state.messages.filter((m) => m.id !== id) }, result: undefined }));
   }
 
-  async pendingC2d(deviceId: string): Promise<number> {
-    return (await this.readC2d(deviceId, Date.now())).messages.length;
+  async pendingC2d(deviceId: string, now = Date.now()): Promise<number> {
+    return liveC2d((await this.readC2d(deviceId)).messages, now).length;
   }
 
   async setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void> {
-    if ((await this.readC2d(deviceId, Date.now())).subscribed === kept) return;
-    await this.changeC2d(deviceId, (state) => ({ ...state, subscribed: kept }));
+    if ((await this.readC2d(deviceId)).subscribed === kept) return;
+    await this.changeC2d(deviceId, (state) => ({ state: { ...state, subscribed: kept }, result: undefined }));
   }
 
   async hasPersistentC2dSubscription(deviceId: string): Promise<boolean> {
-    return (await this.readC2d(deviceId, Date.now())).subscribed;
+    return (await this.readC2d(deviceId)).subscribed;
   }
 
   async setOnline(key: string, connectionId: string): Promise<void> {

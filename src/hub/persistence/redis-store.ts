@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { MAX_PENDING_C2D, queueFull, type C2dMessage } from '../domain/messages.ts';
+import { claimC2d, expireC2d, liveC2d, MAX_PENDING_C2D, queueFull, type C2dMessage, type DeadC2d } from '../domain/messages.ts';
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
 import type { HubStore, IdentityChange } from '../domain/store.ts';
@@ -16,7 +16,6 @@ import { KeyedQueue } from './keyed-queue.ts';
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const HDEL_IF_OWNER = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
 const SET_IF_UNCHANGED = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0`;
-const PUSH_IF_ROOM = `if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end redis.call('RPUSH', KEYS[1], ARGV[1]) return 1`;
 const LOCK_MS = 5000;
 
 export class RedisStore implements HubStore {
@@ -116,35 +115,48 @@ export class RedisStore implements HubStore {
     });
   }
 
-  /** Drops expired messages; returns the live ones with their stored text. */
-  private async liveQueue(deviceId: string, now: number): Promise<{ raw: string; message: C2dMessage }[]> {
-    const list = this.k('c2d', deviceId);
-    const live = [];
-    for (const raw of await this.redis.lrange(list, 0, -1)) {
-      const message = JSON.parse(raw) as C2dMessage;
-      if (message.expiresAt > now) live.push({ raw, message });
-      else await this.redis.lrem(list, 1, raw);
-    }
-    return live;
+  /** A device's queue as stored, expired messages included (only enqueue and claim take them out, as dead letters). */
+  private async c2dQueue(deviceId: string): Promise<C2dMessage[]> {
+    return (await this.redis.lrange(this.k('c2d', deviceId), 0, -1)).map((raw) => JSON.parse(raw) as C2dMessage);
   }
 
-  async enqueueC2d(deviceId: string, message: C2dMessage): Promise<void> {
-    await this.liveQueue(deviceId, Date.now());
-    const pushed = await this.redis.eval(PUSH_IF_ROOM, 1, this.k('c2d', deviceId), JSON.stringify(message), String(MAX_PENDING_C2D));
-    if (pushed !== 1) throw queueFull(deviceId);
+  /** Read-modify-write of a device's queue across replicas, under its lock; `change` may throw to leave it. */
+  private changeC2d<T>(deviceId: string, change: (messages: C2dMessage[]) => { messages: C2dMessage[]; result: T }): Promise<T> {
+    return this.withLock(`c2d:${deviceId}`, async () => {
+      const { messages, result } = change(await this.c2dQueue(deviceId));
+      const list = this.k('c2d', deviceId);
+      const write = this.redis.multi().del(list);
+      if (messages.length) write.rpush(list, ...messages.map((m) => JSON.stringify(m)));
+      await write.exec();
+      return result;
+    });
+  }
+
+  enqueueC2d(deviceId: string, message: C2dMessage, now: number): Promise<DeadC2d[]> {
+    return this.changeC2d(deviceId, (queue) => {
+      const { messages, dead } = expireC2d(queue, now);
+      if (messages.length >= MAX_PENDING_C2D) throw queueFull(deviceId);
+      return { messages: [...messages, message], result: dead };
+    });
   }
 
   async nextC2d(deviceId: string, now = Date.now()): Promise<C2dMessage | undefined> {
-    return (await this.liveQueue(deviceId, now))[0]?.message;
+    return liveC2d(await this.c2dQueue(deviceId), now)[0];
   }
 
-  async completeC2d(deviceId: string, id: string): Promise<void> {
-    const entry = (await this.liveQueue(deviceId, Date.now())).find((e) => e.message.id === id);
-    if (entry) await this.redis.lrem(this.k('c2d', deviceId), 1, entry.raw);
+  claimC2d(deviceId: string, now: number, maxDeliveries: number): Promise<{ message: C2dMessage | undefined; dead: DeadC2d[] }> {
+    return this.changeC2d(deviceId, (queue) => {
+      const { messages, message, dead } = claimC2d(queue, now, maxDeliveries);
+      return { messages, result: { message, dead } };
+    });
   }
 
-  async pendingC2d(deviceId: string): Promise<number> {
-    return (await this.liveQueue(deviceId, Date.now())).length;
+  completeC2d(deviceId: string, id: string): Promise<void> {
+    return this.changeC2d(deviceId, (queue) => ({ messages: queue.filter((m) => m.id !== id), result: undefined }));
+  }
+
+  async pendingC2d(deviceId: string, now = Date.now()): Promise<number> {
+    return liveC2d(await this.c2dQueue(deviceId), now).length;
   }
 
   async setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void> {
