@@ -42,8 +42,14 @@ const ROUNDS = sized(3, 1);
 /** Seconds of unmeasured load per target before the rounds: Node's JIT compiles the hot path in the first thousands of requests, nginx has nothing to warm. */
 const WARM_UP_SECONDS = sized(2, 0);
 const KEY = 'bench-key';
-/** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`). */
-const WORKERS = sized([1, 2], [1]);
+/** The gateway in one process, and with one worker process per core of this 2-core machine (`--workers 2`); GATEWAY_BENCH_WORKERS=1 keeps one. */
+const WORKERS = process.env.GATEWAY_BENCH_WORKERS ? process.env.GATEWAY_BENCH_WORKERS.split(',').map(Number) : sized([1, 2], [1]);
+/**
+ * GATEWAY_BENCH_TARGETS=b,c,d measures only the targets of those letters (the
+ * others are not started): for re-taking a few ratios in a short sitting.
+ */
+const TARGETS = process.env.GATEWAY_BENCH_TARGETS?.split(',');
+const wanted = (letter: string) => !TARGETS || TARGETS.includes(letter);
 
 /**
  * The reference's "floor" (part D): a naive node:http pipe with a keep-alive
@@ -275,28 +281,21 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     children.push(nginx);
     await waitForPort(`http://127.0.0.1:${nginxPort}/users`);
 
-    const naivePort = await freePort();
-    const naive = await startProcess(process.execPath, ['-e', NAIVE_PROXY, String(naivePort), String(backendPort)], (o) => o.includes('ready'));
-    children.push(naive);
-
-    const pipePort = await freePort();
-    const pipe = await startProcess(process.execPath, ['-e', TCP_PIPE, String(pipePort), String(backendPort)], (o) => o.includes('ready'));
-    children.push(pipe);
-
-    const minimalPort = await freePort();
-    const minimalPipe = fileURLToPath(new URL('minimal-pipe.ts', import.meta.url));
-    const minimal = await startProcess(process.execPath, ['--import', 'tsx', minimalPipe, String(minimalPort), String(backendPort)], (o) =>
-      o.includes('ready'),
-    );
-    children.push(minimal);
-
     const targets: { name: string; url: string; cpu: () => CpuTime; headers?: string[] }[] = [
       { name: '(a) backend direct', url: `http://127.0.0.1:${backendPort}/api/getusers`, cpu: () => processCpu(backend.pid!) },
       { name: '(b) nginx → backend', url: `http://127.0.0.1:${nginxPort}/users`, cpu: () => processCpu(nginx.pid!) },
-      { name: '(n) naive node:http proxy → backend', url: `http://127.0.0.1:${naivePort}/users`, cpu: () => processCpu(naive.pid!) },
-      { name: '(t) TCP pipe, bytes unparsed → backend', url: `http://127.0.0.1:${pipePort}/users`, cpu: () => processCpu(pipe.pid!) },
-      { name: '(m) minimal raw-socket Node pipe → backend', url: `http://127.0.0.1:${minimalPort}/users`, cpu: () => processCpu(minimal.pid!) },
-    ];
+    ].filter((target) => wanted(target.name[1]!));
+    /** A floor proxy in its own process (node with `args`, then its port and the backend's), measured as `name`. */
+    const floor = async (letter: string, name: string, args: string[]) => {
+      if (!wanted(letter)) return;
+      const port = await freePort();
+      const child = await startProcess(process.execPath, [...args, String(port), String(backendPort)], (o) => o.includes('ready'));
+      children.push(child);
+      targets.push({ name: `(${letter}) ${name}`, url: `http://127.0.0.1:${port}/users`, cpu: () => processCpu(child.pid!) });
+    };
+    await floor('n', 'naive node:http proxy → backend', ['-e', NAIVE_PROXY]);
+    await floor('t', 'TCP pipe, bytes unparsed → backend', ['-e', TCP_PIPE]);
+    await floor('m', 'minimal raw-socket Node pipe → backend', ['--import', 'tsx', fileURLToPath(new URL('minimal-pipe.ts', import.meta.url))]);
     // Each gateway runs in its own process, started by the CLI as a user starts it, so its CPU is read
     // from /proc like nginx's (with its worker processes); the bench process's own work is not counted.
     // OFFCLOUD_BENCH_CLI=label=path[,label=path…] adds other builds of the gateway to the same rounds
@@ -324,7 +323,7 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
     };
     for (const build of builds) {
       for (const workers of build.workers) {
-        for (const plugins of [false, true]) {
+        for (const plugins of [false, true].filter((p) => wanted(p ? 'd' : 'c'))) {
           const gw = await startGatewayProcess(build.cli, gatewayDoc(backendPort, plugins), workers, String(plugins));
           targets.push({
             name: `${plugins ? '(d) gateway + key-auth + rate-limiting' : '(c) gateway, no plugins'}${build.label}, ${workers === 1 ? '1 process' : `${workers} workers`}`,
@@ -336,35 +335,39 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
       }
     }
     const ownCli = builds[0]!.cli;
-    const corsJwt = await startGatewayProcess(ownCli, corsJwtDoc(backendPort), 1, 'cors-jwt');
-    const token = await new SignJWT({ iss: 'bench-iss' }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(JWT_SECRET));
-    targets.push({
-      name: '(e) gateway + cors + jwt + rate-limiting, 1 process',
-      url: `${corsJwt.base}/users`,
-      cpu: corsJwt.cpu,
-      headers: [`Authorization: Bearer ${token}`, 'Origin: http://app.bench.test'],
-    });
-    for (const count of ROUTE_COUNTS) {
-      const gw = await startGatewayProcess(ownCli, manyRoutesDoc(backendPort, count), 1, `routes-${count}`);
-      targets.push({ name: `(r) gateway, ${count} routes, 1 process`, url: `${gw.base}/api/v1/service${count}/items`, cpu: gw.cpu });
+    if (wanted('e')) {
+      const corsJwt = await startGatewayProcess(ownCli, corsJwtDoc(backendPort), 1, 'cors-jwt');
+      const token = await new SignJWT({ iss: 'bench-iss' }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(JWT_SECRET));
+      targets.push({
+        name: '(e) gateway + cors + jwt + rate-limiting, 1 process',
+        url: `${corsJwt.base}/users`,
+        cpu: corsJwt.cpu,
+        headers: [`Authorization: Bearer ${token}`, 'Origin: http://app.bench.test'],
+      });
     }
-    const loadStarted = performance.now();
-    const loadCpu = process.cpuUsage();
-    compileConfig(manyRoutesDoc(backendPort, 5000), pluginEnvironment(silentLogger, new CounterStores(silentLogger)));
-    const loadMs = performance.now() - loadStarted;
-    const { user, system } = process.cpuUsage(loadCpu);
-    // The CPU time is the steadier figure on a shared machine: the wall time waits for the cores.
-    console.log(`loading a 5000-route file (validate and compile, in this process): ${loadMs.toFixed(0)} ms, CPU ${((user + system) / 1000).toFixed(0)} ms`);
-    report(
-      result({
-        name: 'gateway: loading a 5000-route declarative file',
-        unit: 'ms',
-        ours: loadMs,
-        baseline: 'the 1 s limit',
-        baselineValue: 1000,
-        better: 'lower',
-      }),
-    );
+    if (wanted('r')) {
+      for (const count of ROUTE_COUNTS) {
+        const gw = await startGatewayProcess(ownCli, manyRoutesDoc(backendPort, count), 1, `routes-${count}`);
+        targets.push({ name: `(r) gateway, ${count} routes, 1 process`, url: `${gw.base}/api/v1/service${count}/items`, cpu: gw.cpu });
+      }
+      const loadStarted = performance.now();
+      const loadCpu = process.cpuUsage();
+      compileConfig(manyRoutesDoc(backendPort, 5000), pluginEnvironment(silentLogger, new CounterStores(silentLogger)));
+      const loadMs = performance.now() - loadStarted;
+      const { user, system } = process.cpuUsage(loadCpu);
+      // The CPU time is the steadier figure on a shared machine: the wall time waits for the cores.
+      console.log(`loading a 5000-route file (validate and compile, in this process): ${loadMs.toFixed(0)} ms, CPU ${((user + system) / 1000).toFixed(0)} ms`);
+      report(
+        result({
+          name: 'gateway: loading a 5000-route declarative file',
+          unit: 'ms',
+          ours: loadMs,
+          baseline: 'the 1 s limit',
+          baselineValue: 1000,
+          better: 'lower',
+        }),
+      );
+    }
 
     for (const target of WARM_UP_SECONDS ? targets : []) {
       if (signal.aborted) break;
