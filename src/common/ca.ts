@@ -16,7 +16,7 @@ import { webcrypto, X509Certificate } from 'node:crypto';
 import { mkdtemp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
-import { writeFileAtomic } from './files.ts';
+import { readTextIfPresent, writeFileAtomic } from './files.ts';
 
 /** @peculiar/x509 (and the reflect-metadata it needs) load only when a certificate is issued. */
 async function loadX509() {
@@ -60,15 +60,6 @@ function serialNumber(prefix: string): string {
 /** The first PEM block with this label (`CERTIFICATE`, `PRIVATE KEY`) in `text`, with its last line break. */
 function pemBlock(text: string, label: string): string | undefined {
   return new RegExp(`-----BEGIN ${label}-----[^-]+-----END ${label}-----\n?`).exec(text)?.[0];
-}
-
-async function readIfPresent(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
 }
 
 function endsSoon(certificate: X509Certificate, now: number): boolean {
@@ -179,14 +170,14 @@ export async function ensureLocalCa(dataDir: string, names: readonly string[] = 
   const dir = resolve(dataDir, 'ca');
   const caCertPath = join(dir, CA_CERT);
   const leafPath = join(dir, LEAF);
-  const caCert = await readIfPresent(caCertPath);
+  const caCert = await readTextIfPresent(caCertPath);
   if (caCert === undefined || endsSoon(new X509Certificate(caCert), now())) {
     if (caCert !== undefined) await rm(dir, { recursive: true, force: true });
     await makeCa(dataDir, dir, names, now());
     return ensureLocalCa(dataDir, names, now);
   }
   const authority = new X509Certificate(caCert);
-  const leaf = parseLeaf(await readIfPresent(leafPath));
+  const leaf = parseLeaf(await readTextIfPresent(leafPath));
   const ours = leaf && issuedBy(leaf.certificate, authority) ? leaf : undefined;
   if (ours && !endsSoon(ours.certificate, now()) && carries(ours.certificate, names)) return { caCertPath, leafPath, caCert, cert: ours.cert, key: ours.key };
   const caKey = await readFile(join(dir, CA_KEY), 'utf8');

@@ -17,21 +17,12 @@
  * its whole line is on disk. A line the disk did not take whole (a short write, ENOSPC) is
  * cut off the log again and the change refused with the file system's error.
  */
-import { open, readFile, truncate } from 'node:fs/promises';
+import { open, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { syncDirectory, writeFileAtomic, writeWholeAt } from '../../common/files.ts';
+import { readTextIfPresent, syncDirectory, writeFileAtomic, writeWholeAt } from '../../common/files.ts';
 import type { BlobRecord } from './store.ts';
 
 type IndexChange = { put: BlobRecord } | { delete: string };
-
-async function readIfPresent(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-}
 
 /** The log's whole lines that parse as changes; a torn or stale fragment is not one. */
 function parseChanges(log: string): IndexChange[] {
@@ -80,9 +71,9 @@ export class BlobIndex {
   /** Loads blobs.json and the log's changes over it, and folds the log in. */
   static async load(dir: string, compactAfter: number): Promise<BlobIndex> {
     const index = new BlobIndex(dir, compactAfter);
-    const snapshot = await readIfPresent(index.snapshotPath);
+    const snapshot = await readTextIfPresent(index.snapshotPath);
     for (const record of snapshot ? (JSON.parse(snapshot) as BlobRecord[]) : []) index.records.set(record.name, record);
-    const log = await readIfPresent(index.logPath);
+    const log = await readTextIfPresent(index.logPath);
     index.logOnDisk = log !== undefined;
     for (const change of parseChanges(log ?? '')) {
       if ('put' in change) index.records.set(change.put.name, change.put);
