@@ -67,6 +67,8 @@ export const errors = {
     }),
   invalidQuery: (name: string) =>
     new StorageError(400, 'InvalidQueryParameterValue', `Value for one of the query parameters specified in the request URI is invalid: ${name}.`),
+  writeOnSecondary: () =>
+    new StorageError(403, 'AuthorizationFailure', 'This request is not authorized to perform this operation: the secondary endpoint is read-only.'),
   invalidUri: () => new StorageError(400, 'InvalidUri', 'The requested URI does not represent any resource on the server.'),
   invalidResourceName: () => new StorageError(400, 'InvalidResourceName', 'The specifed resource name contains invalid characters.'),
   outOfRangeInput: (what: string) => new StorageError(400, 'OutOfRangeInput', `One of the request inputs is out of range: ${what}.`),

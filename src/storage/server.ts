@@ -143,6 +143,7 @@ async function runSubrequest(app: FastifyInstance, sub: Subrequest, batch: Fasti
 
 /** Where `UseDevelopmentStorage=true` sends requests, in every storage SDK. */
 const DEVELOPMENT_ENDPOINT = 'http://127.0.0.1:10000/devstoreaccount1';
+const SECONDARY_SUFFIX = '-secondary';
 
 interface StorageServerContext {
   logger: Logger;
@@ -181,6 +182,9 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
     exposeHeadRoute: false,
     handler: async (request, reply) => {
       const target = resolveTarget(request, secure ? 'https' : 'http');
+      // The secondary endpoint of read-access geo-redundant storage names `<account>-secondary`; here both are one copy of the data.
+      const secondary = !ctx.accounts.has(target.account) && target.account.endsWith(SECONDARY_SUFFIX);
+      if (secondary) target.account = target.account.slice(0, -SECONDARY_SUFFIX.length);
       const account = ctx.accounts.get(target.account);
       const store = ctx.stores.get(target.account);
       const serviceProperties = ctx.serviceProperties.get(target.account);
@@ -227,6 +231,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         blob: target.blob,
         query,
         endpoint: target.endpoint,
+        secondary,
         limits: ctx.limits,
         responseHeaderOverrides: principal.scheme === 'SAS' ? principal.responseHeaders : {},
         blobWritten: () => ctx.blobsWritten.inc(),
@@ -242,6 +247,7 @@ function registerRoutes(app: FastifyInstance, ctx: StorageServerContext, secure:
         runSubrequest: (sub) => runSubrequest(app, sub, request),
         ...(principal.scheme === 'Bearer' ? { tokenIdentity: { objectId: principal.principalId, tenantId: principal.tenantId } } : {}),
       };
+      if (secondary && request.method !== 'GET' && request.method !== 'HEAD') throw errors.writeOnSecondary();
       if (!target.container) return serviceOperation(op);
       if (!target.blob) return containerOperation(op, target.container);
       return blobOperation(op, target.container, target.blob);

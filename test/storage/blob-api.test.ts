@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ContainerSASPermissions, type ContainerClient, type RestError } from '@azure/storage-blob';
-import { startSharedKeyStorage } from './helpers.ts';
+import { BlobServiceClient, ContainerSASPermissions, type ContainerClient, type RestError } from '@azure/storage-blob';
+import { developmentCredential, startSharedKeyStorage } from './helpers.ts';
 
 const refusedWith = (statusCode: number, code: string) => (err: RestError) => {
   assert.equal(err.statusCode, statusCode, err.message);
@@ -232,4 +232,36 @@ test('Get Account Information at the service, container and blob level', async (
   await container.create();
   assert.equal((await container.getAccountInfo()).accountKind, 'StorageV2');
   assert.equal((await container.getBlobClient('any').getAccountInfo()).skuName, 'Standard_LRS');
+});
+
+test('the secondary endpoint (<account>-secondary): Get Blob Service Stats there (refused on the primary), reads of the same data, writes refused', async (t) => {
+  const { service, storage } = await startSharedKeyStorage(t);
+  const container = service.getContainerClient('replicated');
+  await container.create();
+  await container.getBlockBlobClient('a.txt').upload('alpha', 5);
+  const secondaryUrl = `${storage.facts!.storage!.httpBlobEndpoint}-secondary`;
+  const secondary = new BlobServiceClient(secondaryUrl, developmentCredential);
+
+  const stats = await secondary.getStatistics();
+  assert.equal(stats.geoReplication?.status, 'live');
+  assert.ok(stats.geoReplication?.lastSyncOn instanceof Date && !Number.isNaN(stats.geoReplication.lastSyncOn.getTime()));
+  await assert.rejects(service.getStatistics(), refusedWith(400, 'InvalidQueryParameterValue'));
+
+  const mirror = secondary.getContainerClient('replicated');
+  assert.equal((await mirror.getBlockBlobClient('a.txt').downloadToBuffer()).toString(), 'alpha');
+  const names: string[] = [];
+  for await (const blob of mirror.listBlobsFlat()) names.push(blob.name);
+  assert.deepEqual(names, ['a.txt']);
+  await assert.rejects(mirror.getBlockBlobClient('b.txt').upload('beta', 4), refusedWith(403, 'AuthorizationFailure'));
+  await assert.rejects(mirror.getBlockBlobClient('a.txt').delete(), refusedWith(403, 'AuthorizationFailure'));
+  assert.equal((await container.getBlockBlobClient('a.txt').downloadToBuffer()).toString(), 'alpha');
+  assert.equal(await container.getBlockBlobClient('b.txt').exists(), false);
+  // Another account's name with the suffix is no account.
+  await assert.rejects(
+    new BlobServiceClient(`${storage.facts!.storage!.httpBlobEndpoint.replace('devstoreaccount1', 'nosuch')}-secondary`, developmentCredential).getStatistics(),
+    (err: RestError) => {
+      assert.equal(err.statusCode, 400);
+      return true;
+    },
+  );
 });

@@ -34,6 +34,8 @@ export interface Operation {
   query: URLSearchParams;
   /** ServiceEndpoint of listings: `https://host/<account>` (path style) or `https://host/` (host style). */
   endpoint: string;
+  /** Sent to the account's secondary endpoint (`<account>-secondary`): reads only, and Get Blob Service Stats. */
+  secondary: boolean;
   limits: StorageLimits;
   /** Checks the caller's data role (Reader to read and list, Contributor for the rest) or SAS permissions. */
   authorize(action: Action): Promise<void>;

@@ -3,7 +3,7 @@
  * (CORS rules enforced by cors.ts), Get Account Information (at any level of the URL),
  * Find Blobs by Tags across the account and Get User Delegation Key.
  */
-import { containerListXml, parseXmlBody, xml } from '../xml.ts';
+import { containerListXml, httpDate, parseXmlBody, xml } from '../xml.ts';
 import { errors } from '../errors.ts';
 import { listingQuery, page, smallBody, type Operation } from './context.ts';
 import { leaseElements } from './leases.ts';
@@ -28,6 +28,19 @@ export async function listContainers(op: Operation): Promise<void> {
     .code(200)
     .type('application/xml')
     .send(containerListXml(op.endpoint, result, query, (c) => leaseElements(c.lease, now)));
+}
+
+/**
+ * Get Blob Service Stats, on the secondary endpoint only (the primary refuses it, as the
+ * service does): the secondary is this same data, so replication is live and synced now.
+ */
+async function getServiceStats(op: Operation): Promise<void> {
+  await op.authorize('read');
+  if (!op.secondary) throw errors.invalidQuery('comp');
+  await op.reply
+    .code(200)
+    .type('application/xml')
+    .send(xml({ StorageServiceStats: { GeoReplication: { Status: 'live', LastSyncTime: httpDate(op.store.now()) } } }));
 }
 
 /** Get Account Information: the SKU and kind the SDK's getAccountInfo reads. */
@@ -111,5 +124,6 @@ export async function serviceOperation(op: Operation): Promise<void> {
   if (method === 'GET' && comp === 'blobs') return findBlobsByTags(op);
   if (restype === 'service' && comp === 'userdelegationkey' && method === 'POST') return getUserDelegationKey(op);
   if (comp === 'batch' && method === 'POST') return submitBatch(op);
+  if (restype === 'service' && comp === 'stats' && method === 'GET') return getServiceStats(op);
   throw errors.invalidQuery('comp');
 }
