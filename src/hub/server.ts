@@ -71,6 +71,7 @@ export async function startHub(given: Partial<HubOptions> & RuntimeExtras & { cl
     },
     logger,
   );
+  await hub.restoreFeedback();
   let mqtt;
   let amqp;
   let rest;

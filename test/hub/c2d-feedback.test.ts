@@ -3,15 +3,19 @@
  * `Expired` (past their time to live) and `DeliveryCountExceeded` (handed to
  * the device the hub's max delivery count of times), received by the service
  * SDK's feedback receiver; the hub's clock is injected, nothing sleeps.
+ * Records no receiver took are kept across a restart.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { cp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import deviceSdk from 'azure-iot-device';
 import mqttTransport from 'azure-iot-device-mqtt';
 import amqpTransport from 'azure-iot-device-amqp';
 import serviceSdk from 'azure-iothub';
 import { createSasToken } from '../../src/hub/domain/sas.ts';
 import type { FeedbackRecord } from '../../src/hub/domain/service-queue.ts';
+import { tempDataDir } from '../helpers/index.ts';
 import { eventually, routeServiceSdkTo, startTestHub, type TestHub } from './helpers.ts';
 
 const { Client } = deviceSdk;
@@ -117,4 +121,62 @@ test('C2D feedback: over HTTP, each receive counts a delivery; the third receive
   }
   assert.equal((await device('GET', '/devices/poller/messages/devicebound')).status, 204);
   assert.deepEqual(await feedbackOf('poller', 1), [['m-polled', 'DeliveryCountExceeded', 'Message delivery count exceeded']]);
+});
+
+test('C2D feedback: records no receiver took are kept across a restart of the hub, until the service takes them', async (t) => {
+  // The CA of the suite's hub, which the service SDK's connections trust here.
+  const dataDir = await tempDataDir(t);
+  await cp(join(hub.dataDir, 'ca'), join(dataDir, 'ca'), { recursive: true });
+  const settleOne = async (restarted: TestHub, messageId: string) => {
+    const key = await restarted.createDevice(`kept-${messageId}`);
+    const token = createSasToken(`localhost/devices/kept-${messageId}`, key, Math.floor(Date.now() / 1000) + 600);
+    const device = (method: string, path: string) => restarted.rest(method, path, undefined, { authorization: token });
+    await restarted.rest('POST', `/devices/kept-${messageId}/messages/devicebound`, { body: 'x', messageId, ack: 'full' });
+    const received = await device('GET', `/devices/kept-${messageId}/messages/devicebound`);
+    assert.equal((await device('DELETE', `/devices/kept-${messageId}/messages/devicebound/${String(received.headers.etag).replace(/"/g, '')}`)).status, 204);
+  };
+  const firstFeedback = async (restarted: TestHub) => {
+    const receiverClient = serviceSdk.Client.fromConnectionString(
+      `HostName=localhost:${restarted.amqpPort};SharedAccessKeyName=iothubowner;SharedAccessKey=${restarted.ownerKey}`,
+    );
+    await receiverClient.open();
+    const { result: receiver } = await receiverClient.getFeedbackReceiver();
+    const got: FeedbackRecord[] = [];
+    receiver.on('message', (message: DeviceMessage) => {
+      got.push(...(JSON.parse(message.getData().toString()) as FeedbackRecord[]));
+      void receiver.complete(message, () => undefined);
+    });
+    return { got, close: () => receiverClient.close() };
+  };
+
+  const first = await startTestHub(t, { dataDir });
+  await settleOne(first, 'before-restart');
+  await first.close();
+
+  const second = await startTestHub(t, { dataDir });
+  const taking = await firstFeedback(second);
+  await eventually(async () => (taking.got.length ? true : undefined), 10_000, 'the kept record after the restart');
+  assert.deepEqual(
+    taking.got.map((r) => [r.originalMessageId, r.statusCode]),
+    [['before-restart', 'Success']],
+  );
+  // Taken (accepted) by the receiver: dropped from the data dir's kept feedback once the disposition is in.
+  await eventually(
+    async () => ((JSON.parse(await readFile(join(dataDir, 'hub', 'feedback.json'), 'utf8')) as unknown[]).length === 0 ? true : undefined),
+    10_000,
+    'the taken record dropped from the store',
+  );
+  await taking.close();
+  await second.close();
+
+  const third = await startTestHub(t, { dataDir });
+  const next = await firstFeedback(third);
+  await settleOne(third, 'after-restart');
+  await eventually(async () => (next.got.length ? true : undefined), 10_000, 'a new record');
+  assert.deepEqual(
+    next.got.map((r) => r.originalMessageId),
+    ['after-restart'],
+    'the record taken before the restart is not delivered again',
+  );
+  await next.close();
 });

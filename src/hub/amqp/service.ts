@@ -22,11 +22,17 @@ const FILE_NOTIFICATIONS = '/messages/servicebound/filenotifications';
 /** A queue of the hub the service side receives from, and the receivers attached to it. */
 interface Outbox {
   senders: Set<Sender>;
-  /** The oldest item as a message, taken out, and how to give it back; undefined when empty. */
-  next(): { message: Message; giveBack(): void } | undefined;
+  /** The oldest item as a message, taken out, what to do once the service took it, and how to give it back; undefined when empty. */
+  next(): Sent | undefined;
 }
 
-function outbox<T>(queue: ServiceQueue<T>, toMessage: (item: T) => Message, onArrival: (box: Outbox) => void): Outbox {
+interface Sent {
+  message: Message;
+  taken(): void;
+  giveBack(): void;
+}
+
+function outbox<T>(queue: ServiceQueue<T>, toMessage: (item: T) => Message, onArrival: (box: Outbox) => void, onTaken?: (item: T) => void): Outbox {
   const box: Outbox = {
     senders: new Set(),
     next() {
@@ -34,6 +40,7 @@ function outbox<T>(queue: ServiceQueue<T>, toMessage: (item: T) => Message, onAr
       if (item === undefined) return undefined;
       return {
         message: toMessage(item),
+        taken: () => onTaken?.(item),
         giveBack() {
           queue.giveBack(item);
           onArrival(box);
@@ -47,8 +54,8 @@ function outbox<T>(queue: ServiceQueue<T>, toMessage: (item: T) => Message, onAr
 
 export class ServiceLinks {
   private readonly outboxes: Map<string, Outbox>;
-  /** How to give back the item each unsettled delivery carries. */
-  private readonly inFlight = new WeakMap<Delivery, () => void>();
+  /** The item each unsettled delivery carries. */
+  private readonly inFlight = new WeakMap<Delivery, Sent>();
 
   constructor(
     private readonly hub: DeviceHub,
@@ -59,7 +66,12 @@ export class ServiceLinks {
       // The service SDK's feedback receiver reads a batch: a JSON array of records.
       [
         FEEDBACK,
-        outbox(hub.feedback, (record) => ({ body: jsonSection([record]), content_type: 'application/vnd.microsoft.iothub.feedback.json' }) as Message, send),
+        outbox(
+          hub.feedback,
+          ({ record }) => ({ body: jsonSection([record]), content_type: 'application/vnd.microsoft.iothub.feedback.json' }) as Message,
+          send,
+          (kept) => void hub.feedbackTaken(kept).catch((err: unknown) => logger.error({ err }, 'feedback taken, but not dropped from the store')),
+        ),
       ],
       [
         FILE_NOTIFICATIONS,
@@ -123,7 +135,7 @@ export class ServiceLinks {
       while (sender.sendable()) {
         const next = box.next();
         if (!next) return;
-        this.inFlight.set(sender.send(next.message), next.giveBack);
+        this.inFlight.set(sender.send(next.message), next);
       }
     }
   }
@@ -132,11 +144,12 @@ export class ServiceLinks {
     for (const box of this.outboxes.values()) if (box.senders.has(sender)) this.send(box);
   }
 
-  /** An item the service did not take (released: the SDK's abandon) is given back for the next receiver. */
+  /** An item the service did not take (released: the SDK's abandon) is given back for the next receiver; one it took is gone. */
   onSettled(delivery: Delivery, outcome: 'accepted' | 'rejected' | 'released'): void {
-    const giveBack = this.inFlight.get(delivery);
-    if (!giveBack) return;
+    const sent = this.inFlight.get(delivery);
+    if (!sent) return;
     this.inFlight.delete(delivery);
-    if (outcome === 'released') giveBack();
+    if (outcome === 'released') sent.giveBack();
+    else sent.taken();
   }
 }

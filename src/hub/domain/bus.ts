@@ -6,7 +6,7 @@
  */
 import type { TelemetryMessage } from './messages.ts';
 import type { FileNotification } from './file-upload.ts';
-import type { FeedbackRecord } from './service-queue.ts';
+import type { KeptFeedback } from './service-queue.ts';
 import type { JsonObject, JsonValue } from './twin.ts';
 
 export type HubEvent =
@@ -22,7 +22,7 @@ export type HubEvent =
   /** An identity was deleted or disabled: its connections close. */
   | { type: 'revoked'; key: string }
   /** A C2D message whose sender asked for an acknowledgement was settled: the service side's feedback. */
-  | { type: 'feedback'; record: FeedbackRecord }
+  | { type: 'feedback'; kept: KeptFeedback }
   /** A device finished a file upload: the service side's file notification. */
   | { type: 'file-notification'; notification: FileNotification };
 

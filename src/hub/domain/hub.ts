@@ -12,7 +12,7 @@ import { C2dDelivery, type C2dOutcome } from './c2d.ts';
 import { createC2dMessage, describeBody, isoNow, MAX_TELEMETRY_BYTES, TelemetryLog, type C2dMessage, type DeadC2d, type PropertyBag } from './messages.ts';
 import { FileUploads, type FileNotification, type FileUploadGrant, type FileUploadSettings } from './file-upload.ts';
 import { hasRight, type Right } from './policies.ts';
-import { ServiceQueue, type FeedbackRecord } from './service-queue.ts';
+import { ServiceQueue, type FeedbackRecord, type KeptFeedback } from './service-queue.ts';
 import { parseQuery, runQuery } from './query.ts';
 import {
   authenticationView,
@@ -160,7 +160,7 @@ interface PendingMethod {
 export class DeviceHub {
   readonly telemetry: TelemetryLog;
   /** Delivery feedback waiting for the service side's feedback receiver. */
-  readonly feedback = new ServiceQueue<FeedbackRecord>(MAX_FEEDBACK_RECORDS);
+  readonly feedback = new ServiceQueue<KeptFeedback>(MAX_FEEDBACK_RECORDS);
   /** File notifications waiting for the service side's file notification receiver. */
   readonly fileNotifications = new ServiceQueue<FileNotification>(MAX_FEEDBACK_RECORDS);
   private readonly files: FileUploads;
@@ -183,7 +183,7 @@ export class DeviceHub {
 
   private handleEvent(event: HubEvent): void {
     if (event.type === 'telemetry') this.telemetry.append(event.message);
-    if (event.type === 'feedback') this.feedback.add(event.record);
+    if (event.type === 'feedback') this.feedback.add(event.kept);
     if (event.type === 'file-notification') this.fileNotifications.add(event.notification);
     if (event.type === 'method-response' && event.origin === this.settings.replicaId) {
       const pending = this.pendingMethods.get(event.rid);
@@ -416,18 +416,30 @@ export class DeviceHub {
     const ack = message.properties['iothub-ack'];
     const wanted = status === 'Success' ? ack === 'positive' || ack === 'full' : ack === 'negative' || ack === 'full';
     if (!wanted) return;
-    const record = await this.store.getIdentity(deviceId);
-    await this.bus.publish({
-      type: 'feedback',
+    const identity = await this.store.getIdentity(deviceId);
+    const kept: KeptFeedback = {
+      id: randomUUID(),
       record: {
         originalMessageId: message.system.messageId ?? message.id,
-        deviceGenerationId: record?.generationId ?? '',
+        deviceGenerationId: identity?.generationId ?? '',
         deviceId,
         enqueuedTimeUtc: new Date(this.now()).toISOString(),
         statusCode: status,
         description: FEEDBACK_DESCRIPTIONS[status],
       },
-    });
+    };
+    await this.store.keepFeedback(kept);
+    await this.bus.publish({ type: 'feedback', kept });
+  }
+
+  /** Feedback a receiver did not take before the hub last stopped waits for the next one. */
+  async restoreFeedback(): Promise<void> {
+    for (const kept of await this.store.keptFeedback()) this.feedback.add(kept);
+  }
+
+  /** The service took (accepted or rejected) a feedback record: it is gone for good. */
+  feedbackTaken(kept: KeptFeedback): Promise<void> {
+    return this.store.dropFeedback(kept.id);
   }
 
   async recordTelemetry(identity: Identity, bag: PropertyBag, payload: Buffer, topicBytes: number): Promise<void> {

@@ -16,6 +16,12 @@ export interface FeedbackRecord {
   description: string;
 }
 
+/** A feedback record as the hub keeps it until the service has taken it (the id names it in the store). */
+export interface KeptFeedback {
+  id: string;
+  record: FeedbackRecord;
+}
+
 export class ServiceQueue<T> {
   private readonly items: T[] = [];
   private readonly listeners = new Set<() => void>();

@@ -5,8 +5,12 @@
  */
 import type { C2dMessage, DeadC2d } from './messages.ts';
 import type { Policies } from './policies.ts';
+import type { KeptFeedback } from './service-queue.ts';
 import type { IdentityRecord } from './registry.ts';
 import type { CaCertificates } from './x509.ts';
+
+/** Feedback records kept for receivers that have not come yet. */
+export const MAX_KEPT_FEEDBACK = 10_000;
 
 export type IdentityChange = (record: IdentityRecord) => IdentityRecord;
 
@@ -39,6 +43,12 @@ export interface HubStore {
   /** The C2D subscription a clean=false session keeps between connections. */
   setPersistentC2dSubscription(deviceId: string, kept: boolean): Promise<void>;
   hasPersistentC2dSubscription(deviceId: string): Promise<boolean>;
+
+  /** Feedback not yet taken by the service (kept across restarts), oldest first; at most `MAX_KEPT_FEEDBACK`, the oldest go first. */
+  keepFeedback(kept: KeptFeedback): Promise<void>;
+  keptFeedback(): Promise<KeptFeedback[]>;
+  /** The service took (accepted or rejected) this feedback record. */
+  dropFeedback(id: string): Promise<void>;
 
   /** Which connection (on any replica) holds an identity now. */
   setOnline(key: string, connectionId: string): Promise<void>;

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { claimC2d, expireC2d, liveC2d, MAX_PENDING_C2D, queueFull, type C2dMessage, type DeadC2d } from '../domain/messages.ts';
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
-import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { MAX_KEPT_FEEDBACK, type HubStore, type IdentityChange } from '../domain/store.ts';
+import type { KeptFeedback } from '../domain/service-queue.ts';
 import type { CaCertificates } from '../domain/x509.ts';
 import { createFileExclusive, removeFile, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
@@ -247,6 +248,34 @@ export class FileStore implements HubStore {
 
   async hasPersistentC2dSubscription(deviceId: string): Promise<boolean> {
     return (await this.readC2d(deviceId)).subscribed;
+  }
+
+  private async readFeedback(): Promise<KeptFeedback[]> {
+    try {
+      return JSON.parse(await readFile(join(this.dir, 'feedback.json'), 'utf8')) as KeptFeedback[];
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /** Only the hub writes feedback, so a queue in this process orders the writes. */
+  private changeFeedback(change: (kept: KeptFeedback[]) => KeptFeedback[]): Promise<void> {
+    return this.writes.run('\0feedback', async () => {
+      await this.writer.write(join(this.dir, 'feedback.json'), JSON.stringify(change(await this.readFeedback())), 0o600);
+    });
+  }
+
+  keepFeedback(kept: KeptFeedback): Promise<void> {
+    return this.changeFeedback((all) => [...all, kept].slice(-MAX_KEPT_FEEDBACK));
+  }
+
+  keptFeedback(): Promise<KeptFeedback[]> {
+    return this.readFeedback();
+  }
+
+  dropFeedback(id: string): Promise<void> {
+    return this.changeFeedback((all) => all.filter((k) => k.id !== id));
   }
 
   async setOnline(key: string, connectionId: string): Promise<void> {

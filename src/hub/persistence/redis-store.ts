@@ -8,7 +8,8 @@ import type { Redis } from 'ioredis';
 import { claimC2d, expireC2d, liveC2d, MAX_PENDING_C2D, queueFull, type C2dMessage, type DeadC2d } from '../domain/messages.ts';
 import { newPolicies, withMissingPolicies, type Policies } from '../domain/policies.ts';
 import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRecord } from '../domain/registry.ts';
-import type { HubStore, IdentityChange } from '../domain/store.ts';
+import { MAX_KEPT_FEEDBACK, type HubStore, type IdentityChange } from '../domain/store.ts';
+import type { KeptFeedback } from '../domain/service-queue.ts';
 import type { CaCertificates } from '../domain/x509.ts';
 import { KeyedQueue } from './keyed-queue.ts';
 
@@ -166,6 +167,24 @@ export class RedisStore implements HubStore {
 
   async hasPersistentC2dSubscription(deviceId: string): Promise<boolean> {
     return (await this.redis.sismember(this.k('c2dsub'), deviceId)) === 1;
+  }
+
+  /** A hash by id; each record's enqueue time orders them. */
+  async keepFeedback(kept: KeptFeedback): Promise<void> {
+    await this.redis.hset(this.k('feedback'), kept.id, JSON.stringify(kept));
+    if ((await this.redis.hlen(this.k('feedback'))) > MAX_KEPT_FEEDBACK) {
+      const oldest = (await this.keptFeedback()).slice(0, -MAX_KEPT_FEEDBACK);
+      if (oldest.length) await this.redis.hdel(this.k('feedback'), ...oldest.map((k) => k.id));
+    }
+  }
+
+  async keptFeedback(): Promise<KeptFeedback[]> {
+    const all = Object.values(await this.redis.hgetall(this.k('feedback'))).map((text) => JSON.parse(text) as KeptFeedback);
+    return all.sort((a, b) => a.record.enqueuedTimeUtc.localeCompare(b.record.enqueuedTimeUtc));
+  }
+
+  async dropFeedback(id: string): Promise<void> {
+    await this.redis.hdel(this.k('feedback'), id);
   }
 
   async setOnline(key: string, connectionId: string): Promise<void> {
