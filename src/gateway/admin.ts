@@ -272,7 +272,7 @@ export async function startAdmin(runtime: GatewayRuntime, options: { host: strin
   app.get('/upstreams/:key/targets/all', children('upstreams', targetsOf));
   app.get(
     '/upstreams/:key/health',
-    children('upstreams', (id) => targetsOf(id).map((t) => ({ ...t, health: 'HEALTHCHECKS_OFF' }))),
+    children('upstreams', (id) => targetsOf(id).map((t) => ({ ...t, health: runtime.config.health.get(id)!.status(t.target) }))),
   );
   app.get('/upstreams/:key/targets/:target', async (request: FastifyRequest<{ Params: { key: string; target: string } }>, reply) => {
     const upstream = find('upstreams', request.params.key);

@@ -221,7 +221,6 @@ test('invalid upstreams and targets fail with the path of the bad key', () => {
   ]);
   assert.deepEqual(errorsOf(doc({ healthchecks: { passive: { unhealthy: { tcp_failures: 3 } }, active: { healthy: { interval: 5 } } } })), [
     "upstreams[0].healthchecks.active.healthy.interval: not supported by offcloud's gateway (active health checks); only 0 (off) is accepted",
-    "upstreams[0].healthchecks.passive.unhealthy.tcp_failures: not supported by offcloud's gateway (passive health checks (circuit breaker)); only 0 (off) is accepted",
   ]);
   assert.deepEqual(errorsOf(doc({ healthchecks: { passive: { unhealthy: { timeouts: -1, typo: 1 } } } })), [
     'upstreams[0].healthchecks.passive.unhealthy.typo: unknown field',

@@ -165,17 +165,15 @@ const offOnly = (field: IntegerField | NumberField, what: string): Field => ({
   check: (v: number) => (v > 0 ? `not supported by offcloud's gateway (${what}); only 0 (off) is accepted` : undefined),
 });
 const ACTIVE = 'active health checks';
-const PASSIVE = 'passive health checks (circuit breaker)';
 const statuses = (fallback: number[]): ArrayField => ({ type: 'array', default: fallback, elements: { type: 'integer', between: [100, 999] } });
 const record = (fields: Record<string, Field>): Field => ({ type: 'record', default: {}, fields });
 const COUNTER = 2 ** 31;
 
 /**
  * Kong's `healthchecks` record with its defaults (every probe and counter
- * 0, i.e. off). This gateway does not run health checks, so the settings
- * that would switch one on are refused: active probes run when an interval
- * is above 0, the passive circuit breaker when an unhealthy counter is (the
- * other fields do nothing then).
+ * 0, i.e. off). The passive checks (proxy/health.ts) run as Kong's; active
+ * probes are not run here, so an interval above 0 (which would switch them
+ * on) is refused.
  */
 const healthchecksField = record({
   active: record({
@@ -203,12 +201,12 @@ const healthchecksField = record({
     }),
     unhealthy: record({
       http_statuses: statuses([429, 500, 503]),
-      tcp_failures: offOnly(between(0, 255, 0), PASSIVE),
-      timeouts: offOnly(between(0, 255, 0), PASSIVE),
-      http_failures: offOnly(between(0, 255, 0), PASSIVE),
+      tcp_failures: between(0, 255, 0),
+      timeouts: between(0, 255, 0),
+      http_failures: between(0, 255, 0),
     }),
   }),
-  threshold: between(0, 100, 0, false),
+  threshold: { ...between(0, 100, 0, false), noEffect: 'the upstream is not judged as a whole; unhealthy targets are skipped one by one', asIf: 0 },
 });
 
 export const upstreamFields: Record<string, Field> = {

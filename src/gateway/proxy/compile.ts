@@ -12,6 +12,7 @@ import { PLUGINS } from '../plugins/index.ts';
 import type { ConsumerDirectory, PluginEnvironment, PluginInstance, PluginSlot } from '../plugins/types.ts';
 import { Balancer } from './balancer.ts';
 import { CertificateTable } from './certificates.ts';
+import { UpstreamHealth } from './health.ts';
 import { RouteTable } from './route-table.ts';
 import { compileRoutes, type RouteCandidate } from './router.ts';
 
@@ -28,6 +29,8 @@ export interface LoadedConfig {
   directory: ConsumerDirectory;
   /** The HTTPS listener's certificates by server name. */
   certificates: CertificateTable;
+  /** Each upstream's target health, by upstream id. */
+  health: ReadonlyMap<string, UpstreamHealth>;
 }
 
 const NO_GROUPS: readonly string[] = [];
@@ -100,7 +103,9 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
       return { entity, priority: definition.priority, handler: definition.create(entity.config, env, entity) };
     });
   const services = new Map(entities.services.map((s) => [s.id, s]));
-  const balancers = buildBalancers(entities);
+  // Health is the upstream's, whichever of its services the traffic came through.
+  const health = new Map(entities.upstreams.map((u) => [u.id, new UpstreamHealth(u)]));
+  const balancers = buildBalancers(entities, health);
   const candidates = compileRoutes(
     entities.routes
       .filter((route) => services.get(route.service!.id)!.enabled)
@@ -117,18 +122,19 @@ export function compileConfig(doc: unknown, env: PluginEnvironment, now = Date.n
     routes: new RouteTable(candidates),
     directory: buildDirectory(entities, now),
     certificates: new CertificateTable(entities),
+    health,
   };
 }
 
 /** A balancer for each service whose host is an upstream's name (Kong resolves the host against upstreams first). */
-function buildBalancers(entities: Entities): Map<Service, Balancer> {
+function buildBalancers(entities: Entities, health: ReadonlyMap<string, UpstreamHealth>): Map<Service, Balancer> {
   const byName = new Map(entities.upstreams.map((u) => [u.name, u]));
   const balancers = new Map<Service, Balancer>();
   for (const service of entities.services) {
     const upstream = byName.get(service.host);
     if (!upstream) continue;
     const targets = entities.targets.filter((t) => t.upstream.id === upstream.id);
-    balancers.set(service, new Balancer(service, upstream, targets));
+    balancers.set(service, new Balancer(service, upstream, targets, health.get(upstream.id)!));
   }
   return balancers;
 }

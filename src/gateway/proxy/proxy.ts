@@ -30,6 +30,12 @@ import { normalizePath, upstreamPath, withoutPort, type RouteMatch } from './rou
 import type { ProxyTraffic } from './traffic.ts';
 import { WholeAnswer } from './whole-answer.ts';
 
+/** A balanced request's tries: `next` gives the next target (the one before failed), `current` is the one in use. */
+interface PeerTries {
+  current: Peer | null;
+  next: () => Service;
+}
+
 /** What the proxy calls itself in Via and Server (it does not claim to be Kong). */
 export const PRODUCT = 'offcloud-gateway/0.1';
 /** The gateway's own Via entry. */
@@ -465,15 +471,21 @@ export class GatewayProxy {
    * first means the previous target failed, and each sets the Host header
    * for its target unless the client's is preserved.
    */
-  private peers(balancer: Balancer, headers: Record<string, string | string[]>, preserveHost: boolean): () => Service {
+  private peers(balancer: Balancer, headers: Record<string, string | string[]>, preserveHost: boolean): PeerTries {
     const failed: Peer[] = [];
-    let current: Peer | null = null;
-    return () => {
-      if (current) failed.push(current);
-      current = balancer.pick(failed);
-      if (!preserveHost) headers.host = current.hostHeader;
-      return current.service;
+    const tries = {
+      current: null as Peer | null,
+      next: () => {
+        if (tries.current) {
+          failed.push(tries.current);
+          balancer.health.report(tries.current.target, 'tcp_failure');
+        }
+        const current = (tries.current = balancer.pick(failed));
+        if (!preserveHost) headers.host = current.hostHeader;
+        return current.service;
+      },
     };
+    return tries;
   }
 
   private forward(
@@ -514,9 +526,10 @@ export class GatewayProxy {
     const sentAt = performance.now();
     const { traffic } = this.options;
     const whole = ctx.later !== null && ctx.later.some(hasBodyPhase) ? new WholeAnswer(res, ctx, ctx.later.filter(hasBodyPhase)) : null;
-    return this.options.pools.forward({
+    const tries = balancer ? this.peers(balancer, headers, preserveHost) : null;
+    const forwarded = this.options.pools.forward({
       service,
-      peer: balancer ? this.peers(balancer, headers, preserveHost) : undefined,
+      peer: tries?.next,
       method: ctx.method,
       path,
       headers,
@@ -531,7 +544,15 @@ export class GatewayProxy {
         if (ctx.later !== null) afterAnswer(ctx, ctx.later, status, headers, answeredAt - info.started, answeredAt - sentAt, 'service');
         if (whole) whole.head(status, headers);
         else res.writeHead(status, headers);
+        if (tries?.current && balancer!.health.enabled) balancer!.health.report(tries.current.target, { status });
       },
+    });
+    if (!tries || !balancer!.health.enabled) return forwarded;
+    // Kong's passive checks count the last try's failure too: a timeout as a timeout, else a failed connection.
+    return forwarded.catch((err: unknown) => {
+      const outcome = err instanceof GatewayError ? (err.status === 504 ? 'timeout' : err.status === 502 ? 'tcp_failure' : null) : null;
+      if (tries.current && outcome && !res.headersSent) balancer!.health.report(tries.current.target, outcome);
+      throw err;
     });
   }
 

@@ -28,7 +28,7 @@ const prometheusFields: Record<string, Field> = {
   upstream_health_metrics: {
     type: 'boolean',
     default: false,
-    noEffect: 'this gateway runs no health checks, so there is no target health to report',
+    noEffect: 'target health is not exported as metrics (see the admin API /upstreams/{name}/health)',
     asIf: false,
   },
   ai_metrics: { type: 'boolean', default: false, noEffect: 'no AI plugins here', asIf: false },
