@@ -9,6 +9,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { removeStaleTemporaries, writeFileAtomic, writeWholeAt } from '../common/files.ts';
+import { SerialQueue } from '../common/serial-queue.ts';
 import { CONTAINER_KINDS, type ContainerKind, type UsageReport } from '../cognitive/protocol.ts';
 import { QuotaExceededError, UnknownResourceError } from './errors.ts';
 
@@ -66,7 +67,7 @@ export class BillingStore {
   #usage: UsageRecord[] = [];
   /** `<resource id> <report id>` of every recorded report: ids are unique per resource, not across resources. */
   #reportIds = new Set<string>();
-  #appending: Promise<void> = Promise.resolve();
+  readonly #appends = new SerialQueue();
   /** Bytes of whole lines in the usage log: the next report is written there. */
   #usageLength = 0;
 
@@ -167,7 +168,7 @@ export class BillingStore {
    * are its own business.
    */
   recordUsage(resource: Resource, report: UsageReport & { reportId: string }): Promise<void> {
-    const write = this.#appending.then(async () => {
+    return this.#appends.run(async () => {
       const key = reportKey(resource.id, report.reportId);
       if (this.#reportIds.has(key) || report.meters.length === 0) return;
       const record: UsageRecord = { ...report, resourceId: resource.id, receivedAt: new Date().toISOString() };
@@ -177,8 +178,6 @@ export class BillingStore {
       this.#usage.push(record);
       this.#reportIds.add(key);
     });
-    this.#appending = write.catch(() => undefined);
-    return write;
   }
 
   /** Totals per resource, period and meter, oldest period first. */

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
+import { SerialQueue } from '../common/serial-queue.ts';
 import {
   API_KEY_HEADER,
   API_STATUS_MESSAGES,
@@ -63,7 +64,7 @@ export class BillingConnection {
   #unsent: UsageBatch | null = null;
   #lastContact: Date | null = null;
   #timer: NodeJS.Timeout | null = null;
-  #cycle: Promise<void> = Promise.resolve();
+  readonly #calls = new SerialQueue();
   #closed = false;
   readonly #identity: ContainerIdentity;
   readonly #agent: Agent;
@@ -169,11 +170,10 @@ export class BillingConnection {
 
   /** One call at a time: a slow billing endpoint never gets overlapping reports. */
   #run(call: () => Promise<ApiStatus>): Promise<void> {
-    this.#cycle = this.#cycle.then(async () => {
+    return this.#calls.run(async () => {
       if (this.#closed) return;
       this.#setStatus(await call());
     });
-    return this.#cycle;
   }
 
   #schedule(): void {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../common/errors.ts';
 import { ScoringError } from './errors.ts';
 import { withFileLock, writeFileAtomic } from '../common/files.ts';
+import { SerialQueue } from '../common/serial-queue.ts';
 
 export interface ServiceKeys {
   primaryKey: string;
@@ -75,7 +76,7 @@ export class KeyStore {
   private cached: KeyFile | null = null;
   /** Identity of the file the cache was read from: a rename-over gives a new inode. */
   private cachedVersion = '';
-  private writes: Promise<unknown> = Promise.resolve();
+  private readonly writes = new SerialQueue();
 
   constructor(readonly path: string) {}
 
@@ -109,7 +110,7 @@ export class KeyStore {
    * a key while the running front-end does), so each reads the others' changes.
    */
   private update<T>(change: (file: KeyFile) => T): Promise<T> {
-    const next = this.writes.then(() =>
+    return this.writes.run(() =>
       withFileLock(this.path, async () => {
         const file: KeyFile = structuredClone((await this.read()) ?? { adminKey: newKey(), services: {} });
         const result = change(file);
@@ -117,8 +118,6 @@ export class KeyStore {
         return result;
       }),
     );
-    this.writes = next.catch(() => undefined);
-    return next;
   }
 
   /** Makes keys for the services that have none yet (first start); existing keys stay. */

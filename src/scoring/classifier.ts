@@ -7,6 +7,7 @@
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { StartupError } from '../common/errors.ts';
+import { SerialQueue } from '../common/serial-queue.ts';
 import { invalidBody } from './errors.ts';
 import type { InputScale, ModelOutput } from './options.ts';
 import { INPUT_SHAPE, type ChannelTransform, type TensorBody } from './tensor-body.ts';
@@ -126,7 +127,7 @@ function readsPixels(inputScale: InputScale): boolean {
 
 export class ImageClassifier {
   /** Runs wait here so that one run at a time gets every thread, instead of runs fighting over cores. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly runs = new SerialQueue();
   /**
    * Give this to the body reader: a body of pixel integers then comes with
    * the model's input already written (the same float32 values
@@ -187,19 +188,17 @@ export class ImageClassifier {
 
   /** The model itself on a prepared input: its raw output and the seconds the run took. */
   run(input: Float32Array): Promise<{ output: Float32Array; seconds: number }> {
-    const next = this.queue.then(async () => {
+    return this.runs.run(async () => {
       const tensor = new ort.Tensor('float32', input, INPUT_SHAPE);
       const started = performance.now();
       const results = await this.session.run({ [this.inputName]: tensor });
       const seconds = (performance.now() - started) / 1000;
       return { output: results[this.outputName]!.data as Float32Array, seconds };
     });
-    this.queue = next.catch(() => undefined);
-    return next;
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.runs.idle();
     await this.session.release();
   }
 }

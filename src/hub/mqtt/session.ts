@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { C2dDelivery } from '../domain/c2d.ts';
 import type { DeviceConnection, DeviceHub } from '../domain/hub.ts';
 import type { SubscriptionKind } from './topics.ts';
+import { SerialQueue } from '../../common/serial-queue.ts';
 
 export class DeviceSession {
   readonly connectionId = randomUUID();
@@ -14,7 +15,7 @@ export class DeviceSession {
   /** Devices only: modules get no cloud-to-device messages. */
   c2d: C2dDelivery | undefined;
   closed = false;
-  private tail: Promise<unknown> = Promise.resolve();
+  private readonly publishes = new SerialQueue();
 
   constructor(
     readonly client: Client,
@@ -29,9 +30,7 @@ export class DeviceSession {
 
   /** Publishes from one device are handled in order, even when aedes reads several at once. */
   serially<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(task, task);
-    this.tail = next.catch(() => undefined);
-    return next;
+    return this.publishes.run(task);
   }
 
   /** Straight to this one client: the hub is not a broker, nothing goes through aedes' routing. */

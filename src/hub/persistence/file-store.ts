@@ -16,7 +16,7 @@ import type { CaCertificates } from '../domain/x509.ts';
 import { createFileExclusive, removeFile, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
 import { fileVersion } from './durable-write-worker.ts';
 import { DurableWriter, StaleFile } from './durable-writer.ts';
-import { KeyedQueue } from './keyed-queue.ts';
+import { KeyedSerialQueue } from '../../common/serial-queue.ts';
 
 /** A device's pending C2D messages and whether a clean=false session keeps its subscription. */
 interface C2dState {
@@ -35,7 +35,7 @@ const MAX_KNOWN_RECORDS = 10_000;
 
 export class FileStore implements HubStore {
   private readonly dir: string;
-  private readonly writes = new KeyedQueue();
+  private readonly writes = new KeyedSerialQueue();
   private readonly writer = new DurableWriter();
   private readonly known = new Map<string, KnownRecord>();
   private readonly online = new Map<string, string>();

@@ -11,7 +11,7 @@ import { alreadyExists, identityKey, notFound, parseIdentityKey, type IdentityRe
 import { MAX_KEPT_FEEDBACK, type HubStore, type IdentityChange } from '../domain/store.ts';
 import type { KeptFeedback } from '../domain/service-queue.ts';
 import type { CaCertificates } from '../domain/x509.ts';
-import { KeyedQueue } from './keyed-queue.ts';
+import { KeyedSerialQueue } from '../../common/serial-queue.ts';
 
 /** Deletes a key (or hash field) only while it still holds the caller's value. */
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -20,7 +20,7 @@ const SET_IF_UNCHANGED = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.ca
 const LOCK_MS = 5000;
 
 export class RedisStore implements HubStore {
-  private readonly local = new KeyedQueue();
+  private readonly local = new KeyedSerialQueue();
 
   constructor(
     private readonly redis: Redis,

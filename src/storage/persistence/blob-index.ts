@@ -20,6 +20,7 @@
 import { open, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTextIfPresent, syncDirectory, writeFileAtomic, writeWholeAt } from '../../common/files.ts';
+import { SerialQueue } from '../../common/serial-queue.ts';
 import type { BlobRecord } from './store.ts';
 
 type IndexChange = { put: BlobRecord } | { delete: string };
@@ -47,8 +48,8 @@ export class BlobIndex {
   private logChanges = 0;
   /** Whether the log's folder entry is on disk (a new log's is synced after its first line). */
   private logOnDisk = false;
-  /** Settles when the last change or compaction asked for has ended. */
-  private turn: Promise<unknown> = Promise.resolve();
+  /** Changes and compactions, one at a time in the order asked for. */
+  private readonly turns = new SerialQueue();
 
   private constructor(
     private readonly dir: string,
@@ -89,7 +90,7 @@ export class BlobIndex {
 
   /** Sets a blob's record once the change is on disk. */
   put(record: BlobRecord): Promise<void> {
-    return this.inTurn(async () => {
+    return this.turns.run(async () => {
       await this.append({ put: record });
       this.records.set(record.name, record);
     });
@@ -97,17 +98,10 @@ export class BlobIndex {
 
   /** Removes a blob's record once the change is on disk. */
   delete(name: string): Promise<void> {
-    return this.inTurn(async () => {
+    return this.turns.run(async () => {
       await this.append({ delete: name });
       this.records.delete(name);
     });
-  }
-
-  /** Runs `work` after every change and compaction asked for before it. */
-  private inTurn<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.turn.then(work);
-    this.turn = run.catch(() => undefined);
-    return run;
   }
 
   /** Writes a change's line whole and flushes it, or cuts the log back to its acknowledged end and throws. */
@@ -129,7 +123,7 @@ export class BlobIndex {
 
   /** Folds the log into blobs.json once it holds as many changes as the container has blobs. */
   compactIfDue(): Promise<void> {
-    return this.inTurn(async () => {
+    return this.turns.run(async () => {
       if (this.logChanges >= Math.max(this.compactAfter, this.records.size)) await this.compact();
     });
   }

@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
 import { syncDirectory, writeFileAtomic } from '../../common/files.ts';
+import { KeyedSerialQueue } from '../../common/serial-queue.ts';
 import { errors } from '../errors.ts';
 import { DEFAULT_COMPACT_INDEX_AFTER } from '../options.ts';
 import { BlobIndex } from './blob-index.ts';
@@ -286,8 +287,11 @@ function isZero(bytes: Buffer): boolean {
 
 export class AccountStore {
   private readonly containers = new Map<string, ContainerState>();
-  /** Per container name: settles when its last creation or deletion has ended. */
-  private readonly nameTurns = new Map<string, Promise<void>>();
+  /**
+   * Creations and deletions of one container name, one after another in the order they
+   * arrived, so that a deletion never removes the folder of a creation after it.
+   */
+  private readonly nameTurns = new KeyedSerialQueue();
   private etagCounter = 0;
 
   /**
@@ -346,26 +350,9 @@ export class AccountStore {
     return state;
   }
 
-  /**
-   * Runs creations and deletions of one container name one after another, in the order
-   * they arrived, so that a deletion never removes the folder of a creation after it.
-   */
-  private inNameOrder<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.nameTurns.get(name) ?? Promise.resolve()).then(work);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.nameTurns.set(name, settled);
-    void settled.then(() => {
-      if (this.nameTurns.get(name) === settled) this.nameTurns.delete(name);
-    });
-    return run;
-  }
-
   /** Creates a container; it is listed once its folder and container.json are on disk. */
   createContainer(name: string, metadata: Record<string, string>): Promise<ContainerRecord> {
-    return this.inNameOrder(name, async () => {
+    return this.nameTurns.run(name, async () => {
       if (this.containers.has(name)) throw errors.containerExists();
       const now = Date.now();
       const record: ContainerRecord = { name, created: now, modified: now, etag: this.newEtag(), metadata };
@@ -392,7 +379,7 @@ export class AccountStore {
    * is discarded at start, so the container leaves memory only once that removal is done.
    */
   deleteContainer(name: string): Promise<void> {
-    return this.inNameOrder(name, async () => {
+    return this.nameTurns.run(name, async () => {
       const state = this.state(name);
       const run = state.queue.then(async () => {
         await rm(join(state.dir, 'container.json'), { force: true });
