@@ -2,13 +2,14 @@
  * The billing endpoint's state in the data dir: resources (kind, hashed key,
  * quota) in resources.json, written atomically; usage reports appended to
  * usage.jsonl, one JSON line each, flushed to disk before a report is
- * acknowledged. A line torn by a crash was never acknowledged: it is cut off
- * when the log is opened.
+ * acknowledged (common/append-log.ts: a line torn by a crash was never
+ * acknowledged and is cut off when the log is opened).
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { readFile, stat, truncate } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeStaleTemporaries, writeFileAtomic, writeWholeAt } from '../common/files.ts';
+import { AppendLog } from '../common/append-log.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../common/files.ts';
 import { SerialQueue } from '../common/serial-queue.ts';
 import { CONTAINER_KINDS, type ContainerKind, type UsageReport } from '../cognitive/protocol.ts';
 import { QuotaExceededError, UnknownResourceError } from './errors.ts';
@@ -68,26 +69,23 @@ export class BillingStore {
   /** `<resource id> <report id>` of every recorded report: ids are unique per resource, not across resources. */
   #reportIds = new Set<string>();
   readonly #appends = new SerialQueue();
-  /** Bytes of whole lines in the usage log: the next report is written there. */
-  #usageLength = 0;
+  readonly #usageLog: AppendLog;
 
-  private constructor(readonly dir: string) {}
+  private constructor(
+    readonly dir: string,
+    usageLog: AppendLog,
+  ) {
+    this.#usageLog = usageLog;
+  }
 
   /** Loads resources and the usage log (cutting off a torn last line). */
   static async open(dataDir: string): Promise<BillingStore> {
-    const store = new BillingStore(billingDir(dataDir));
+    const dir = billingDir(dataDir);
+    const { log, entries } = await AppendLog.open(join(dir, 'usage.jsonl'), 0o600);
+    const store = new BillingStore(dir, log);
     await removeStaleTemporaries(store.#resourcesPath);
     await store.refreshResources();
-    const log = await readFile(store.#usagePath, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return '';
-      throw err;
-    });
-    const complete = log.slice(0, log.lastIndexOf('\n') + 1);
-    store.#usageLength = Buffer.byteLength(complete);
-    if (complete.length < log.length) await truncate(store.#usagePath, store.#usageLength);
-    for (const line of complete.split('\n')) {
-      if (!line) continue;
-      const record = JSON.parse(line) as UsageRecord;
+    for (const record of entries as UsageRecord[]) {
       store.#usage.push(record);
       store.#reportIds.add(reportKey(record.resourceId, record.reportId));
     }
@@ -96,10 +94,6 @@ export class BillingStore {
 
   get #resourcesPath(): string {
     return join(this.dir, 'resources.json');
-  }
-
-  get #usagePath(): string {
-    return join(this.dir, 'usage.jsonl');
   }
 
   get resources(): readonly Resource[] {
@@ -172,9 +166,7 @@ export class BillingStore {
       const key = reportKey(resource.id, report.reportId);
       if (this.#reportIds.has(key) || report.meters.length === 0) return;
       const record: UsageRecord = { ...report, resourceId: resource.id, receivedAt: new Date().toISOString() };
-      const line = Buffer.from(JSON.stringify(record) + '\n');
-      await writeWholeAt(this.#usagePath, this.#usageLength, line, 0o600);
-      this.#usageLength += line.length;
+      await this.#usageLog.append(record);
       this.#usage.push(record);
       this.#reportIds.add(key);
     });

@@ -1,14 +1,19 @@
 /**
- * A pool of worker threads that each load something heavy once (models) and
- * then take tasks one at a time from one FIFO queue, so that concurrent
- * requests spread over the cores and none waits behind a busy worker while
- * another is free (DESIGN "The event loop stays free"). A worker that dies
- * fails its one task and is replaced.
+ * Worker threads that each load something once (models, a key) and then take
+ * tasks from one FIFO queue, so that concurrent requests spread over the
+ * cores and none waits behind a busy worker while another is free (DESIGN
+ * "The event loop stays free"). Every worker thread that answers requests is
+ * one of these: the model pools (`WorkerPool.start`, loaded before the
+ * server listens) and the single workers that take work off a busy event
+ * loop (`WorkerPool.whenNeeded`: the hub's durable writes, htpasswd checks).
+ * A worker that dies fails the tasks it held; an eager pool replaces it at
+ * once, a pool started when needed with the next task. A worker keeps the
+ * process alive only while it loads or holds a task: an idle pool does not.
  *
  * The worker module calls `serveTasks` with a loader; the loader's handler
  * answers each task. A handler's thrown error reaches the caller as an Error
- * with the same message: answers the caller must tell apart (an API refusal)
- * belong in the handler's return value.
+ * with the same message: answers the caller must tell apart (an API refusal,
+ * a stale file) belong in the handler's return value.
  */
 import { parentPort, workerData, type TransferListItem, type Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -34,7 +39,8 @@ interface Slot<In, Out> {
   worker: Worker;
   /** False until the worker has loaded; only loaded workers get tasks. */
   loaded: boolean;
-  busy: Task<In, Out> | null;
+  /** The tasks it holds, by id. */
+  tasks: Map<number, Task<In, Out>>;
 }
 
 export interface WorkerPoolOptions {
@@ -43,6 +49,11 @@ export interface WorkerPoolOptions {
   /** The worker module (a .ts file that calls serveTasks). */
   module: URL;
   size: number;
+  /**
+   * Tasks one worker holds at once. 1 (the default) for work that keeps its
+   * thread busy (a model run); more for work that mostly waits (file writes).
+   */
+  tasksPerWorker?: number;
   /** Handed to the worker's loader. */
   workerData?: unknown;
   logger?: Logger;
@@ -54,11 +65,15 @@ export class WorkerPool<In, Out> {
   private nextId = 1;
   private closing = false;
 
-  private constructor(private readonly options: WorkerPoolOptions) {}
+  private constructor(
+    private readonly options: WorkerPoolOptions,
+    /** Workers start when tasks wait for them, not all at once. */
+    private readonly startsWhenNeeded: boolean,
+  ) {}
 
   /** Starts `size` workers and resolves once every one has loaded. */
   static async start<In, Out>(options: WorkerPoolOptions): Promise<WorkerPool<In, Out>> {
-    const pool = new WorkerPool<In, Out>(options);
+    const pool = new WorkerPool<In, Out>(options, false);
     try {
       await Promise.all(Array.from({ length: options.size }, () => pool.addWorker()));
     } catch (err) {
@@ -66,6 +81,14 @@ export class WorkerPool<In, Out> {
       throw err;
     }
     return pool;
+  }
+
+  /**
+   * A pool with no worker until a task comes; then workers start, up to
+   * `size`. A worker that cannot load fails the tasks waiting for it.
+   */
+  static whenNeeded<In, Out>(options: WorkerPoolOptions): WorkerPool<In, Out> {
+    return new WorkerPool<In, Out>(options, true);
   }
 
   /** Workers loaded and taking tasks. */
@@ -84,7 +107,7 @@ export class WorkerPool<In, Out> {
 
   async close(): Promise<void> {
     this.closing = true;
-    for (const task of this.queue.splice(0)) task.reject(new Error(`${this.options.name} is shutting down`));
+    this.failQueued(new Error(`${this.options.name} is shutting down`));
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
@@ -93,30 +116,43 @@ export class WorkerPool<In, Out> {
     return new Promise((resolve, reject) => {
       const worker = startTypeScriptWorker(this.options.module, { workerData: this.options.workerData });
       // Listed at once, so that close() also ends a worker still loading.
-      const slot: Slot<In, Out> = { worker, loaded: false, busy: null };
+      const slot: Slot<In, Out> = { worker, loaded: false, tasks: new Map() };
       this.slots.push(slot);
+      let loadError: StartupError | undefined;
       worker.on('message', (message: ToPool<Out>) => {
         if (message.type === 'ready') {
           slot.loaded = true;
           resolve();
           this.dispatch();
+          if (slot.tasks.size === 0) worker.unref();
         } else if (message.type === 'load-failed') {
-          reject(new StartupError(`${name}: a worker thread could not load: ${message.message}`));
+          loadError = new StartupError(`${name}: a worker thread could not load: ${message.message}`);
           void worker.terminate();
         } else {
           this.finish(slot, message);
         }
       });
       worker.on('error', (err) => {
-        if (!slot.loaded) reject(new StartupError(`${name}: a worker thread failed to start: ${err.message}`));
+        if (!slot.loaded) loadError = new StartupError(`${name}: a worker thread failed to start: ${err.message}`);
         else logger?.error({ err }, `${name} worker thread failed`);
       });
       worker.on('exit', (code) => {
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots.splice(index, 1);
-        // A worker that died (or was ended by close) takes its one task with it.
-        slot.busy?.reject(new Error(`${name} worker thread exited with code ${code}`));
-        if (!slot.loaded || this.closing) return;
+        // A worker that died (or was ended by close) takes its tasks with it.
+        for (const task of slot.tasks.values()) task.reject(new Error(`${name} worker thread exited with code ${code}`));
+        if (!slot.loaded) {
+          const err = loadError ?? new StartupError(`${name}: a worker thread exited with code ${code} while loading`);
+          reject(err);
+          // Tasks waiting for a worker that could not load fail with its reason, unless another worker may take them.
+          if (this.startsWhenNeeded && this.slots.length === 0) this.failQueued(err);
+          return;
+        }
+        if (this.closing) return;
+        if (this.startsWhenNeeded) {
+          this.dispatch();
+          return;
+        }
         logger?.error({ code }, `${name} worker thread exited; starting another`);
         this.addWorker().catch((err: Error) => logger?.error({ err }, `${name} worker thread could not be replaced`));
       });
@@ -124,23 +160,35 @@ export class WorkerPool<In, Out> {
   }
 
   private finish(slot: Slot<In, Out>, message: Extract<ToPool<Out>, { id: number }>): void {
-    const task = slot.busy;
-    slot.busy = null;
-    if (task?.message.id === message.id) {
+    const task = slot.tasks.get(message.id);
+    slot.tasks.delete(message.id);
+    if (task) {
       if (message.type === 'done') task.resolve(message.value);
       else task.reject(new Error(message.message));
     }
     this.dispatch();
+    if (slot.tasks.size === 0) slot.worker.unref();
   }
 
   private dispatch(): void {
+    const perWorker = this.options.tasksPerWorker ?? 1;
     for (const slot of this.slots) {
-      if (slot.busy || !slot.loaded) continue;
-      const task = this.queue.shift();
-      if (!task) return;
-      slot.busy = task;
-      slot.worker.postMessage(task.message, task.transfer);
+      while (slot.loaded && slot.tasks.size < perWorker) {
+        const task = this.queue.shift();
+        if (!task) return;
+        if (slot.tasks.size === 0) slot.worker.ref();
+        slot.tasks.set(task.message.id, task);
+        slot.worker.postMessage(task.message, task.transfer);
+      }
     }
+    if (this.startsWhenNeeded && this.queue.length > 0 && !this.closing && this.slots.every((slot) => slot.loaded) && this.slots.length < this.options.size) {
+      // Its failure to load is handled when it exits.
+      this.addWorker().catch(() => undefined);
+    }
+  }
+
+  private failQueued(err: Error): void {
+    for (const task of this.queue.splice(0)) task.reject(err);
   }
 }
 

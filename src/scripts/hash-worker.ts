@@ -1,21 +1,10 @@
-/** The worker thread that checks passwords against htpasswd hashes, one request at a time, for HashVerifier. */
-import { parentPort } from 'node:worker_threads';
+/** The worker thread that checks passwords against htpasswd hashes for HashVerifier. */
+import { serveTasks } from '../common/worker-pool.ts';
 import { passwordMatches, type Entry } from './hashes.ts';
 
 export interface HashCheck {
-  id: number;
   password: string;
   entry: Entry;
 }
 
-export interface HashAnswer {
-  id: number;
-  matches: boolean;
-}
-
-parentPort?.on('message', (check: HashCheck) => {
-  void passwordMatches(check.password, check.entry).then(
-    (matches) => parentPort?.postMessage({ id: check.id, matches } satisfies HashAnswer),
-    () => parentPort?.postMessage({ id: check.id, matches: false } satisfies HashAnswer),
-  );
-});
+await serveTasks<HashCheck, boolean>(async () => (check) => passwordMatches(check.password, check.entry));

@@ -9,11 +9,10 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { ConfigError } from '../common/errors.ts';
-import { startTypeScriptWorker } from '../common/worker.ts';
-import type { HashAnswer, HashCheck } from './hash-worker.ts';
+import { WorkerPool } from '../common/worker-pool.ts';
+import type { HashCheck } from './hash-worker.ts';
 import { hashKind, type Entry } from './hashes.ts';
 
 function describeUnsupported(hash: string): string {
@@ -55,49 +54,23 @@ export function parseBasicAuthorization(header: string | undefined): { user: str
 /**
  * Checks passwords in a worker thread, so a burst of wrong passwords (each
  * a bcrypt) leaves the event loop free for every other request. The worker
- * starts on first use and does not keep the process alive.
+ * starts on first use and keeps the process alive only while it checks; one
+ * that dies or fails a check fails its checks (401), and the next check
+ * starts another.
  */
 export class HashVerifier {
-  private worker: Worker | null = null;
-  private readonly pending = new Map<number, (matches: boolean) => void>();
-  private nextId = 0;
+  private readonly worker = WorkerPool.whenNeeded<HashCheck, boolean>({
+    name: 'htpasswd checks',
+    module: new URL('./hash-worker.ts', import.meta.url),
+    size: 1,
+  });
 
   verify(password: string, entry: Entry): Promise<boolean> {
-    const worker = this.worker ?? this.startWorker();
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      worker.postMessage({ id, password, entry } satisfies HashCheck);
-    });
+    return this.worker.run({ password, entry }).catch(() => false);
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    await worker?.terminate();
-    this.failAll();
-  }
-
-  private startWorker(): Worker {
-    const worker = startTypeScriptWorker(new URL('./hash-worker.ts', import.meta.url));
-    worker.unref();
-    worker.on('message', (answer: HashAnswer) => {
-      const resolve = this.pending.get(answer.id);
-      this.pending.delete(answer.id);
-      resolve?.(answer.matches);
-    });
-    // A worker that died takes its checks with it: they fail (401), and the next check starts a new one.
-    worker.on('error', () => {
-      if (this.worker === worker) this.worker = null;
-      this.failAll();
-    });
-    this.worker = worker;
-    return worker;
-  }
-
-  private failAll(): void {
-    for (const resolve of this.pending.values()) resolve(false);
-    this.pending.clear();
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }
 

@@ -3,12 +3,11 @@
  * fsync, rename; a conditional write under the file's lock) on an event loop of its own, which no device traffic keeps
  * busy, and answers once the new content is on disk.
  */
-import { stat } from 'node:fs/promises';
-import { parentPort } from 'node:worker_threads';
 import { LockLostError, withFileLock, withLockSnapshot, writeFileAtomic, type LockSnapshot } from '../../common/files.ts';
+import { serveTasks } from '../../common/worker-pool.ts';
+import { fileVersion } from './durable-writer.ts';
 
 export interface DurableWrite {
-  id: number;
   path: string;
   data: string;
   mode: number;
@@ -18,22 +17,7 @@ export interface DurableWrite {
   lock?: LockSnapshot;
 }
 
-export type DurableWriteAnswer =
-  | { id: number; version: string }
-  | { id: number; stale: true }
-  | { id: number; lockLost: { path: string; why: string } }
-  | { id: number; error: string; code?: string };
-
-/** A file's version: what changes with every atomic write (a new inode, a new change time). */
-export async function fileVersion(path: string): Promise<string | null> {
-  try {
-    const s = await stat(path, { bigint: true });
-    return `${s.ino}:${s.ctimeNs}:${s.size}`;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
+export type DurableWriteAnswer = { version: string } | { stale: true } | { lockLost: { path: string; why: string } } | { error: string; code?: string };
 
 /**
  * A conditional write compares and renames holding the file's lock, which every
@@ -49,22 +33,22 @@ export async function fileVersion(path: string): Promise<string | null> {
  */
 async function perform(request: DurableWrite): Promise<DurableWriteAnswer> {
   const write = async (): Promise<DurableWriteAnswer> => {
-    if (request.expected !== undefined && (await fileVersion(request.path)) !== request.expected) return { id: request.id, stale: true };
+    if (request.expected !== undefined && (await fileVersion(request.path)) !== request.expected) return { stale: true };
     await writeFileAtomic(request.path, request.data, request.mode);
-    return { id: request.id, version: (await fileVersion(request.path))! };
+    return { version: (await fileVersion(request.path))! };
   };
   const checked = request.expected === undefined ? write : () => withFileLock(request.path, write);
   return request.lock ? withLockSnapshot(request.lock, checked) : checked();
 }
 
-parentPort?.on('message', (request: DurableWrite) => {
-  void perform(request).then(
-    (answer) => parentPort?.postMessage(answer),
-    (err: unknown) =>
-      parentPort?.postMessage(
-        (err instanceof LockLostError
-          ? { id: request.id, lockLost: { path: err.path, why: err.why } }
-          : { id: request.id, error: (err as Error).message, code: (err as NodeJS.ErrnoException).code }) satisfies DurableWriteAnswer,
-      ),
-  );
-});
+/** Every failure is an answer the writer tells apart: a lost lock, or the file system's error with its code (ENOSPC). */
+async function answer(request: DurableWrite): Promise<DurableWriteAnswer> {
+  try {
+    return await perform(request);
+  } catch (err) {
+    if (err instanceof LockLostError) return { lockLost: { path: err.path, why: err.why } };
+    return { error: (err as Error).message, code: (err as NodeJS.ErrnoException).code };
+  }
+}
+
+await serveTasks<DurableWrite, DurableWriteAnswer>(async () => answer);

@@ -6,73 +6,51 @@
  * a worker, a write costs the main loop one message and one answer, and it is
  * still on disk before the caller is told so.
  */
-import type { Worker } from 'node:worker_threads';
+import { stat } from 'node:fs/promises';
 import { heldLockSnapshot, LockLostError } from '../../common/files.ts';
-import { startTypeScriptWorker } from '../../common/worker.ts';
+import { WorkerPool } from '../../common/worker-pool.ts';
 import type { DurableWrite, DurableWriteAnswer } from './durable-write-worker.ts';
 
 /** The file changed since it was read (another process wrote it): read it again. */
 export class StaleFile extends Error {}
 
-interface Pending {
-  resolve(version: string): void;
-  reject(err: Error): void;
+/** A file's version: what changes with every atomic write (a new inode, a new change time). */
+export async function fileVersion(path: string): Promise<string | null> {
+  try {
+    const s = await stat(path, { bigint: true });
+    return `${s.ino}:${s.ctimeNs}:${s.size}`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }
 
 export class DurableWriter {
-  private worker: Worker | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
+  /**
+   * One thread, started with the first write; writes of different files go on side by side
+   * (one file's writes come one at a time from the store's queue). A worker that died fails
+   * its writes (nothing was acknowledged) and the next write starts another.
+   */
+  private readonly worker = WorkerPool.whenNeeded<DurableWrite, DurableWriteAnswer>({
+    name: 'hub durable writes',
+    module: new URL('./durable-write-worker.ts', import.meta.url),
+    size: 1,
+    tasksPerWorker: Infinity,
+  });
 
   /** Writes `data`; resolves with the file's new version once it is on disk. */
-  write(path: string, data: string, mode: number, expected?: string | null): Promise<string> {
-    const id = this.nextId++;
-    return new Promise<string>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      // A write made under a file lock goes with that lock's state, which the worker checks just before it renames.
-      const lock = heldLockSnapshot();
-      this.started().postMessage({ id, path, data, mode, ...(expected === undefined ? {} : { expected }), ...(lock ? { lock } : {}) } satisfies DurableWrite);
-    });
+  async write(path: string, data: string, mode: number, expected?: string | null): Promise<string> {
+    // A write made under a file lock goes with that lock's state, which the worker checks just before it renames.
+    const lock = heldLockSnapshot();
+    const answer = await this.worker.run({ path, data, mode, ...(expected === undefined ? {} : { expected }), ...(lock ? { lock } : {}) });
+    if ('version' in answer) return answer.version;
+    if ('stale' in answer) throw new StaleFile();
+    if ('lockLost' in answer) throw new LockLostError(answer.lockLost.path, answer.lockLost.why);
+    // The errno code (ENOSPC: a full disk) goes with the message, so callers can tell it.
+    throw Object.assign(new Error(answer.error), { code: answer.code });
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = undefined;
-    await worker?.terminate();
-    this.failAll(new Error('the store is closed'));
-  }
-
-  private started(): Worker {
-    if (this.worker) return this.worker;
-    const worker = startTypeScriptWorker(new URL('./durable-write-worker.ts', import.meta.url));
-    // Pending writes are awaited by their callers; an idle writer must not keep the process alive.
-    worker.unref();
-    worker.on('message', (answer: DurableWriteAnswer) => {
-      const pending = this.pending.get(answer.id);
-      this.pending.delete(answer.id);
-      if (!pending) return;
-      if ('version' in answer) pending.resolve(answer.version);
-      // The errno code (ENOSPC: a full disk) goes with the message, so callers can tell it.
-      else
-        pending.reject(
-          'stale' in answer
-            ? new StaleFile()
-            : 'lockLost' in answer
-              ? new LockLostError(answer.lockLost.path, answer.lockLost.why)
-              : Object.assign(new Error(answer.error), { code: answer.code }),
-        );
-    });
-    // A worker that died takes its writes with it: they fail (nothing was acknowledged), the next write starts a new one.
-    worker.on('error', (err) => {
-      if (this.worker === worker) this.worker = undefined;
-      this.failAll(err);
-    });
-    this.worker = worker;
-    return worker;
-  }
-
-  private failAll(err: Error): void {
-    for (const pending of this.pending.values()) pending.reject(err);
-    this.pending.clear();
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }

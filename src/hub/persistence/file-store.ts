@@ -14,8 +14,7 @@ import { MAX_KEPT_FEEDBACK, type HubStore, type IdentityChange } from '../domain
 import type { KeptFeedback } from '../domain/service-queue.ts';
 import type { CaCertificates } from '../domain/x509.ts';
 import { createFileExclusive, removeFile, removeStaleTemporariesIn, withFileLock } from '../../common/files.ts';
-import { fileVersion } from './durable-write-worker.ts';
-import { DurableWriter, StaleFile } from './durable-writer.ts';
+import { DurableWriter, fileVersion, StaleFile } from './durable-writer.ts';
 import { KeyedSerialQueue } from '../../common/serial-queue.ts';
 
 /** A device's pending C2D messages and whether a clean=false session keeps its subscription. */

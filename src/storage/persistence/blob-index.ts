@@ -10,77 +10,65 @@
  * Replaying a log that a crash left beside the blobs.json it was folded into gives that
  * same index again (each line sets or removes one blob; the last line for a blob wins), so
  * a crash anywhere in a compaction loses nothing. A line a crash cut short was never
- * acknowledged: it is skipped, and the log is folded in at every start, so nothing is
- * ever appended after it.
+ * acknowledged: it is cut off (common/append-log.ts, as billing's usage log), and the log
+ * is folded in at every start.
  * The index is safe on its own against overlapping calls: its changes and compactions run
  * one at a time, in the order they were asked for, and a change reaches memory only once
  * its whole line is on disk. A line the disk did not take whole (a short write, ENOSPC) is
  * cut off the log again and the change refused with the file system's error.
  */
-import { open, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readTextIfPresent, syncDirectory, writeFileAtomic, writeWholeAt } from '../../common/files.ts';
+import { AppendLog } from '../../common/append-log.ts';
+import { readTextIfPresent, syncDirectory, writeFileAtomic } from '../../common/files.ts';
 import { SerialQueue } from '../../common/serial-queue.ts';
 import type { BlobRecord } from './store.ts';
 
 type IndexChange = { put: BlobRecord } | { delete: string };
 
-/** The log's whole lines that parse as changes; a torn or stale fragment is not one. */
-function parseChanges(log: string): IndexChange[] {
+/** The log's entries that are changes; a line of another shape is not one. */
+function changesOf(entries: unknown[]): IndexChange[] {
   const changes: IndexChange[] = [];
-  for (const line of log.split('\n').slice(0, -1)) {
-    let change: Partial<{ put: BlobRecord; delete: string }>;
-    try {
-      change = JSON.parse(line) as typeof change;
-    } catch {
-      continue;
-    }
-    if (typeof change.delete === 'string') changes.push({ delete: change.delete });
-    else if (typeof change.put?.name === 'string' && typeof change.put.file === 'string') changes.push({ put: change.put });
+  for (const entry of entries) {
+    const change = entry as Partial<{ put: BlobRecord; delete: string }> | null;
+    if (typeof change?.delete === 'string') changes.push({ delete: change.delete });
+    else if (typeof change?.put?.name === 'string' && typeof change.put.file === 'string') changes.push({ put: change.put });
   }
   return changes;
 }
 
 export class BlobIndex {
   private readonly records = new Map<string, BlobRecord>();
-  /** Bytes of whole lines in the log: the next line is written here, over anything a failed write left. */
-  private logLength = 0;
+  /** Changes in the log since it was last folded in. */
   private logChanges = 0;
-  /** Whether the log's folder entry is on disk (a new log's is synced after its first line). */
-  private logOnDisk = false;
   /** Changes and compactions, one at a time in the order asked for. */
   private readonly turns = new SerialQueue();
 
   private constructor(
     private readonly dir: string,
     private readonly compactAfter: number,
+    private readonly log: AppendLog,
   ) {}
 
   private get snapshotPath(): string {
     return join(this.dir, 'blobs.json');
   }
 
-  private get logPath(): string {
-    return join(this.dir, 'blobs.log');
-  }
-
   /** An empty index for a new container; its files appear with its first change. */
   static create(dir: string, compactAfter: number): BlobIndex {
-    return new BlobIndex(dir, compactAfter);
+    return new BlobIndex(dir, compactAfter, AppendLog.empty(join(dir, 'blobs.log')));
   }
 
   /** Loads blobs.json and the log's changes over it, and folds the log in. */
   static async load(dir: string, compactAfter: number): Promise<BlobIndex> {
-    const index = new BlobIndex(dir, compactAfter);
+    const { log, entries } = await AppendLog.open(join(dir, 'blobs.log'));
+    const index = new BlobIndex(dir, compactAfter, log);
     const snapshot = await readTextIfPresent(index.snapshotPath);
     for (const record of snapshot ? (JSON.parse(snapshot) as BlobRecord[]) : []) index.records.set(record.name, record);
-    const log = await readTextIfPresent(index.logPath);
-    index.logOnDisk = log !== undefined;
-    for (const change of parseChanges(log ?? '')) {
+    for (const change of changesOf(entries)) {
       if ('put' in change) index.records.set(change.put.name, change.put);
       else index.records.delete(change.delete);
     }
-    if (log) await index.compact();
+    if (log.bytes > 0) await index.compact();
     return index;
   }
 
@@ -104,20 +92,8 @@ export class BlobIndex {
     });
   }
 
-  /** Writes a change's line whole and flushes it, or cuts the log back to its acknowledged end and throws. */
   private async append(change: IndexChange): Promise<void> {
-    const line = Buffer.from(JSON.stringify(change) + '\n');
-    await writeWholeAt(this.logPath, this.logLength, line);
-    if (!this.logOnDisk) {
-      try {
-        await syncDirectory(this.dir);
-      } catch (err) {
-        await truncate(this.logPath, this.logLength).catch(() => undefined);
-        throw err;
-      }
-    }
-    this.logOnDisk = true;
-    this.logLength += line.length;
+    await this.log.append(change);
     this.logChanges++;
   }
 
@@ -132,13 +108,7 @@ export class BlobIndex {
   private async compact(): Promise<void> {
     await writeFileAtomic(this.snapshotPath, JSON.stringify([...this.records.values()]));
     await syncDirectory(this.dir);
-    const handle = await open(this.logPath, 'w');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    this.logLength = 0;
+    await this.log.clear();
     this.logChanges = 0;
   }
 }
