@@ -121,6 +121,16 @@ export class BillingConnection {
     }
   }
 
+  /**
+   * Whether the container is ready (GET /ready): not while billing cannot be reached (not
+   * yet, or no longer) and the gate answers every scoring request 503, as the service's
+   * containers are not. A key billing refused (401) or a spent quota (403) is billing's
+   * answer to pass on, so the container stays ready to give it.
+   */
+  get ready(): boolean {
+    return this.refusal()?.statusCode !== 503;
+  }
+
   /** The body of GET /status. */
   statusReport(): Record<string, unknown> {
     return {

@@ -44,7 +44,10 @@ const sharedPaths: OpenApiPaths = {
     },
   },
   '/ready': {
-    get: { summary: 'Ready to accept a query against the model', responses: { '200': { description: 'ready' }, '503': { description: 'starting' } } },
+    get: {
+      summary: 'Ready to accept a query against the model',
+      responses: { '200': { description: 'ready' }, '503': { description: 'starting, or the billing endpoint cannot be reached' } },
+    },
   },
   '/health': { get: { summary: 'The process is alive', responses: { '200': { description: 'alive' } } } },
   '/swagger': { get: { summary: 'This page', responses: { '200': { description: 'HTML' } } } },

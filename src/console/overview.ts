@@ -98,18 +98,48 @@ function parsed(url: string): URL | undefined {
   }
 }
 
-export async function probeComponent(dispatcher: Dispatcher, component: ComponentEntry): Promise<ComponentStatus> {
+/**
+ * Where not to ask GET /health and /ready: the gateway's proxy answers only its routes, so
+ * a probe there is a 404 in the gateway's own recent requests and figures. Its admin API's
+ * GET /status (Kong's node status) tells whether the gateway is up instead.
+ */
+export interface ProbeTargets {
+  unprobed: ReadonlySet<string>;
+  /** Origins whose health is their GET <path> (200: up and ready). */
+  statusPaths: ReadonlyMap<string, string>;
+}
+
+function originOf(url: string): string | undefined {
+  return parsed(url)?.origin;
+}
+
+export function probeTargets(options: Pick<ConsoleValues, 'gatewayProxyUrl' | 'gatewayAdminUrl'>): ProbeTargets {
+  const proxy = originOf(options.gatewayProxyUrl);
+  const admin = originOf(options.gatewayAdminUrl);
+  return { unprobed: new Set(proxy ? [proxy] : []), statusPaths: new Map(admin ? [[admin, '/status']] : []) };
+}
+
+async function probeOrigin(dispatcher: Dispatcher, origin: string, statusPath: string | undefined): Promise<{ health: Probe; ready: Probe }> {
+  if (statusPath) {
+    const status = await probeHttp(dispatcher, new URL(statusPath, origin));
+    return { health: status, ready: status };
+  }
+  const [health, ready] = await Promise.all([probeHttp(dispatcher, new URL('/health', origin)), probeHttp(dispatcher, new URL('/ready', origin))]);
+  return { health, ready };
+}
+
+export async function probeComponent(dispatcher: Dispatcher, component: ComponentEntry, targets: ProbeTargets): Promise<ComponentStatus> {
   const urls = component.endpoints.map((e) => parsed(e.url.replace(/\{[^}]*\}/g, 'x'))).filter((u): u is URL => u !== undefined);
-  // Each HTTP origin is asked in turn: a gateway's proxy has no /health of its own, its admin API does not either, but both answer.
-  const origins = [...new Set(urls.filter((u) => u.protocol === 'http:' || u.protocol === 'https:').map((u) => u.origin))];
+  const http = urls.filter((u) => u.protocol === 'http:' || u.protocol === 'https:');
+  const origins = [...new Set(http.map((u) => u.origin))].filter((origin) => !targets.unprobed.has(origin));
   let best: { health: Probe; ready: Probe } | undefined;
   for (const origin of origins) {
-    const [health, ready] = await Promise.all([probeHttp(dispatcher, new URL('/health', origin)), probeHttp(dispatcher, new URL('/ready', origin))]);
+    const { health, ready } = await probeOrigin(dispatcher, origin, targets.statusPaths.get(origin));
     if (health === 'up') return { ...component, health, ready };
     if (!best || best.health === 'down') best = { health, ready };
   }
   if (best) return { ...component, ...best };
-  const socket = urls.find((u) => u.port);
+  const socket = urls.find((u) => u.port && !targets.unprobed.has(u.origin));
   const health = socket ? await probeTcp(socket) : 'unknown';
   return { ...component, health, ready: health };
 }

@@ -19,7 +19,7 @@ import { loadAssets } from './assets.ts';
 import { BlobBrowser, blobName, openBlobService } from './blobs.ts';
 import { LoginRequiredError, NotConfiguredError, toWireError } from './errors.ts';
 import { hubServiceToken } from './hub-token.ts';
-import { componentEntries, probeComponent } from './overview.ts';
+import { componentEntries, probeComponent, probeTargets } from './overview.ts';
 import { consoleOptions } from './options.ts';
 import { createDispatcher, forward, type Upstream } from './upstream.ts';
 import { registerIdentityRoutes } from './identity.ts';
@@ -75,7 +75,7 @@ function registerApi(app: FastifyInstance, options: ConsoleOptions, caFile: stri
   app.addHook('onClose', () => dispatcher.close());
 
   app.get('/api/overview', async () => {
-    const components = await Promise.all(componentEntries(options).map((c) => probeComponent(dispatcher, c)));
+    const components = await Promise.all(componentEntries(options).map((c) => probeComponent(dispatcher, c, probeTargets(options))));
     return {
       components,
       caFile: caFile || null,

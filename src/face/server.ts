@@ -140,7 +140,7 @@ export async function startFace(given: Partial<FaceOptions> & RuntimeExtras = {}
   const metrics = new ComponentMetrics('face');
   const analysed = metrics.histogram('face_detect_seconds', 'time to detect and measure the faces of one image (download excluded)');
   const found = metrics.counter('face_faces_detected_total', 'faces answered by detect');
-  const app = createHttpServer({ logger, tls, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null, metrics });
+  const app = createHttpServer({ logger, tls, bodyLimit: MAX_IMAGE_BYTES, ready: () => pool !== null && billing.ready, metrics });
   registerContainerSurface(app, { connection: billing, title: 'Face (v1.0 and v1.2)', version: '1.2', paths: openApiPaths(routes) });
 
   // Only the two bodies the API defines; any other media type is fastify's 415, mapped below.

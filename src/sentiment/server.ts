@@ -119,7 +119,7 @@ export async function startSentiment(given: Partial<SentimentOptions> & RuntimeE
   };
   const v3Context = (parameters: V3Parameters, wording = V3_WORDING): AnswerContext => ({ ...context, parameters, wording });
 
-  const app = createHttpServer({ logger, tls, bodyLimit: options.maxRequestBytes, metrics });
+  const app = createHttpServer({ logger, tls, bodyLimit: options.maxRequestBytes, ready: () => connection.ready, metrics });
   acceptJsonBodies(app);
   registerContainerSurface(app, {
     connection,

@@ -103,3 +103,22 @@ test("gateway page: requests made through the gateway appear live with status an
   await page.getByRole('alert').filter({ hasText: '404 · Not found: no consumer has the id or username "nobody"' }).waitFor();
   assert.deepEqual(problems, []);
 });
+
+test("the console's health probes leave no 404 in the gateway's recent requests: the admin API's GET /status says the gateway is up", async () => {
+  const { page, problems } = await openGatewayPage();
+  for (let round = 0; round < 2; round++) {
+    const overview = (await page.evaluate(() => fetch('/api/overview').then((r) => r.json()))) as {
+      components: { name: string; health: string; ready: string }[];
+    };
+    const shown = overview.components.find((c) => c.name === 'gateway');
+    assert.deepEqual([shown?.health, shown?.ready], ['up', 'up']);
+  }
+  const answer = await request(`${gateway.facts!.gateway!.adminUrl}/_offcloud/requests?size=1000`);
+  const { data } = (await answer.body.json()) as { data: { path: string; status: number }[] };
+  assert.deepEqual(
+    data.filter((r) => r.status === 404 || r.path === '/health' || r.path === '/ready'),
+    [],
+    'no probe reached the proxy',
+  );
+  assert.deepEqual(problems, []);
+});

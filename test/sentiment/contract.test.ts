@@ -61,6 +61,7 @@ test('R-SENT-8 a wrong key: billing refuses it, /status says Invalid, scoring is
   const refused = await score(base, ['Lovely.']);
   assert.equal(refused.status, 401);
   assert.equal(refused.body.code, 'Invalid');
+  assert.equal((await request(`${base}/ready`)).statusCode, 200, 'billing answered: the container is ready to pass its refusal on');
 });
 
 test('R-SENT-8 a key of a face resource is a Mismatch for the sentiment container', async (t) => {
@@ -69,9 +70,11 @@ test('R-SENT-8 a key of a face resource is a Mismatch for the sentiment containe
   assert.equal((await score(base, ['Lovely.'])).status, 401);
 });
 
-test('R-SENT-9 billing stopped: CouldNotConnect and 503 with Retry-After; billing back: scoring recovers', async (t) => {
+test('R-SENT-9 billing stopped: CouldNotConnect, 503 with Retry-After and /ready 503; billing back: scoring and readiness recover', async (t) => {
   const setup = await startSetup(t, { meteringIntervalMs: 100 });
+  const ready = async () => (await request(`${setup.base}/ready`)).statusCode;
   assert.equal((await status(setup.base)).apiStatus, 'Valid');
+  assert.equal(await ready(), 200);
   assert.equal((await score(setup.base, ['Fine.'])).status, 200);
   await setup.billing.close();
   await statusBecomes(setup.base, (s) => s.apiStatus === 'CouldNotConnect');
@@ -79,8 +82,10 @@ test('R-SENT-9 billing stopped: CouldNotConnect and 503 with Retry-After; billin
   assert.equal(refused.status, 503);
   assert.equal(refused.headers['retry-after'], '1');
   assert.equal(refused.body.code, 'CouldNotConnect');
+  assert.equal(await ready(), 503, 'not ready while every scoring request gets 503');
   await setup.restartBilling();
   await statusBecomes(setup.base, (s) => s.apiStatus === 'Valid');
+  assert.equal(await ready(), 200);
   assert.equal((await score(setup.base, ['Fine again.'])).status, 200);
 });
 
