@@ -105,7 +105,7 @@ function parsed(url: string): URL | undefined {
  */
 export interface ProbeTargets {
   unprobed: ReadonlySet<string>;
-  /** Origins whose health is their GET <path> (200: up and ready). */
+  /** Origins whose health is their GET <path> (200: up and ready); their component is asked there only. */
   statusPaths: ReadonlyMap<string, string>;
 }
 
@@ -131,7 +131,10 @@ async function probeOrigin(dispatcher: Dispatcher, origin: string, statusPath: s
 export async function probeComponent(dispatcher: Dispatcher, component: ComponentEntry, targets: ProbeTargets): Promise<ComponentStatus> {
   const urls = component.endpoints.map((e) => parsed(e.url.replace(/\{[^}]*\}/g, 'x'))).filter((u): u is URL => u !== undefined);
   const http = urls.filter((u) => u.protocol === 'http:' || u.protocol === 'https:');
-  const origins = [...new Set(http.map((u) => u.origin))].filter((origin) => !targets.unprobed.has(origin));
+  const all = [...new Set(http.map((u) => u.origin))];
+  // A component with a status origin is asked there only (the gateway: not its TLS proxy either).
+  const statusOrigin = all.find((origin) => targets.statusPaths.has(origin));
+  const origins = statusOrigin ? [statusOrigin] : all.filter((origin) => !targets.unprobed.has(origin));
   let best: { health: Probe; ready: Probe } | undefined;
   for (const origin of origins) {
     const { health, ready } = await probeOrigin(dispatcher, origin, targets.statusPaths.get(origin));
