@@ -10,9 +10,9 @@
  *
  * Appends must not overlap: callers run them one at a time (a SerialQueue).
  */
-import { open, readFile, truncate } from 'node:fs/promises';
+import { open, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { syncDirectory, writeWholeAt } from './files.ts';
+import { readTextIfPresent, syncDirectory, writeWholeAt } from './files.ts';
 
 export class AppendLog {
   private constructor(
@@ -31,13 +31,8 @@ export class AppendLog {
 
   /** Opens the log at `path` (none yet is an empty log) and returns its entries, oldest first. */
   static async open(path: string, mode = 0o644): Promise<{ log: AppendLog; entries: unknown[] }> {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { log: AppendLog.empty(path, mode), entries: [] };
-      throw err;
-    }
+    const text = await readTextIfPresent(path);
+    if (text === undefined) return { log: AppendLog.empty(path, mode), entries: [] };
     const whole = text.slice(0, text.lastIndexOf('\n') + 1);
     const log = new AppendLog(path, mode, Buffer.byteLength(whole), true);
     if (whole.length < text.length) await truncate(path, log.length);
