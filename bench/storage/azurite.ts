@@ -6,8 +6,14 @@
  * before every acknowledgement; Azurite does not. Each figure carries the CPU time per
  * request of each server process (from /proc) and the load average when it was taken.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
 import { startChildServers } from '../common/child.ts';
 import { cpuWithEndedChildren } from '../common/cpu.ts';
@@ -25,8 +31,43 @@ export const AZURITE = 'Azurite 3.37.0 (npm), same SDK client';
 interface ServerInfo {
   ours: string;
   oursPid: number;
-  azurite: string;
-  azuritePid: number;
+}
+
+/** The blob service's entry point, as Azurite's package names it (its `azurite-blob` command). */
+function azuriteBlobMain(): string {
+  const manifest = createRequire(import.meta.url).resolve('azurite/package.json');
+  const { bin } = createRequire(import.meta.url)(manifest) as { bin: Record<string, string> };
+  return join(dirname(manifest), bin['azurite-blob']!);
+}
+
+/**
+ * Starts Azurite on a free port, as a child of the bench process itself (so the bench runner
+ * ends it if the bench is stopped), and answers with its account URL once it says it listens.
+ */
+async function startAzurite(location: string) {
+  const azurite = spawn(
+    process.execPath,
+    // The SDK sends a newer x-ms-version than Azurite knows: without these two it refuses every request.
+    [azuriteBlobMain(), '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', location, '--silent', '--skipApiVersionCheck', '--loose'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: azurite.stdout });
+  const url = await new Promise<string>((resolve, reject) => {
+    lines.on('line', (line) => {
+      const listening = /successfully listens on (http:\/\/\S+)/.exec(line);
+      if (listening) resolve(listening[1]!);
+    });
+    azurite.once('exit', (code) => reject(new Error(`Azurite exited (${code}) before it listened`)));
+  });
+  return {
+    url: `${url}/devstoreaccount1`,
+    pid: azurite.pid!,
+    stop: async () => {
+      if (azurite.exitCode !== null) return;
+      azurite.kill('SIGTERM');
+      await once(azurite, 'exit');
+    },
+  };
 }
 
 interface Side {
@@ -129,10 +170,15 @@ function transfers(label: string, size: number, items: number): Row[] {
 
 export async function measureAgainstAzurite(context: Pick<BenchContext, 'report' | 'signal'>): Promise<BenchResult[]> {
   const servers = await startChildServers<ServerInfo>(new URL('./azurite-servers.ts', import.meta.url));
+  const azuriteDir = await mkdtemp(join(tmpdir(), 'bench-storage-azurite-'));
+  const azurite = await startAzurite(azuriteDir).catch(async (err: unknown) => {
+    await servers.stop();
+    throw err;
+  });
   const credential = new StorageSharedKeyCredential(DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY);
   const sides: [Side, Side] = [
     { container: new BlobServiceClient(servers.info.ours, credential).getContainerClient('bench'), pid: servers.info.oursPid },
-    { container: new BlobServiceClient(servers.info.azurite, credential).getContainerClient('bench'), pid: servers.info.azuritePid },
+    { container: new BlobServiceClient(azurite.url, credential).getContainerClient('bench'), pid: azurite.pid },
   ];
   const results: BenchResult[] = [];
   const run = async (row: Row) => {
@@ -179,7 +225,8 @@ export async function measureAgainstAzurite(context: Pick<BenchContext, 'report'
       },
     });
   } finally {
-    await servers.stop();
+    await Promise.all([servers.stop(), azurite.stop()]);
+    await rm(azuriteDir, { recursive: true, force: true });
   }
   return results;
 }
