@@ -308,18 +308,34 @@ export async function run({ report, signal }: BenchContext): Promise<BenchResult
         .map((entry) => ({ label: ` [${entry.slice(0, entry.indexOf('='))}]`, cli: entry.slice(entry.indexOf('=') + 1), workers: [1] })),
     ];
     /** Starts the gateway CLI on `doc` as a user starts it; its CPU is read from /proc with its worker processes. */
+    // The ports are picked free and then given to the CLI, so another bench of `all` running beside
+    // this one may take one in between: a start that ends with EADDRINUSE is tried again on others.
     const startGatewayProcess = async (cli: string, doc: Record<string, unknown>, workers: number, tag: string) => {
       const file = join(dir, `kong-${tag}-${workers}.json`);
       await writeFile(file, JSON.stringify(doc));
-      const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-      const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
       const runCli = cli.endsWith('.ts') ? ['--import', 'tsx', cli] : [cli];
-      const gw = spawn(process.execPath, [...runCli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], {
-        stdio: 'ignore',
-      });
-      children.push(gw);
-      await waitForPort(`http://127.0.0.1:${adminPort}/status`, 90);
-      return { base: `http://127.0.0.1:${port}`, cpu: () => processCpu(gw.pid!) };
+      for (let attempt = 1; ; attempt++) {
+        const [port, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+        const flags = { port, 'https-port': httpsPort, 'admin-port': adminPort, 'log-level': 'silent', 'data-dir': dir, 'declarative-config': file, workers };
+        const gw = spawn(process.execPath, [...runCli, 'gateway', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        children.push(gw);
+        let stderr = '';
+        gw.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+        const exited = new Promise<never>((_, reject) =>
+          gw.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before its admin port answered: ${stderr}`))),
+        );
+        try {
+          await Promise.race([waitForPort(`http://127.0.0.1:${adminPort}/status`, 90), exited]);
+          exited.catch(() => {});
+          return { base: `http://127.0.0.1:${port}`, cpu: () => processCpu(gw.pid!) };
+        } catch (error) {
+          exited.catch(() => {});
+          gw.kill();
+          if (attempt >= 3 || !/already in use|EADDRINUSE/.test(stderr)) throw error;
+        }
+      }
     };
     for (const build of builds) {
       for (const workers of build.workers) {
