@@ -180,17 +180,17 @@ async function readFileIn(container: StartedTestContainer, path: string): Promis
  * certificate from it (a file owned by the host's user would be unreadable there, 0600).
  */
 async function caArchive(folder: string): Promise<Readable> {
-  const files = await Promise.all(
-    (['ca.crt', 'ca.key'] as const).map(async (name) => {
-      try {
-        return { name, content: await readFile(join(folder, name)) };
-      } catch (err) {
-        throw new Error(
-          `OffcloudContainer.withCa: cannot read ${join(folder, name)} (make the CA with \`offcloud ca --data-dir DIR\`; its folder is DIR/ca): ${(err as Error).message}`,
-        );
-      }
-    }),
-  );
+  // Read one after the other, so a folder without either file is always reported by its ca.crt.
+  const files: { name: string; content: Buffer }[] = [];
+  for (const name of ['ca.crt', 'ca.key']) {
+    try {
+      files.push({ name, content: await readFile(join(folder, name)) });
+    } catch (err) {
+      throw new Error(
+        `OffcloudContainer.withCa: cannot read ${join(folder, name)} (make the CA with \`offcloud ca --data-dir DIR\`; its folder is DIR/ca): ${(err as Error).message}`,
+      );
+    }
+  }
   const owner = { uid: IMAGE_USER, gid: IMAGE_USER };
   const archive = pack();
   archive.entry({ name: 'ca', type: 'directory', mode: 0o700, ...owner });

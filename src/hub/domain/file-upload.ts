@@ -7,10 +7,11 @@
  * The correlation id a device gets is a signed token (HS256, by jose) naming
  * the device, the blob and when the SAS ends, so any replica, after any
  * restart, can take the notification; a device may have at most 10 uploads
- * open at once on a replica (the real hub's limit).
+ * open at once on a replica (the real hub's limit). jose is loaded on first
+ * use, so the CLI's help and management commands, which reach this module,
+ * load no server package.
  */
 import { randomUUID } from 'node:crypto';
-import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { HubError, invalidArgument } from './errors.ts';
 
 /** Where uploads go: the storage account and container of the file-upload settings, reached through the storage's own API. */
@@ -127,6 +128,7 @@ export class FileUploads {
     const expiresAt = this.now() + sasTtlSeconds * 1000;
     const sas = await storage.blobSas(blobName, new Date(expiresAt));
     const id = randomUUID();
+    const { SignJWT } = await import('jose');
     const correlationId = await new SignJWT({ blob: blobName })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(deviceId)
@@ -146,6 +148,7 @@ export class FileUploads {
     const outcome = parseOutcome(body);
     const correlationId = correlationInPath ?? outcome.correlationId;
     if (typeof correlationId !== 'string' || correlationId === '') throw invalidArgument('correlationId must be the one POST /files gave');
+    const { errors: joseErrors, jwtVerify } = await import('jose');
     let claims: { sub?: unknown; jti?: unknown; blob?: unknown };
     try {
       ({ payload: claims } = await jwtVerify(correlationId, await this.key(), { algorithms: ['HS256'], currentDate: new Date(this.now()) }));
