@@ -6,14 +6,13 @@
  * encoder in batches, reads the head's logit, and blends it with the n-gram
  * model's score.
  */
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StartupError } from '../common/errors.ts';
 import { writeFileAtomic } from '../common/files.ts';
 import { EMBEDDING_SIZE, SentenceEncoder } from './encoder.ts';
 import { blended, headLogit, type Blend, type MlpHead } from './head.ts';
-import type { SentimentModel } from './model.ts';
+import { weightsDigest, type SentimentModel } from './model.ts';
 
 export interface FusedModelCard {
   format: 'offcloud-sentiment-fused-v1';
@@ -102,8 +101,7 @@ export async function readFusedModel(dir: string): Promise<{ card: FusedModelCar
   if (card.format !== 'offcloud-sentiment-fused-v1' || card.head.inputs !== EMBEDDING_SIZE || raw.length !== expected) {
     throw new StartupError(`sentiment model in ${dir} is not a model this version reads (format ${card.format}, ${raw.length} bytes of head weights)`);
   }
-  if (createHash('sha256').update(raw).digest('hex') !== card.headSha256)
-    throw new StartupError(`sentiment model in ${dir}: ${HEAD_FILE} is not the head its card was measured with`);
+  if (weightsDigest(raw) !== card.headSha256) throw new StartupError(`sentiment model in ${dir}: ${HEAD_FILE} is not the head its card was measured with`);
   return { card, head: headFromBytes(raw, card.head) };
 }
 

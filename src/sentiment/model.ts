@@ -75,6 +75,7 @@ export function weightsBytes(weights: Int16Array): Buffer {
   return raw;
 }
 
+/** The sha256 (hex) a card names its weights by, and a training file by. */
 export function weightsDigest(raw: Uint8Array): string {
   return createHash('sha256').update(raw).digest('hex');
 }

@@ -18,7 +18,7 @@ import { EMBEDDING_SIZE, ENCODER_TARBALL_SHA256, encoderPackage, SentenceEncoder
 import { featureIndices, logit, sigmoid } from './features.ts';
 import { headBytes, readFusedModel, type FusedModelCard } from './fused.ts';
 import { blended, fitBlend, headLogit, trainHead, type Blend, type HeadSettings, type MlpHead } from './head.ts';
-import type { SentimentModel } from './model.ts';
+import { weightsDigest, type SentimentModel } from './model.ts';
 import { figureDifferences, percent, splitBySentence, trainLogistic, type Example, type TrainSettings } from './train.ts';
 
 /** Validation lines of this many tokens or more are the held-out figure (the n-gram card's "long" lines). */
@@ -197,7 +197,7 @@ export async function trainEncoderVersion(
     encoder: { package: pkg.name, version: pkg.version, tarballSha256: ENCODER_TARBALL_SHA256, licence: pkg.license },
     ngramVersion: ngram.version,
     head: { inputs: EMBEDDING_SIZE, hidden: HEAD_SETTINGS.hidden },
-    headSha256: createHash('sha256').update(headBytes(head)).digest('hex'),
+    headSha256: weightsDigest(headBytes(head)),
     blend,
     training: {
       data: 'GLUE SST-2 train.tsv (Stanford Sentiment Treebank phrases)',
